@@ -1,0 +1,77 @@
+package seckill
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. Every domain error carries one; the edges map them to the
+// wire (GraphQL extensions.code, HTTP status) in exactly one place each.
+const (
+	EUNAUTHENTICATED = "UNAUTHENTICATED"
+	EFORBIDDEN       = "FORBIDDEN"
+	ENOTFOUND        = "NOT_FOUND"
+	EINVALID         = "INVALID_INPUT"
+	ECONFLICT        = "CONFLICT"
+	EUNAVAILABLE     = "UNAVAILABLE"
+	EINTERNAL        = "INTERNAL"
+)
+
+// Error is a domain error: a code and a message that is safe to show a
+// client. Field names the offending input field for EINVALID errors.
+type Error struct {
+	Code    string
+	Message string
+	Field   string
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("seckill error: code=%s field=%s message=%s", e.Code, e.Field, e.Message)
+	}
+	return fmt.Sprintf("seckill error: code=%s message=%s", e.Code, e.Message)
+}
+
+// Errorf returns a domain error with the given code and a formatted message.
+func Errorf(code string, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalidf returns an EINVALID error about one input field.
+func Invalidf(field string, format string, args ...any) *Error {
+	return &Error{Code: EINVALID, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the domain error in err's chain, EINTERNAL for
+// any other non-nil error, and "" for nil.
+func ErrorCode(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the safe message of a domain error, or "internal
+// error" for anything else: details of internal errors never reach clients.
+func ErrorMessage(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// ErrorField returns the input field named by an EINVALID error, or "".
+func ErrorField(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Field
+	}
+	return ""
+}

@@ -1,0 +1,111 @@
+package seckill
+
+import "time"
+
+// OrderStatus is where an accepted order stands.
+type OrderStatus string
+
+const (
+	OrderQueued  OrderStatus = "QUEUED"  // admitted in Redis, not yet in Postgres
+	OrderCreated OrderStatus = "CREATED" // persisted
+	OrderFailed  OrderStatus = "FAILED"  // could not be persisted; stock and buyer slot returned
+)
+
+// Terminal reports whether no further change can follow.
+func (s OrderStatus) Terminal() bool { return s == OrderCreated || s == OrderFailed }
+
+// Order is one user's purchase of one seckill voucher.
+type Order struct {
+	ID            int64
+	VoucherID     int64
+	UserID        int64
+	Status        OrderStatus
+	CreatedAt     time.Time
+	FailureReason string
+}
+
+// Order ids carry their campaign: the high 32 bits are the voucher id, the
+// low 32 bits a per-campaign sequence that the admission script increments.
+// That makes them unique across every API instance without a second round
+// trip, and lets any process find the campaign (and its Redis keys) of an id.
+const orderSeqBits = 32
+
+// OrderID composes an order id from a voucher id and a sequence number.
+func OrderID(voucherID int64, seq int64) int64 { return voucherID<<orderSeqBits | seq }
+
+// SplitOrderID returns the voucher id and the sequence number of an order id.
+func SplitOrderID(id int64) (voucherID, seq int64) {
+	return id >> orderSeqBits, id & (1<<orderSeqBits - 1)
+}
+
+// Outcome is the answer to a purchase: expected business results are data,
+// not errors.
+type Outcome string
+
+const (
+	OutcomeAccepted         Outcome = "ACCEPTED"
+	OutcomeSoldOut          Outcome = "SOLD_OUT"
+	OutcomeAlreadyPurchased Outcome = "ALREADY_PURCHASED"
+	OutcomeNotStarted       Outcome = "NOT_STARTED"
+	OutcomeEnded            Outcome = "ENDED"
+	OutcomeRateLimited      Outcome = "RATE_LIMITED"
+	OutcomePaused           Outcome = "PAUSED"
+)
+
+// Message is the human sentence shown with an outcome.
+func (o Outcome) Message() string {
+	switch o {
+	case OutcomeAccepted:
+		return "order accepted; it is being created"
+	case OutcomeSoldOut:
+		return "sold out"
+	case OutcomeAlreadyPurchased:
+		return "you have already bought this voucher"
+	case OutcomeNotStarted:
+		return "the sale has not started yet"
+	case OutcomeEnded:
+		return "the sale has ended"
+	case OutcomeRateLimited:
+		return "too many attempts; try again in a moment"
+	case OutcomePaused:
+		return "the sale is paused"
+	}
+	return string(o)
+}
+
+// Admission is a purchase that Redis accepted and Postgres does not hold yet.
+type Admission struct {
+	OrderID    int64     `json:"order_id"`
+	VoucherID  int64     `json:"voucher_id"`
+	UserID     int64     `json:"user_id"`
+	AdmittedAt time.Time `json:"admitted_at"`
+}
+
+// PurchaseResult is what a buyer is told.
+type PurchaseResult struct {
+	Outcome Outcome
+	OrderID int64 // set when Outcome is ACCEPTED
+}
+
+// PersistOutcome is what the store did with one admission.
+type PersistOutcome struct {
+	Admission Admission
+	Status    OrderStatus // CREATED (now or earlier) or FAILED
+	Reason    string      // why it FAILED
+	CreatedAt time.Time
+}
+
+// StatusEvent is a change of an order's status.
+type StatusEvent struct {
+	OrderID int64       `json:"order_id"`
+	Status  OrderStatus `json:"status"`
+	At      time.Time   `json:"at"`
+	Reason  string      `json:"reason,omitempty"`
+}
+
+// WarmState is what Redis needs to admit for a campaign that Postgres knows.
+type WarmState struct {
+	Campaign Campaign
+	Buyers   []int64 // users holding an order (CREATED) for the campaign
+	MaxSeq   int64   // highest order sequence Postgres has seen for it
+}

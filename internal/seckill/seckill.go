@@ -1,0 +1,82 @@
+// Package seckill is the domain of a flash-sale service: vouchers, their
+// campaigns, orders, the outcomes of a purchase, the error codes, and the
+// Service that orchestrates them through the small interfaces below. It
+// imports only the standard library; adapters implement the interfaces.
+package seckill
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the system of record (Postgres).
+type Store interface {
+	// CreateVoucher inserts v and its campaign and sets their ids and times.
+	CreateVoucher(ctx context.Context, v *Voucher) error
+	// DeleteVoucher removes a voucher that has no orders (used to undo a
+	// creation that could not be warmed into Redis). ENOTFOUND, ECONFLICT.
+	DeleteVoucher(ctx context.Context, id int64) error
+	// Voucher returns one voucher with its campaign. ENOTFOUND.
+	Voucher(ctx context.Context, id int64) (*Voucher, error)
+	// Vouchers returns vouchers in id order.
+	Vouchers(ctx context.Context, filter VoucherFilter) ([]*Voucher, error)
+	// Order returns a persisted order, CREATED or FAILED. ENOTFOUND.
+	Order(ctx context.Context, id int64) (*Order, error)
+	// OrdersByUser returns a user's persisted orders, newest first.
+	OrdersByUser(ctx context.Context, userID int64, limit int) ([]*Order, error)
+	// PersistOrders writes admissions as orders, idempotently: an admission
+	// persisted before is reported CREATED again, never written twice. One
+	// that can never be persisted (no stock left in Postgres, the user holds
+	// another order for the campaign, the campaign is gone) is recorded as
+	// FAILED with a reason. An error means nothing was decided: retry.
+	PersistOrders(ctx context.Context, adms []Admission) ([]PersistOutcome, error)
+	// WarmStates returns every campaign that has not ended, with its buyers.
+	WarmStates(ctx context.Context) ([]WarmState, error)
+}
+
+// Admitter decides purchases atomically (Redis).
+type Admitter interface {
+	// Warm installs a campaign unless Redis already holds it; it reports
+	// whether it installed it.
+	Warm(ctx context.Context, st WarmState) (bool, error)
+	// Admit decides one purchase. On ACCEPTED the admission is recorded as
+	// pending in the same atomic step. ENOTFOUND when Redis does not know
+	// the campaign.
+	Admit(ctx context.Context, voucherID, userID int64) (Outcome, Admission, error)
+	// Remaining returns the live stock of the campaigns Redis holds.
+	Remaining(ctx context.Context, voucherIDs []int64) (map[int64]int64, error)
+	// Pending returns an admission that is not persisted yet. ENOTFOUND.
+	Pending(ctx context.Context, orderID int64) (*Admission, error)
+	// Ack forgets admissions that Postgres now holds.
+	Ack(ctx context.Context, adms []Admission) error
+	// Release gives a failed admission's unit and buyer slot back; it
+	// reports false when the admission was not pending (released before).
+	Release(ctx context.Context, adm Admission) (bool, error)
+	// Stale returns up to limit admissions pending for longer than age.
+	Stale(ctx context.Context, age time.Duration, limit int) ([]Admission, error)
+	// Warmed reports whether Redis still holds the marker set by MarkWarmed;
+	// it is gone when Redis lost its data.
+	Warmed(ctx context.Context) (bool, error)
+	MarkWarmed(ctx context.Context) error
+}
+
+// Enqueuer hands admissions to the persistence workers (Asynq).
+type Enqueuer interface {
+	// EnqueuePersist enqueues one admission; enqueuing an admission that is
+	// already queued is not an error.
+	EnqueuePersist(ctx context.Context, adm Admission) error
+}
+
+// StatusBus carries order status changes between processes (Redis pub/sub).
+// Delivery is at most once: subscribers read the current state first.
+type StatusBus interface {
+	Publish(ctx context.Context, ev StatusEvent) error
+	// Subscribe delivers events for orderID until cancel is called or ctx
+	// ends; the channel is closed then.
+	Subscribe(ctx context.Context, orderID int64) (events <-chan StatusEvent, cancel func(), err error)
+}
+
+// Limiter bounds how often one user may try to buy.
+type Limiter interface {
+	Allow(userID int64) bool
+}

@@ -1,0 +1,367 @@
+package seckill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Service orchestrates purchases and order persistence. Its fields are its
+// dependencies; set them all before use.
+type Service struct {
+	Store    Store
+	Admitter Admitter
+	Queue    Enqueuer
+	Bus      StatusBus
+	Limiter  Limiter // nil: no per-user limit
+	Logger   *slog.Logger
+	Now      func() time.Time // nil: time.Now
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func requireUser(ctx context.Context) (*User, error) {
+	u := UserFromContext(ctx)
+	if u == nil {
+		return nil, Errorf(EUNAUTHENTICATED, "authentication required")
+	}
+	return u, nil
+}
+
+func requireAdmin(ctx context.Context) (*User, error) {
+	u, err := requireUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !u.Admin {
+		return nil, Errorf(EFORBIDDEN, "admin role required")
+	}
+	return u, nil
+}
+
+// AddSeckillVoucher creates a voucher with its campaign in Postgres and warms
+// it into Redis before returning, so it can be bought at once. Admins only.
+func (s *Service) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (*Voucher, error) {
+	if _, err := requireAdmin(ctx); err != nil {
+		return nil, err
+	}
+	if err := in.Validate(s.now()); err != nil {
+		return nil, err
+	}
+	v := &Voucher{
+		ShopID: in.ShopID, Title: in.Title, SubTitle: in.SubTitle, Rules: in.Rules,
+		PayValue: in.PayValue, ActualValue: in.ActualValue, Type: VoucherSeckill,
+		Campaign: &Campaign{
+			InitialStock: in.Stock, Stock: in.Stock,
+			BeginTime: in.BeginTime.UTC(), EndTime: in.EndTime.UTC(),
+		},
+	}
+	if err := s.Store.CreateVoucher(ctx, v); err != nil {
+		return nil, fmt.Errorf("create voucher: %w", err)
+	}
+	if _, err := s.Admitter.Warm(ctx, WarmState{Campaign: *v.Campaign}); err != nil {
+		// A campaign that Redis does not know cannot be sold; undo it so the
+		// admin can simply try again.
+		if derr := s.Store.DeleteVoucher(context.WithoutCancel(ctx), v.ID); derr != nil {
+			s.Logger.Error("undo voucher after failed warm", "voucher_id", v.ID, "err", derr)
+		}
+		return nil, fmt.Errorf("warm campaign %d: %w", v.ID, err)
+	}
+	v.Campaign.Remaining, v.Campaign.RemainingKnown = v.Campaign.Stock, true
+	return v, nil
+}
+
+// Voucher returns one voucher with its live stock. Anyone may read it.
+func (s *Service) Voucher(ctx context.Context, id int64) (*Voucher, error) {
+	if id <= 0 {
+		return nil, Errorf(ENOTFOUND, "voucher %d not found", id)
+	}
+	v, err := s.Store.Voucher(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fillRemaining(ctx, []*Voucher{v}); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Vouchers pages through vouchers in id order, with their live stock.
+func (s *Service) Vouchers(ctx context.Context, f VoucherFilter) ([]*Voucher, error) {
+	switch {
+	case f.First == 0:
+		f.First = DefaultPageSize
+	case f.First < 0 || f.First > MaxPageSize:
+		return nil, Invalidf("first", "first must be between 1 and %d", MaxPageSize)
+	}
+	if f.After < 0 {
+		return nil, Invalidf("after", "after must be a voucher id")
+	}
+	vs, err := s.Store.Vouchers(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fillRemaining(ctx, vs); err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+func (s *Service) fillRemaining(ctx context.Context, vs []*Voucher) error {
+	ids := make([]int64, 0, len(vs))
+	for _, v := range vs {
+		if v.Campaign != nil {
+			ids = append(ids, v.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rem, err := s.Admitter.Remaining(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("remaining stock: %w", err)
+	}
+	for _, v := range vs {
+		if v.Campaign == nil {
+			continue
+		}
+		v.Campaign.Remaining, v.Campaign.RemainingKnown = rem[v.ID]
+	}
+	return nil
+}
+
+// Purchase tries to buy one unit of a campaign for the caller. Expected
+// results (sold out, bought before, outside the window) are outcomes, not
+// errors. A rejection costs one Redis round trip and never touches Postgres.
+func (s *Service) Purchase(ctx context.Context, voucherID int64) (PurchaseResult, error) {
+	u, err := requireUser(ctx)
+	if err != nil {
+		return PurchaseResult{}, err
+	}
+	if voucherID <= 0 {
+		return PurchaseResult{}, Errorf(ENOTFOUND, "voucher %d not found", voucherID)
+	}
+	if s.Limiter != nil && !s.Limiter.Allow(u.ID) {
+		return PurchaseResult{Outcome: OutcomeRateLimited}, nil
+	}
+	outcome, adm, err := s.Admitter.Admit(ctx, voucherID, u.ID)
+	if err != nil {
+		return PurchaseResult{}, err
+	}
+	if outcome != OutcomeAccepted {
+		return PurchaseResult{Outcome: outcome}, nil
+	}
+	// The admission is pending in Redis already: if this enqueue fails (or
+	// the process dies now) the reconciler enqueues it later, so the buyer
+	// is told the truth either way.
+	if err := s.Queue.EnqueuePersist(context.WithoutCancel(ctx), adm); err != nil {
+		s.Logger.Warn("enqueue admission; the reconciler will retry", "order_id", adm.OrderID, "err", err)
+	}
+	return PurchaseResult{Outcome: OutcomeAccepted, OrderID: adm.OrderID}, nil
+}
+
+// Order returns an order the caller may see: their own, or any for an admin.
+// Someone else's order is reported as not found.
+func (s *Service) Order(ctx context.Context, id int64) (*Order, error) {
+	u, err := requireUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o, err := s.order(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !u.Admin && o.UserID != u.ID {
+		return nil, Errorf(ENOTFOUND, "order %d not found", id)
+	}
+	return o, nil
+}
+
+// order finds an order in Postgres or, while it is queued, in Redis. It
+// reads Redis first: an admission is acknowledged there only after Postgres
+// holds it, so an order is never missed between the two reads.
+func (s *Service) order(ctx context.Context, id int64) (*Order, error) {
+	if id <= 0 {
+		return nil, Errorf(ENOTFOUND, "order %d not found", id)
+	}
+	adm, err := s.Admitter.Pending(ctx, id)
+	if err == nil {
+		return &Order{ID: adm.OrderID, VoucherID: adm.VoucherID, UserID: adm.UserID,
+			Status: OrderQueued, CreatedAt: adm.AdmittedAt}, nil
+	} else if ErrorCode(err) != ENOTFOUND {
+		return nil, err
+	}
+	return s.Store.Order(ctx, id)
+}
+
+// MyOrders returns the caller's persisted orders, newest first.
+func (s *Service) MyOrders(ctx context.Context) ([]*Order, error) {
+	u, err := requireUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.OrdersByUser(ctx, u.ID, MaxPageSize)
+}
+
+// WatchOrder streams an order's status: first the current one, then each
+// change, and closes the channel after a terminal status or when ctx ends.
+func (s *Service) WatchOrder(ctx context.Context, id int64) (<-chan StatusEvent, error) {
+	if _, err := requireUser(ctx); err != nil {
+		return nil, err
+	}
+	// Subscribe before reading the current state so that no change falls
+	// between the read and the stream.
+	events, cancel, err := s.Bus.Subscribe(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	o, err := s.Order(ctx, id)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	out := make(chan StatusEvent, 1)
+	go func() {
+		defer close(out)
+		defer cancel()
+		cur := StatusEvent{OrderID: o.ID, Status: o.Status, At: o.CreatedAt, Reason: o.FailureReason}
+		if !cur.Status.Terminal() {
+			cur.At = s.now()
+		}
+		select {
+		case out <- cur:
+		case <-ctx.Done():
+			return
+		}
+		for !cur.Status.Terminal() {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					return
+				}
+				if ev.Status == cur.Status {
+					continue
+				}
+				cur = ev
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// PersistAdmissions writes admissions to Postgres, then tells Redis and the
+// subscribers. It is idempotent: the workers deliver at least once. An error
+// means the batch must be retried.
+func (s *Service) PersistAdmissions(ctx context.Context, adms []Admission) error {
+	if len(adms) == 0 {
+		return nil
+	}
+	outcomes, err := s.Store.PersistOrders(ctx, adms)
+	if err != nil {
+		return fmt.Errorf("persist orders: %w", err)
+	}
+	created := make([]Admission, 0, len(outcomes))
+	var errs []error
+	for _, o := range outcomes {
+		switch o.Status {
+		case OrderCreated:
+			created = append(created, o.Admission)
+		case OrderFailed:
+			// Postgres recorded the failure; give the unit and the buyer
+			// slot back so someone (or the same user) can buy it.
+			if _, err := s.Admitter.Release(ctx, o.Admission); err != nil {
+				errs = append(errs, fmt.Errorf("release order %d: %w", o.Admission.OrderID, err))
+				continue
+			}
+			s.Logger.Warn("order failed", "order_id", o.Admission.OrderID, "voucher_id", o.Admission.VoucherID, "reason", o.Reason)
+			s.publish(ctx, StatusEvent{OrderID: o.Admission.OrderID, Status: OrderFailed, At: s.now(), Reason: o.Reason})
+		}
+	}
+	if err := s.Admitter.Ack(ctx, created); err != nil {
+		errs = append(errs, fmt.Errorf("ack admissions: %w", err))
+	}
+	for _, o := range outcomes {
+		if o.Status == OrderCreated {
+			s.publish(ctx, StatusEvent{OrderID: o.Admission.OrderID, Status: OrderCreated, At: o.CreatedAt})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) publish(ctx context.Context, ev StatusEvent) {
+	if err := s.Bus.Publish(ctx, ev); err != nil {
+		// Subscribers read the current state when they start, and the
+		// status is in Postgres: a lost event delays nobody for long.
+		s.Logger.Warn("publish order status", "order_id", ev.OrderID, "err", err)
+	}
+}
+
+// Reconcile enqueues admissions that have been pending longer than age: their
+// enqueue failed, or the process died between admission and enqueue. It
+// returns how many it enqueued.
+func (s *Service) Reconcile(ctx context.Context, age time.Duration, limit int) (int, error) {
+	stale, err := s.Admitter.Stale(ctx, age, limit)
+	if err != nil {
+		return 0, fmt.Errorf("stale admissions: %w", err)
+	}
+	n := 0
+	for _, adm := range stale {
+		if err := s.Queue.EnqueuePersist(ctx, adm); err != nil {
+			return n, fmt.Errorf("re-enqueue order %d: %w", adm.OrderID, err)
+		}
+		n++
+	}
+	if n > 0 {
+		s.Logger.Info("re-enqueued stale admissions", "count", n)
+	}
+	return n, nil
+}
+
+// Rewarm installs into Redis every live campaign that Postgres knows and
+// Redis lacks (Redis restarted empty): stock is what Postgres has left and
+// the buyers are the users holding orders, so nothing is oversold. It does
+// nothing while Redis keeps its warm marker, unless force is set.
+func (s *Service) Rewarm(ctx context.Context, force bool) (int, error) {
+	if !force {
+		ok, err := s.Admitter.Warmed(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return 0, nil
+		}
+	}
+	states, err := s.Store.WarmStates(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("warm states: %w", err)
+	}
+	n := 0
+	for _, st := range states {
+		installed, err := s.Admitter.Warm(ctx, st)
+		if err != nil {
+			return n, fmt.Errorf("warm campaign %d: %w", st.Campaign.VoucherID, err)
+		}
+		if installed {
+			n++
+			s.Logger.Info("re-warmed campaign", "voucher_id", st.Campaign.VoucherID, "stock", st.Campaign.Stock, "buyers", len(st.Buyers))
+		}
+	}
+	if err := s.Admitter.MarkWarmed(ctx); err != nil {
+		return n, err
+	}
+	return n, nil
+}
