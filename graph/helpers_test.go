@@ -1,0 +1,199 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/auth"
+	"seckill/internal/seckill"
+)
+
+// testEnv is a real *seckill.Service over in-memory fakes behind the real
+// handler on a real HTTP server.
+type testEnv struct {
+	svc     *seckill.Service
+	store   *memStore
+	adm     *memAdmitter
+	queue   *memQueue
+	bus     *memBus
+	tokens  *auth.Tokens
+	handler http.Handler
+	srv     *httptest.Server
+	logs    *syncBuffer
+}
+
+func newTestEnv(tb testing.TB, opts Options) *testEnv {
+	tb.Helper()
+	e := &testEnv{
+		store:  newMemStore(),
+		adm:    newMemAdmitter(),
+		queue:  &memQueue{},
+		bus:    newMemBus(),
+		tokens: auth.NewTokens([]byte("graph-test-secret-graph-test-secret"), "seckill-test"),
+		logs:   &syncBuffer{},
+	}
+	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	e.svc = &seckill.Service{Store: e.store, Admitter: e.adm, Queue: e.queue, Bus: e.bus, Logger: logger}
+	if opts.Logger == nil {
+		opts.Logger = logger
+	}
+	e.handler = NewHandler(e.svc, e.tokens, opts)
+	e.srv = httptest.NewServer(e.handler)
+	tb.Cleanup(e.srv.Close)
+	return e
+}
+
+// token issues a token for a user; admins get the admin role.
+func (e *testEnv) token(tb testing.TB, userID int64, admin bool) string {
+	tb.Helper()
+	s, err := e.tokens.Issue(userID, admin, time.Hour)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// gqlResponse is a GraphQL response as a client reads it.
+type gqlResponse struct {
+	Data   json.RawMessage `json:"data"`
+	Errors []gqlError      `json:"errors"`
+}
+
+type gqlError struct {
+	Message    string         `json:"message"`
+	Path       []any          `json:"path"`
+	Extensions map[string]any `json:"extensions"`
+}
+
+func (e gqlError) code() string  { s, _ := e.Extensions["code"].(string); return s }
+func (e gqlError) field() string { s, _ := e.Extensions["field"].(string); return s }
+
+// post sends one operation over real HTTP and returns the status, the
+// decoded response and the raw body.
+func (e *testEnv) post(tb testing.TB, token, query string, vars map[string]any) (int, gqlResponse, string) {
+	tb.Helper()
+	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL, bytes.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return send(tb, req)
+}
+
+func send(tb testing.TB, req *http.Request) (int, gqlResponse, string) {
+	tb.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out gqlResponse
+	if err := json.Unmarshal(raw, &out); err != nil {
+		tb.Fatalf("status %d, body is not JSON: %v\n%s", resp.StatusCode, err, raw)
+	}
+	return resp.StatusCode, out, string(raw)
+}
+
+// onlyError returns the single error of a response, failing otherwise.
+func onlyError(tb testing.TB, r gqlResponse, raw string) gqlError {
+	tb.Helper()
+	if len(r.Errors) != 1 {
+		tb.Fatalf("want exactly one error, got %d: %s", len(r.Errors), raw)
+	}
+	return r.Errors[0]
+}
+
+// syncBuffer is a log destination that the handler's goroutines share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// countLines returns how many log lines contain substr.
+func (s *syncBuffer) countLines(substr string) int {
+	n := 0
+	for line := range strings.Lines(s.String()) {
+		if strings.Contains(line, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+const addVoucherMutation = `mutation Add($input: AddSeckillVoucherInput!) {
+  addSeckillVoucher(input: $input) {
+    id shopId title subTitle rules payValue actualValue type
+    seckill { stock remaining sold beginTime endTime status }
+  }
+}`
+
+// validVoucherInput returns an input that passes validation, for a sale
+// that is open now.
+func validVoucherInput() map[string]any {
+	now := time.Now().UTC()
+	return map[string]any{
+		"shopId":      "7",
+		"title":       "Half-price hot pot",
+		"subTitle":    "weekdays only",
+		"rules":       "one per table",
+		"payValue":    5000,
+		"actualValue": 10000,
+		"stock":       3,
+		"beginTime":   now.Add(-time.Minute).Format(time.RFC3339),
+		"endTime":     now.Add(time.Hour).Format(time.RFC3339),
+	}
+}
+
+// addVoucher creates an open campaign as an admin and returns its id.
+func (e *testEnv) addVoucher(tb testing.TB, input map[string]any) string {
+	tb.Helper()
+	status, resp, raw := e.post(tb, e.token(tb, 1, true), addVoucherMutation, map[string]any{"input": input})
+	if status != http.StatusOK || len(resp.Errors) != 0 {
+		tb.Fatalf("addSeckillVoucher: status %d: %s", status, raw)
+	}
+	var data struct {
+		AddSeckillVoucher struct{ ID string }
+	}
+	if err := json.Unmarshal(resp.Data, &data); err != nil {
+		tb.Fatal(err)
+	}
+	return data.AddSeckillVoucher.ID
+}
+
+func httptestServer(tb testing.TB, h http.Handler) string {
+	tb.Helper()
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	return srv.URL
+}

@@ -1,0 +1,42 @@
+// Package graph is the GraphQL edge of the service: the schema (*.graphqls),
+// thin resolvers that convert, call the Service once and convert back, and
+// the HTTP and WebSocket handler (NewHandler). gqlgen writes graph/generated,
+// graph/model/models_gen.go and the skeletons of *.resolvers.go; run
+// `go tool gqlgen generate` from the repository root after changing the
+// schema.
+package graph
+
+import (
+	"context"
+
+	"seckill/internal/seckill"
+)
+
+// Service is what the resolvers need from the domain; *seckill.Service
+// implements it. The caller is read from ctx (seckill.UserFromContext).
+type Service interface {
+	// AddSeckillVoucher creates a voucher with its campaign. EUNAUTHENTICATED,
+	// EFORBIDDEN (not an admin), EINVALID (naming the field).
+	AddSeckillVoucher(ctx context.Context, in seckill.NewSeckillVoucher) (*seckill.Voucher, error)
+	// Voucher returns one voucher. ENOTFOUND.
+	Voucher(ctx context.Context, id int64) (*seckill.Voucher, error)
+	// Vouchers pages through vouchers in id order. EINVALID (first, after).
+	Vouchers(ctx context.Context, f seckill.VoucherFilter) ([]*seckill.Voucher, error)
+	// Purchase tries to buy one unit for the caller; expected results are
+	// outcomes. EUNAUTHENTICATED, ENOTFOUND.
+	Purchase(ctx context.Context, voucherID int64) (seckill.PurchaseResult, error)
+	// Order returns an order the caller may see. EUNAUTHENTICATED, ENOTFOUND.
+	Order(ctx context.Context, id int64) (*seckill.Order, error)
+	// MyOrders returns the caller's orders, newest first. EUNAUTHENTICATED.
+	MyOrders(ctx context.Context) ([]*seckill.Order, error)
+	// WatchOrder streams an order's status until it is terminal or ctx ends,
+	// then closes the channel. EUNAUTHENTICATED, ENOTFOUND.
+	WatchOrder(ctx context.Context, id int64) (<-chan seckill.StatusEvent, error)
+}
+
+var _ Service = (*seckill.Service)(nil)
+
+// Resolver is the root resolver; its fields are its dependencies.
+type Resolver struct {
+	Service Service
+}

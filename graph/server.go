@@ -1,0 +1,382 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/99designs/gqlgen/graphql/playground"
+	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"seckill/graph/generated"
+	"seckill/internal/seckill"
+)
+
+// TokenParser verifies a bearer token (without the "Bearer " prefix) and
+// returns its user; *auth.Tokens implements it. Any error means the token
+// is not acceptable.
+type TokenParser interface {
+	Parse(token string) (*seckill.User, error)
+}
+
+// Defaults for the zero values of Options.
+const (
+	DefaultComplexityLimit   = 200
+	DefaultMaxDepth          = 10
+	DefaultMaxBodyBytes      = 64 << 10
+	DefaultPingInterval      = 15 * time.Second
+	DefaultKeepAliveInterval = 10 * time.Second
+	DefaultInitTimeout       = 10 * time.Second
+)
+
+// WebSocket close codes for a refused connection_init, as the graphql-ws
+// clients expect them: they do not reconnect after either.
+const (
+	CloseUnauthorized = 4401 // no token
+	CloseForbidden    = 4403 // a token that does not verify
+)
+
+// Options tunes NewHandler. The zero value is usable: every zero field takes
+// its default.
+type Options struct {
+	// Logger receives internal errors and recovered panics; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// ComplexityLimit bounds gqlgen's complexity score of an operation
+	// (every field costs 1). Default DefaultComplexityLimit.
+	ComplexityLimit int
+	// MaxDepth bounds how deeply an operation nests its selections.
+	// Default DefaultMaxDepth.
+	MaxDepth int
+	// MaxBodyBytes bounds a request body, a GET query string and one
+	// WebSocket message. Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// AllowedOrigins are the origin patterns (github.com/coder/websocket
+	// AcceptOptions.OriginPatterns, e.g. "app.example.com" or
+	// "*.example.com") whose pages may open a WebSocket. Empty means
+	// same-origin only. Plain HTTP requests are not affected: the CORS
+	// policy, if any, belongs to whoever mounts the handler.
+	AllowedOrigins []string
+	// Introspection allows __schema and __type queries. The zero value
+	// refuses them: turn it on in development.
+	Introspection bool
+	// PingInterval is how often the server pings a graphql-transport-ws
+	// client; a client that does not answer within twice the interval is
+	// dropped. Default DefaultPingInterval; negative turns pings off.
+	PingInterval time.Duration
+	// KeepAliveInterval is how often the server sends "ka" to a legacy
+	// graphql-ws client. Default DefaultKeepAliveInterval; negative turns
+	// it off.
+	KeepAliveInterval time.Duration
+	// InitTimeout is how long a new WebSocket may take to send
+	// connection_init. Default DefaultInitTimeout.
+	InitTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ComplexityLimit <= 0 {
+		o.ComplexityLimit = DefaultComplexityLimit
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = DefaultMaxDepth
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	o.PingInterval = orDefault(o.PingInterval, DefaultPingInterval)
+	o.KeepAliveInterval = orDefault(o.KeepAliveInterval, DefaultKeepAliveInterval)
+	if o.InitTimeout <= 0 {
+		o.InitTimeout = DefaultInitTimeout
+	}
+	return o
+}
+
+// orDefault maps 0 to def and a negative duration to 0, which gqlgen reads
+// as "off".
+func orDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
+// NewHandler returns the GraphQL endpoint: queries and mutations over POST
+// (application/json), queries over GET, and everything (subscriptions
+// included) over WebSocket with either the graphql-transport-ws or the
+// legacy graphql-ws subprotocol.
+//
+// Authentication applies to every transport. An HTTP request's
+// "Authorization: Bearer <token>" header is verified with tokens (a request
+// whose context already holds a user, because auth's middleware ran first,
+// is not verified twice); without the header the request is anonymous, and
+// with a bad one it is answered 401. A WebSocket must present its token in
+// the connection_init payload ({"Authorization": "Bearer <token>"}) unless
+// its upgrade request was authenticated: without one it is closed with
+// 4401, with a bad one with 4403. The resolvers leave every permission
+// decision to the Service.
+func NewHandler(svc Service, tokens TokenParser, opts Options) http.Handler {
+	opts = opts.withDefaults()
+	log := opts.Logger
+
+	srv := handler.New(generated.NewExecutableSchema(generated.Config{Resolvers: &Resolver{Service: svc}}))
+	// WebSocket first: it claims any request with an Upgrade header. No
+	// multipart or form transports: a cross-site HTML form could reach them
+	// without a CORS preflight.
+	readLimit := opts.MaxBodyBytes
+	srv.AddTransport(transport.Websocket{
+		Implementation: transport.CoderWebsocketImplementation{
+			AcceptOptions: websocket.AcceptOptions{OriginPatterns: opts.AllowedOrigins},
+		},
+		InitFunc:              websocketInit(tokens),
+		InitTimeout:           opts.InitTimeout,
+		PingPongInterval:      opts.PingInterval,      // graphql-transport-ws
+		KeepAlivePingInterval: opts.KeepAliveInterval, // graphql-ws
+		PayloadReadLimit:      &readLimit,
+		ErrorFunc: func(ctx context.Context, err error) {
+			// Mostly clients going away without a close frame.
+			log.DebugContext(ctx, "graphql: websocket", "err", err)
+		},
+	})
+	srv.AddTransport(transport.GET{}) // refuses mutations itself
+	srv.AddTransport(transport.POST{})
+
+	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	if opts.Introspection {
+		srv.Use(extension.Introspection{})
+	}
+	srv.Use(extension.FixedComplexityLimit(opts.ComplexityLimit))
+	srv.Use(operationLimits{maxDepth: opts.MaxDepth, introspection: opts.Introspection})
+	srv.SetRecoverFunc(recoverFunc(log))
+	srv.SetErrorPresenter(presentError(log))
+
+	return limitBody(opts.MaxBodyBytes, authenticate(tokens, srv))
+}
+
+// Playground returns the GraphiQL page for the endpoint at path endpoint.
+// The page makes the developer's browser load GraphiQL's JavaScript and CSS
+// from a public CDN (pinned by subresource integrity): fine for a developer
+// tool, which is why it should be mounted in development only.
+func Playground(endpoint string) http.Handler {
+	return playground.Handler("seckill GraphQL", endpoint)
+}
+
+// authenticate puts the user of a valid bearer token into the request's
+// context; see NewHandler.
+func authenticate(tokens TokenParser, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		if h == "" || seckill.UserFromContext(r.Context()) != nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		u, err := tokens.Parse(bearerToken(h))
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			writeJSONError(w, http.StatusUnauthorized, "invalid token", seckill.EUNAUTHENTICATED)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(seckill.NewContextWithUser(r.Context(), u)))
+	})
+}
+
+// websocketInit authenticates a WebSocket at connection_init. An anonymous
+// socket is refused: the only subscription needs a user.
+func websocketInit(tokens TokenParser) transport.WebsocketInitFunc {
+	return func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+		h := p.Authorization() // "Authorization" or "authorization"
+		if h == "" {
+			if seckill.UserFromContext(ctx) != nil {
+				return ctx, nil, nil // the upgrade request carried a valid token
+			}
+			ctx = transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, CloseUnauthorized), "Unauthorized")
+			return ctx, nil, errors.New("authentication required: send {\"Authorization\": \"Bearer <token>\"} in connection_init")
+		}
+		u, err := tokens.Parse(bearerToken(h))
+		if err != nil {
+			ctx = transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, CloseForbidden), "Forbidden")
+			return ctx, nil, errors.New("invalid token")
+		}
+		return seckill.NewContextWithUser(ctx, u), nil, nil
+	}
+}
+
+// bearerToken returns the token of "Bearer <token>" (any case), or "" for
+// anything else, which no TokenParser accepts.
+func bearerToken(h string) string {
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return ""
+	}
+	return strings.TrimSpace(h[len(prefix):])
+}
+
+// limitBody refuses request bodies and GET query strings longer than max
+// with 413. WebSocket upgrades pass untouched (they have no body; the
+// transport bounds each message).
+func limitBody(max int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if int64(len(r.URL.RawQuery)) > max || r.ContentLength > max {
+			writeTooLarge(w, max)
+			return
+		}
+		if r.ContentLength < 0 {
+			// Unknown length (chunked): read it here, so that an oversized
+			// body gets the same clear answer instead of a failed read
+			// deep in the transport.
+			body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+			if err != nil {
+				writeJSONError(w, http.StatusBadRequest, "could not read the request body", "BAD_REQUEST")
+				return
+			}
+			if int64(len(body)) > max {
+				writeTooLarge(w, max)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+		} else {
+			// net/http stops at Content-Length already; this also tells it
+			// to close a connection whose client keeps sending.
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeTooLarge(w http.ResponseWriter, max int64) {
+	w.Header().Set("Connection", "close")
+	writeJSONError(w, http.StatusRequestEntityTooLarge,
+		"request too large: the limit is "+byteSize(max), "PAYLOAD_TOO_LARGE")
+}
+
+func byteSize(n int64) string {
+	if n%1024 == 0 {
+		return formatID(n/1024) + " KiB"
+	}
+	return formatID(n) + " bytes"
+}
+
+// writeJSONError answers with one GraphQL-style error and no data: the
+// request never reached GraphQL execution.
+func writeJSONError(w http.ResponseWriter, status int, message, code string) {
+	type errorBody struct {
+		Errors []*gqlerror.Error `json:"errors"`
+	}
+	body, _ := json.Marshal(errorBody{Errors: []*gqlerror.Error{{
+		Message:    message,
+		Extensions: map[string]any{"code": code},
+	}}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// errRecovered is what a client sees of a panic: the panic is logged by
+// recoverFunc, and presentError does not log it a second time.
+var errRecovered = &seckill.Error{Code: seckill.EINTERNAL, Message: "internal error"}
+
+func recoverFunc(log *slog.Logger) graphql.RecoverFunc {
+	return func(ctx context.Context, p any) error {
+		log.ErrorContext(ctx, "graphql: panic", "panic", p, "path", graphql.GetPath(ctx).String(),
+			"operation", operationName(ctx), "stack", string(debug.Stack()))
+		return errRecovered
+	}
+}
+
+// presentError maps every error to the wire once. Domain errors show their
+// code (extensions.code), their safe message and, for INVALID_INPUT, the
+// field (extensions.field). Errors gqlgen already coded (parse, validation,
+// complexity) and its own messages about the request stay as they are. Any
+// other error is internal: it is logged here, with its path, and the client
+// sees only "internal error".
+func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
+	return func(ctx context.Context, err error) *gqlerror.Error {
+		gerr := graphql.DefaultErrorPresenter(ctx, err)
+		if errors.Is(err, errRecovered) {
+			return internalError(gerr)
+		}
+		if derr, ok := errors.AsType[*seckill.Error](err); ok && derr.Code != seckill.EINTERNAL {
+			gerr.Message = derr.Message
+			setExtension(gerr, "code", derr.Code)
+			if derr.Field != "" {
+				setExtension(gerr, "field", derr.Field)
+			}
+			return gerr
+		}
+		if _, ok := errors.AsType[*graphql.NumberOverflowError](err); ok {
+			// A variable too large for a 32-bit Int: gqlparser lets it
+			// through and gqlgen's unmarshaler refuses it.
+			field := lastPathName(gerr.Path)
+			gerr.Message = field + " must be a 32-bit integer"
+			setExtension(gerr, "code", seckill.EINVALID)
+			setExtension(gerr, "field", field)
+			return gerr
+		}
+		if _, ok := gerr.Extensions["code"]; ok {
+			return gerr
+		}
+		if gerr.Unwrap() == nil {
+			// A message gqlgen wrote itself, about the request.
+			return gerr
+		}
+		log.ErrorContext(ctx, "graphql: internal error", "path", gerr.Path.String(),
+			"operation", operationName(ctx), "err", err)
+		return internalError(gerr)
+	}
+}
+
+func internalError(gerr *gqlerror.Error) *gqlerror.Error {
+	return &gqlerror.Error{
+		Message:    "internal error",
+		Path:       gerr.Path,
+		Locations:  gerr.Locations,
+		Extensions: map[string]any{"code": seckill.EINTERNAL},
+	}
+}
+
+func setExtension(gerr *gqlerror.Error, key string, value any) {
+	if gerr.Extensions == nil {
+		gerr.Extensions = map[string]any{}
+	}
+	gerr.Extensions[key] = value
+}
+
+func lastPathName(p ast.Path) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if name, ok := p[i].(ast.PathName); ok {
+			return string(name)
+		}
+	}
+	return ""
+}
+
+func operationName(ctx context.Context) string {
+	if !graphql.HasOperationContext(ctx) {
+		return ""
+	}
+	return graphql.GetOperationContext(ctx).OperationName
+}

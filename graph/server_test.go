@@ -1,0 +1,567 @@
+package graph
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/client"
+	"github.com/google/go-cmp/cmp"
+
+	"seckill/internal/seckill"
+)
+
+// TestBuyFlow walks the happy path with gqlgen's test client: an admin adds
+// a voucher, anyone reads it, a user buys it, sees the order, cannot buy it
+// twice, and finds it among their orders once it is persisted.
+func TestBuyFlow(t *testing.T) {
+	e := newTestEnv(t, Options{})
+	admin := client.New(e.handler, client.AddHeader("Authorization", "Bearer "+e.token(t, 1, true)))
+	buyer := client.New(e.handler, client.AddHeader("Authorization", "Bearer "+e.token(t, 42, false)))
+	anon := client.New(e.handler)
+
+	in := validVoucherInput()
+	var added struct {
+		AddSeckillVoucher struct {
+			ID, ShopID, Title, SubTitle, Rules string
+			PayValue, ActualValue              int
+			Type                               string
+			Seckill                            struct {
+				Stock, Remaining, Sold int
+				BeginTime, EndTime     string
+				Status                 string
+			}
+		}
+	}
+	admin.MustPost(addVoucherMutation, &added, client.Var("input", in))
+	v := added.AddSeckillVoucher
+	if v.ID != "1" || v.ShopID != "7" || v.Title != "Half-price hot pot" || v.SubTitle != "weekdays only" ||
+		v.Rules != "one per table" || v.PayValue != 5000 || v.ActualValue != 10000 || v.Type != "SECKILL" {
+		t.Errorf("added voucher = %+v", v)
+	}
+	if c := v.Seckill; c.Stock != 3 || c.Remaining != 3 || c.Sold != 0 || c.Status != "ACTIVE" ||
+		c.BeginTime != in["beginTime"] || c.EndTime != in["endTime"] {
+		t.Errorf("added campaign = %+v", c)
+	}
+
+	const voucherQuery = `query($id: ID!) { voucher(id: $id) { id title seckill { stock remaining sold status } } }`
+	var got struct {
+		Voucher *struct {
+			ID, Title string
+			Seckill   struct {
+				Stock, Remaining, Sold int
+				Status                 string
+			}
+		}
+	}
+	anon.MustPost(voucherQuery, &got, client.Var("id", v.ID))
+	if got.Voucher == nil || got.Voucher.Seckill.Remaining != 3 {
+		t.Fatalf("voucher = %+v", got.Voucher)
+	}
+
+	const buy = `mutation($id: ID!) { seckill(voucherId: $id) { outcome orderId message } }`
+	var bought struct {
+		Seckill struct {
+			Outcome string
+			OrderID *string
+			Message string
+		}
+	}
+	buyer.MustPost(buy, &bought, client.Var("id", v.ID))
+	if bought.Seckill.Outcome != "ACCEPTED" || bought.Seckill.OrderID == nil ||
+		bought.Seckill.Message != seckill.OutcomeAccepted.Message() {
+		t.Fatalf("seckill = %+v", bought.Seckill)
+	}
+	orderID := *bought.Seckill.OrderID
+	if want := fmt.Sprint(seckill.OrderID(1, 1)); orderID != want {
+		t.Errorf("orderId = %s, want %s", orderID, want)
+	}
+
+	buyer.MustPost(buy, &bought, client.Var("id", v.ID))
+	if bought.Seckill.Outcome != "ALREADY_PURCHASED" || bought.Seckill.OrderID != nil {
+		t.Errorf("second seckill = %+v", bought.Seckill)
+	}
+
+	const orderQuery = `query($id: ID!) { order(id: $id) { id voucherId userId status failureReason } }`
+	var order struct {
+		Order *struct {
+			ID, VoucherID, UserID, Status string
+			FailureReason                 *string
+		}
+	}
+	buyer.MustPost(orderQuery, &order, client.Var("id", orderID))
+	if order.Order == nil || order.Order.Status != "QUEUED" || order.Order.UserID != "42" || order.Order.VoucherID != v.ID {
+		t.Fatalf("order = %+v", order.Order)
+	}
+
+	// Someone else's order does not exist for them: null, not an error.
+	other := client.New(e.handler, client.AddHeader("Authorization", "Bearer "+e.token(t, 43, false)))
+	var hidden struct{ Order *struct{ ID string } }
+	other.MustPost(orderQuery, &hidden, client.Var("id", orderID))
+	if hidden.Order != nil {
+		t.Errorf("another user sees order %+v", hidden.Order)
+	}
+
+	if err := e.svc.PersistAdmissions(t.Context(), e.queue.take()); err != nil {
+		t.Fatal(err)
+	}
+	var mine struct {
+		MyOrders []struct{ ID, Status string }
+	}
+	buyer.MustPost(`{ myOrders { id status } }`, &mine)
+	if diff := cmp.Diff([]struct{ ID, Status string }{{orderID, "CREATED"}}, mine.MyOrders); diff != "" {
+		t.Errorf("myOrders (-want +got):\n%s", diff)
+	}
+
+	anon.MustPost(voucherQuery, &got, client.Var("id", v.ID))
+	if s := got.Voucher.Seckill; s.Stock != 3 || s.Remaining != 2 || s.Sold != 1 {
+		t.Errorf("campaign after one sale = %+v", s)
+	}
+
+	var list struct{ Vouchers []struct{ ID string } }
+	anon.MustPost(`query($after: ID) { vouchers(first: 10, after: $after) { id } }`, &list, client.Var("after", nil))
+	if len(list.Vouchers) != 1 || list.Vouchers[0].ID != v.ID {
+		t.Errorf("vouchers = %+v", list.Vouchers)
+	}
+	anon.MustPost(`query($after: ID) { vouchers(after: $after) { id } }`, &list, client.Var("after", v.ID))
+	if len(list.Vouchers) != 0 {
+		t.Errorf("vouchers after the last = %+v", list.Vouchers)
+	}
+}
+
+// TestNotFoundIsNull checks that the nullable lookups answer null, not an
+// error, for ids that do not exist.
+func TestNotFoundIsNull(t *testing.T) {
+	e := newTestEnv(t, Options{})
+	user := e.token(t, 5, false)
+	for _, q := range []string{`{ voucher(id: "999") { id } }`, `{ order(id: "999") { id } }`} {
+		status, resp, raw := e.post(t, user, q, nil)
+		if status != http.StatusOK || len(resp.Errors) != 0 {
+			t.Errorf("%s: status %d: %s", q, status, raw)
+		}
+		if !strings.Contains(string(resp.Data), ":null") {
+			t.Errorf("%s: data = %s, want null", q, resp.Data)
+		}
+	}
+}
+
+func TestAuthRules(t *testing.T) {
+	e := newTestEnv(t, Options{})
+	voucherID := e.addVoucher(t, validVoucherInput())
+	user := e.token(t, 9, false)
+	tests := []struct {
+		name, token, query string
+		vars               map[string]any
+		code               string
+	}{
+		{"anonymous seckill", "", `mutation($id: ID!) { seckill(voucherId: $id) { outcome } }`, map[string]any{"id": voucherID}, seckill.EUNAUTHENTICATED},
+		{"anonymous addSeckillVoucher", "", addVoucherMutation, map[string]any{"input": validVoucherInput()}, seckill.EUNAUTHENTICATED},
+		{"user addSeckillVoucher", user, addVoucherMutation, map[string]any{"input": validVoucherInput()}, seckill.EFORBIDDEN},
+		{"anonymous order", "", `{ order(id: "1") { id } }`, nil, seckill.EUNAUTHENTICATED},
+		{"anonymous myOrders", "", `{ myOrders { id } }`, nil, seckill.EUNAUTHENTICATED},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, resp, raw := e.post(t, tc.token, tc.query, tc.vars)
+			if status != http.StatusOK {
+				t.Errorf("status = %d, want 200", status)
+			}
+			if err := onlyError(t, resp, raw); err.code() != tc.code {
+				t.Errorf("code = %q, want %q: %s", err.code(), tc.code, raw)
+			}
+		})
+	}
+	if n := e.store.count(); n != 1 {
+		t.Errorf("%d vouchers exist, want only the admin's", n)
+	}
+
+	t.Run("invalid token", func(t *testing.T) {
+		const want = `{"errors":[{"message":"invalid token","extensions":{"code":"UNAUTHENTICATED"}}]}`
+		expired, err := e.tokens.Issue(9, false, time.Nanosecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+		for _, header := range []string{"Bearer " + user + "x", "Bearer " + expired, "Basic dXNlcjpw", "Bearer"} {
+			req, _ := http.NewRequest(http.MethodPost, e.srv.URL, strings.NewReader(`{"query":"{ vouchers { id } }"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", header)
+			status, _, raw := send(t, req)
+			if status != http.StatusUnauthorized {
+				t.Errorf("%.20s...: status = %d, want 401", header, status)
+			}
+			if diff := cmp.Diff(want, strings.TrimSpace(raw)); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+		}
+	})
+
+	t.Run("anonymous read", func(t *testing.T) {
+		status, resp, raw := e.post(t, "", `{ vouchers { id } }`, nil)
+		if status != http.StatusOK || len(resp.Errors) != 0 {
+			t.Errorf("status %d: %s", status, raw)
+		}
+	})
+}
+
+func TestAddSeckillVoucherInvalidInput(t *testing.T) {
+	now := time.Now().UTC()
+	rfc := func(t time.Time) string { return t.Format(time.RFC3339) }
+	tests := []struct {
+		name  string
+		set   map[string]any
+		field string
+	}{
+		{"empty title", map[string]any{"title": ""}, "title"},
+		{"blank title", map[string]any{"title": "   "}, "title"},
+		{"title of 256 characters", map[string]any{"title": strings.Repeat("é", 256)}, "title"},
+		{"stock 0", map[string]any{"stock": 0}, "stock"},
+		{"stock 10,000,001", map[string]any{"stock": 10_000_001}, "stock"},
+		{"stock beyond Int", map[string]any{"stock": int64(1) << 40}, "stock"},
+		{"payValue -1", map[string]any{"payValue": -1}, "payValue"},
+		{"actualValue < payValue", map[string]any{"payValue": 100, "actualValue": 99}, "actualValue"},
+		{"endTime = beginTime", map[string]any{"beginTime": rfc(now.Add(time.Hour)), "endTime": rfc(now.Add(time.Hour))}, "endTime"},
+		{"endTime < beginTime", map[string]any{"beginTime": rfc(now.Add(2 * time.Hour)), "endTime": rfc(now.Add(time.Hour))}, "endTime"},
+		{"endTime in the past", map[string]any{"beginTime": rfc(now.Add(-2 * time.Hour)), "endTime": rfc(now.Add(-time.Hour))}, "endTime"},
+		{"beginTime not RFC 3339", map[string]any{"beginTime": "2026-11-29 12:00:00"}, "beginTime"},
+		{"endTime empty", map[string]any{"endTime": ""}, "endTime"},
+		{"shopId not a number", map[string]any{"shopId": "shop-7"}, "shopId"},
+		{"shopId 0", map[string]any{"shopId": "0"}, "shopId"},
+		{"shopId negative", map[string]any{"shopId": "-7"}, "shopId"},
+		{"shopId beyond int64", map[string]any{"shopId": "9223372036854775808"}, "shopId"},
+		{"subTitle of 256 characters", map[string]any{"subTitle": strings.Repeat("x", 256)}, "subTitle"},
+	}
+	e := newTestEnv(t, Options{})
+	admin := e.token(t, 1, true)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := validVoucherInput()
+			for k, v := range tc.set {
+				in[k] = v
+			}
+			status, resp, raw := e.post(t, admin, addVoucherMutation, map[string]any{"input": in})
+			if status != http.StatusOK {
+				t.Errorf("status = %d, want 200", status)
+			}
+			err := onlyError(t, resp, raw)
+			if err.code() != seckill.EINVALID || err.field() != tc.field {
+				t.Errorf("code, field = %q, %q; want %q, %q: %s", err.code(), err.field(), seckill.EINVALID, tc.field, raw)
+			}
+			if err.Message == "" || strings.Contains(err.Message, "seckill error") {
+				t.Errorf("message = %q", err.Message)
+			}
+			if string(resp.Data) != "null" {
+				t.Errorf("data = %s, want null", resp.Data)
+			}
+		})
+	}
+	if n, c := e.store.count(), e.adm.count(); n != 0 || c != 0 {
+		t.Errorf("invalid inputs created %d vouchers and %d campaigns", n, c)
+	}
+}
+
+// TestInvalidIDs checks that every ID argument must be a positive decimal.
+func TestInvalidIDs(t *testing.T) {
+	e := newTestEnv(t, Options{})
+	user := e.token(t, 3, false)
+	tests := []struct{ query, field string }{
+		{`{ voucher(id: "abc") { id } }`, "id"},
+		{`{ voucher(id: "0") { id } }`, "id"},
+		{`{ order(id: "1.5") { id } }`, "id"},
+		{`{ vouchers(after: "x") { id } }`, "after"},
+		{`{ vouchers(first: 0) { id } }`, "first"},
+		{`{ vouchers(first: 101) { id } }`, "first"},
+		{`mutation { seckill(voucherId: "-1") { outcome } }`, "voucherId"},
+	}
+	for _, tc := range tests {
+		status, resp, raw := e.post(t, user, tc.query, nil)
+		err := onlyError(t, resp, raw)
+		if status != http.StatusOK || err.code() != seckill.EINVALID || err.field() != tc.field {
+			t.Errorf("%s: status %d, code %q, field %q; want INVALID_INPUT on %q", tc.query, status, err.code(), err.field(), tc.field)
+		}
+	}
+}
+
+func TestInternalErrorsDoNotLeak(t *testing.T) {
+	e := newTestEnv(t, Options{})
+	voucherID := e.addVoucher(t, validVoucherInput())
+	const secret = "dial tcp 10.1.2.3:5432: password authentication failed for user seckill_rw"
+	e.store.fail = fmt.Errorf("store: %s", secret)
+
+	status, resp, raw := e.post(t, "", `query Shop { vouchers { id } }`, nil)
+	if status != http.StatusOK {
+		t.Errorf("status = %d", status)
+	}
+	err := onlyError(t, resp, raw)
+	if err.Message != "internal error" || err.code() != seckill.EINTERNAL {
+		t.Errorf("error = %+v", err)
+	}
+	if diff := cmp.Diff([]any{"vouchers"}, err.Path); diff != "" {
+		t.Errorf("path (-want +got):\n%s", diff)
+	}
+	if strings.Contains(raw, "10.1.2.3") || strings.Contains(raw, "password") {
+		t.Errorf("the response leaks the cause: %s", raw)
+	}
+	if n := e.logs.countLines("10.1.2.3"); n != 1 {
+		t.Errorf("the cause is logged %d times, want once:\n%s", n, e.logs)
+	}
+	if n := e.logs.countLines("path=vouchers"); n != 1 {
+		t.Errorf("the path is not logged with it:\n%s", e.logs)
+	}
+
+	e.store.fail = nil
+	e.store.panicOnRead = true
+	_, resp, raw = e.post(t, "", `query($id: ID!) { voucher(id: $id) { id } }`, map[string]any{"id": voucherID})
+	err = onlyError(t, resp, raw)
+	if err.Message != "internal error" || err.code() != seckill.EINTERNAL {
+		t.Errorf("panic: error = %+v", err)
+	}
+	if strings.Contains(raw, "secret") || strings.Contains(raw, "corrupted") {
+		t.Errorf("the response leaks the panic: %s", raw)
+	}
+	if n := e.logs.countLines("corrupted page 7"); n != 1 {
+		t.Errorf("the panic is logged %d times, want once:\n%s", n, e.logs)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	e := newTestEnv(t, Options{})
+
+	t.Run("complexity", func(t *testing.T) {
+		var q strings.Builder
+		q.WriteString("{")
+		for i := range 30 {
+			fmt.Fprintf(&q, " v%d: vouchers { id title payValue actualValue seckill { stock remaining sold status } }", i)
+		}
+		q.WriteString(" }")
+		_, resp, raw := e.post(t, "", q.String(), nil)
+		if err := onlyError(t, resp, raw); err.code() != "COMPLEXITY_LIMIT_EXCEEDED" {
+			t.Errorf("code = %q: %s", err.code(), raw)
+		}
+	})
+
+	t.Run("deep introspection", func(t *testing.T) {
+		ie := newTestEnv(t, Options{Introspection: true})
+		q := `{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }`
+		status, resp, raw := ie.post(t, "", q, nil)
+		if err := onlyError(t, resp, raw); status != http.StatusUnprocessableEntity || err.code() != "GRAPHQL_VALIDATION_FAILED" {
+			t.Errorf("status %d: %s", status, raw)
+		}
+	})
+
+	t.Run("depth", func(t *testing.T) {
+		de := newTestEnv(t, Options{MaxDepth: 2})
+		status, resp, raw := de.post(t, "", `query { vouchers { seckill { status } } }`, nil)
+		err := onlyError(t, resp, raw)
+		if status != http.StatusUnprocessableEntity || err.code() != "GRAPHQL_VALIDATION_FAILED" ||
+			!strings.Contains(err.Message, "depth 3") {
+			t.Errorf("status %d: %s", status, raw)
+		}
+		// Fragments count where they are spread.
+		status, _, raw = de.post(t, "", `query { ...Q } fragment Q on Query { vouchers { ...V } } fragment V on Voucher { seckill { status } }`, nil)
+		if status != http.StatusUnprocessableEntity {
+			t.Errorf("through fragments: status %d: %s", status, raw)
+		}
+		status, resp, raw = de.post(t, "", `query { vouchers { id seckill { __typename } } }`, nil)
+		if status == http.StatusOK && len(resp.Errors) == 0 {
+			t.Errorf("depth 3 passed a limit of 2: %s", raw)
+		}
+		status, resp, raw = de.post(t, "", `query { vouchers { id title } }`, nil)
+		if status != http.StatusOK || len(resp.Errors) != 0 {
+			t.Errorf("depth 2: status %d: %s", status, raw)
+		}
+	})
+
+	t.Run("introspection off", func(t *testing.T) {
+		status, resp, raw := e.post(t, "", `{ __schema { queryType { name } } }`, nil)
+		if err := onlyError(t, resp, raw); status != http.StatusUnprocessableEntity || err.code() != "GRAPHQL_VALIDATION_FAILED" {
+			t.Errorf("status %d: %s", status, raw)
+		}
+		status, resp, raw = e.post(t, "", `{ __typename }`, nil)
+		if status != http.StatusOK || len(resp.Errors) != 0 {
+			t.Errorf("__typename: status %d: %s", status, raw)
+		}
+	})
+
+	t.Run("introspection on", func(t *testing.T) {
+		ie := newTestEnv(t, Options{Introspection: true})
+		status, resp, raw := ie.post(t, "", introspectionQuery, nil)
+		if status != http.StatusOK || len(resp.Errors) != 0 {
+			t.Fatalf("GraphiQL's introspection query: status %d: %.500s", status, raw)
+		}
+		if !strings.Contains(raw, "AddSeckillVoucherInput") || !strings.Contains(raw, "Units on sale") {
+			t.Errorf("the schema or its descriptions are missing: %.300s", raw)
+		}
+	})
+
+	t.Run("parse error", func(t *testing.T) {
+		status, resp, raw := e.post(t, "", `{ vouchers { id `, nil)
+		if err := onlyError(t, resp, raw); status != http.StatusUnprocessableEntity || err.code() != "GRAPHQL_PARSE_FAILED" {
+			t.Errorf("status %d: %s", status, raw)
+		}
+	})
+}
+
+func TestBodyLimit(t *testing.T) {
+	e := newTestEnv(t, Options{})
+	big := `{"query":"{ vouchers { id } }` + strings.Repeat(" ", DefaultMaxBodyBytes) + `"}`
+	check := func(t *testing.T, req *http.Request) {
+		t.Helper()
+		status, resp, raw := send(t, req)
+		if status != http.StatusRequestEntityTooLarge {
+			t.Errorf("status = %d, want 413", status)
+		}
+		if err := onlyError(t, resp, raw); err.code() != "PAYLOAD_TOO_LARGE" {
+			t.Errorf("code = %q", err.code())
+		}
+	}
+
+	t.Run("with length", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL, strings.NewReader(big))
+		req.Header.Set("Content-Type", "application/json")
+		check(t, req)
+	})
+	t.Run("chunked", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL, struct{ *strings.Reader }{strings.NewReader(big)})
+		req.Header.Set("Content-Type", "application/json")
+		if req.ContentLength != 0 {
+			t.Fatal("the request has a length")
+		}
+		req.ContentLength = -1
+		check(t, req)
+	})
+	t.Run("chunked small", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL, struct{ *strings.Reader }{strings.NewReader(`{"query":"{ vouchers { id } }"}`)})
+		req.Header.Set("Content-Type", "application/json")
+		req.ContentLength = -1
+		status, resp, raw := send(t, req)
+		if status != http.StatusOK || len(resp.Errors) != 0 {
+			t.Errorf("status %d: %s", status, raw)
+		}
+	})
+	t.Run("just under", func(t *testing.T) {
+		body := `{"query":"{ vouchers { id } }` + strings.Repeat(" ", DefaultMaxBodyBytes-40) + `"}`
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		status, resp, raw := send(t, req)
+		if status != http.StatusOK || len(resp.Errors) != 0 {
+			t.Errorf("status %d: %.200s", status, raw)
+		}
+	})
+	t.Run("GET", func(t *testing.T) {
+		q := "{ vouchers { id } }" + strings.Repeat(" ", DefaultMaxBodyBytes)
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"?query="+url.QueryEscape(q), nil)
+		check(t, req)
+	})
+}
+
+func TestGET(t *testing.T) {
+	e := newTestEnv(t, Options{})
+	get := func(query string) (int, gqlResponse, string) {
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"?query="+url.QueryEscape(query), nil)
+		req.Header.Set("Authorization", "Bearer "+e.token(t, 1, true))
+		return send(t, req)
+	}
+	status, resp, raw := get(`{ vouchers { id } }`)
+	if status != http.StatusOK || len(resp.Errors) != 0 {
+		t.Errorf("query: status %d: %s", status, raw)
+	}
+	in := validVoucherInput()
+	status, _, raw = get(fmt.Sprintf(`mutation { addSeckillVoucher(input: {shopId: "1", title: "t", payValue: 1, actualValue: 1, stock: 1, beginTime: %q, endTime: %q}) { id } }`,
+		in["beginTime"], in["endTime"]))
+	if status == http.StatusOK {
+		t.Errorf("mutation over GET: status %d: %s", status, raw)
+	}
+	if n := e.store.count(); n != 0 {
+		t.Errorf("a GET created %d vouchers", n)
+	}
+}
+
+func TestNoFormTransports(t *testing.T) {
+	e := newTestEnv(t, Options{})
+	resp, err := http.PostForm(e.srv.URL, url.Values{"query": {`{ vouchers { id } }`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("form POST: status %d, want 400", resp.StatusCode)
+	}
+}
+
+func TestTimesAreUTC(t *testing.T) {
+	e := newTestEnv(t, Options{})
+	in := validVoucherInput()
+	begin := time.Now().Add(-time.Minute).Truncate(time.Second)
+	in["beginTime"] = begin.In(time.FixedZone("CST", 8*3600)).Format(time.RFC3339)
+	id := e.addVoucher(t, in)
+	_, resp, raw := e.post(t, "", `query($id: ID!) { voucher(id: $id) { seckill { beginTime } } }`, map[string]any{"id": id})
+	if want := begin.UTC().Format(time.RFC3339); !strings.Contains(string(resp.Data), `"beginTime":"`+want+`"`) {
+		t.Errorf("beginTime: want %s in %s", want, raw)
+	}
+}
+
+func TestEnumsMatchDomain(t *testing.T) {
+	for _, s := range []seckill.VoucherType{seckill.VoucherNormal, seckill.VoucherSeckill} {
+		if _, err := toGraphVoucherType(s); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, s := range []seckill.CampaignStatus{seckill.CampaignScheduled, seckill.CampaignActive, seckill.CampaignSoldOut, seckill.CampaignEnded, seckill.CampaignPaused} {
+		if _, err := toGraphCampaignStatus(s); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, o := range []seckill.Outcome{seckill.OutcomeAccepted, seckill.OutcomeSoldOut, seckill.OutcomeAlreadyPurchased, seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomeRateLimited, seckill.OutcomePaused} {
+		if _, err := toGraphOutcome(o); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, s := range []seckill.OrderStatus{seckill.OrderQueued, seckill.OrderCreated, seckill.OrderFailed} {
+		if _, err := toGraphOrderStatus(s); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := toGraphOrderStatus("LOST"); err == nil {
+		t.Error("an unknown status converts")
+	}
+}
+
+func TestPlayground(t *testing.T) {
+	srv := httptestServer(t, Playground("/graphql"))
+	resp, err := http.Get(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
+// introspectionQuery is graphql-js's getIntrospectionQuery(), which GraphiQL
+// sends: it nests ofType nine levels deep.
+const introspectionQuery = `query IntrospectionQuery {
+  __schema {
+    queryType { name } mutationType { name } subscriptionType { name }
+    types { ...FullType }
+    directives { name description locations args { ...InputValue } }
+  }
+}
+fragment FullType on __Type {
+  kind name description
+  fields(includeDeprecated: true) { name description args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
+  inputFields { ...InputValue }
+  interfaces { ...TypeRef }
+  enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
+  possibleTypes { ...TypeRef }
+}
+fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue }
+fragment TypeRef on __Type {
+  kind name
+  ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name
+    ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } } }
+}`

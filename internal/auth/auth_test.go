@@ -1,0 +1,324 @@
+package auth
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/go-cmp/cmp"
+
+	"seckill/internal/seckill"
+)
+
+var (
+	testSecret = []byte("0123456789abcdef0123456789abcdef")
+	testIssuer = "seckill-test"
+	epoch      = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+)
+
+// newTestTokens returns Tokens on a clock the test moves.
+func newTestTokens(tb testing.TB) (*Tokens, *time.Time) {
+	tb.Helper()
+	now := epoch
+	tok := NewTokens(testSecret, testIssuer)
+	tok.Now = func() time.Time { return now }
+	return tok, &now
+}
+
+func sign(tb testing.TB, method jwt.SigningMethod, key any, c jwt.Claims) string {
+	tb.Helper()
+	s, err := jwt.NewWithClaims(method, c).SignedString(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func TestIssueParse(t *testing.T) {
+	tok, _ := newTestTokens(t)
+	for _, tc := range []struct {
+		id    int64
+		admin bool
+	}{{1, false}, {42, true}, {1 << 40, false}} {
+		s, err := tok.Issue(tc.id, tc.admin, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the second Parse is served by the cache
+			got, err := tok.Parse(s)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(&seckill.User{ID: tc.id, Admin: tc.admin}, got); diff != "" {
+				t.Errorf("user (-want +got):\n%s", diff)
+			}
+		}
+	}
+}
+
+func TestIssueClaims(t *testing.T) {
+	tok, _ := newTestTokens(t)
+	s, err := tok.Issue(7, true, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jwt.MapClaims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(s, c); err != nil {
+		t.Fatal(err)
+	}
+	want := jwt.MapClaims{
+		"sub": "7", "role": "admin", "iss": testIssuer,
+		"iat": float64(epoch.Unix()), "exp": float64(epoch.Add(time.Minute).Unix()),
+	}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
+	}
+}
+
+func TestIssueRejects(t *testing.T) {
+	tok, _ := newTestTokens(t)
+	if _, err := tok.Issue(0, false, time.Hour); err == nil {
+		t.Error("Issue(0) succeeded")
+	}
+	if _, err := tok.Issue(1, false, 0); err == nil {
+		t.Error("Issue with ttl 0 succeeded")
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	tok, _ := newTestTokens(t)
+	valid := func(mut func(*claims)) claims {
+		c := claims{Role: RoleUser, RegisteredClaims: jwt.RegisteredClaims{
+			Subject: "5", Issuer: testIssuer,
+			IssuedAt:  jwt.NewNumericDate(epoch),
+			ExpiresAt: jwt.NewNumericDate(epoch.Add(time.Hour)),
+		}}
+		if mut != nil {
+			mut(&c)
+		}
+		return c
+	}
+	good := sign(t, jwt.SigningMethodHS256, testSecret, valid(nil))
+	if _, err := tok.Parse(good); err != nil {
+		t.Fatalf("the baseline token is rejected: %v", err)
+	}
+	noneToken := sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, valid(nil))
+	tests := []struct {
+		name, token, message string
+	}{
+		{"empty", "", "missing token"},
+		{"garbage", "not.a.token", "invalid token"},
+		{"tampered", good[:len(good)-2] + "xx", "invalid token"},
+		{"other secret", sign(t, jwt.SigningMethodHS256, []byte("another secret, just as long...."), valid(nil)), "invalid token"},
+		{"alg none", noneToken, "invalid token"},
+		{"alg HS512", sign(t, jwt.SigningMethodHS512, testSecret, valid(nil)), "invalid token"},
+		{"other issuer", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Issuer = "evil" })), "invalid token"},
+		{"no issuer", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Issuer = "" })), "invalid token"},
+		{"expired", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.ExpiresAt = jwt.NewNumericDate(epoch.Add(-time.Second)) })), "token expired"},
+		{"no exp", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.ExpiresAt = nil })), "invalid token"},
+		{"not yet valid", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.NotBefore = jwt.NewNumericDate(epoch.Add(time.Minute)) })), "invalid token"},
+		{"sub not numeric", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Subject = "alice" })), "invalid token"},
+		{"sub zero", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Subject = "0" })), "invalid token"},
+		{"sub negative", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Subject = "-3" })), "invalid token"},
+		{"sub missing", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Subject = "" })), "invalid token"},
+		{"unknown role", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Role = "root" })), "invalid token"},
+		{"no role", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Role = "" })), "invalid token"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := tok.Parse(tc.token)
+			if err == nil {
+				t.Fatalf("Parse succeeded with %+v", u)
+			}
+			if got := seckill.ErrorCode(err); got != seckill.EUNAUTHENTICATED {
+				t.Errorf("code = %q, want %q", got, seckill.EUNAUTHENTICATED)
+			}
+			if got := seckill.ErrorMessage(err); got != tc.message {
+				t.Errorf("message = %q, want %q", got, tc.message)
+			}
+		})
+	}
+}
+
+// TestParseCacheExpires checks that a cached token stops working when it
+// expires, like an uncached one.
+func TestParseCacheExpires(t *testing.T) {
+	tok, now := newTestTokens(t)
+	s, err := tok.Issue(9, false, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tok.Parse(s); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(59 * time.Second)
+	if _, err := tok.Parse(s); err != nil {
+		t.Fatalf("a token within its lifetime: %v", err)
+	}
+	*now = now.Add(time.Second)
+	if _, err := tok.Parse(s); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
+		t.Fatalf("an expired cached token: err = %v", err)
+	}
+}
+
+// TestParseCacheReturnsCopies checks that a caller that changes the user it
+// got cannot change what the next caller gets.
+func TestParseCacheReturnsCopies(t *testing.T) {
+	tok, _ := newTestTokens(t)
+	s, _ := tok.Issue(3, false, time.Hour)
+	u, _ := tok.Parse(s)
+	u.Admin = true
+	u2, _ := tok.Parse(s)
+	if u2.Admin {
+		t.Fatal("a change to a returned user reached the cache")
+	}
+}
+
+func TestCacheBounded(t *testing.T) {
+	c := newTokenCache(100)
+	exp := epoch.Add(time.Hour)
+	for i := range 1000 {
+		c.put(fmt.Sprint("token", i), seckill.User{ID: int64(i + 1)}, exp, epoch)
+		if n := len(c.entries); n > 100 {
+			t.Fatalf("%d entries after %d puts", n, i+1)
+		}
+	}
+	if _, ok := c.get("token999", epoch); !ok {
+		t.Error("the newest entry is missing")
+	}
+	// Expired entries go first.
+	c = newTokenCache(4)
+	c.put("old1", seckill.User{ID: 1}, epoch.Add(time.Second), epoch)
+	c.put("old2", seckill.User{ID: 2}, epoch.Add(time.Second), epoch)
+	c.put("live1", seckill.User{ID: 3}, exp, epoch)
+	c.put("live2", seckill.User{ID: 4}, exp, epoch)
+	later := epoch.Add(time.Minute)
+	c.put("live3", seckill.User{ID: 5}, exp, later)
+	for _, k := range []string{"live1", "live2", "live3"} {
+		if _, ok := c.get(k, later); !ok {
+			t.Errorf("%s was evicted while expired entries were there", k)
+		}
+	}
+}
+
+func TestFromHeader(t *testing.T) {
+	for in, want := range map[string]string{
+		"Bearer abc":     "abc",
+		"bearer abc":     "abc",
+		"BEARER  abc ":   "abc",
+		"Bearer ":        "",
+		"Bearer":         "",
+		"Basic dXNlcjpw": "",
+		"abc":            "",
+		"":               "",
+	} {
+		if got := FromHeader(in); got != want {
+			t.Errorf("FromHeader(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestMiddleware(t *testing.T) {
+	tok, _ := newTestTokens(t)
+	tok.Now = nil // the test server runs on the real clock
+	h := tok.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u := seckill.UserFromContext(r.Context()); u != nil {
+			fmt.Fprintf(w, "user %d admin=%v", u.ID, u.Admin)
+			return
+		}
+		io.WriteString(w, "anonymous")
+	}))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	admin, err := tok.Issue(8, true, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const unauthorized = `{"errors":[{"message":"invalid token","extensions":{"code":"UNAUTHENTICATED"}}]}` + "\n"
+	tests := []struct {
+		name, header string
+		status       int
+		body         string
+	}{
+		{"no header", "", http.StatusOK, "anonymous"},
+		{"valid", "Bearer " + admin, http.StatusOK, "user 8 admin=true"},
+		{"invalid", "Bearer " + admin + "x", http.StatusUnauthorized, unauthorized},
+		{"not bearer", "Basic dXNlcjpwYXNz", http.StatusUnauthorized, unauthorized},
+		{"empty bearer", "Bearer ", http.StatusUnauthorized, unauthorized},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tc.status)
+			}
+			if diff := cmp.Diff(tc.body, string(body)); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			if tc.status == http.StatusUnauthorized {
+				if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+					t.Errorf("Content-Type = %q", ct)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkParse compares verifying a token every time with the cache of
+// verified tokens, on one goroutine and on all of them.
+func BenchmarkParse(b *testing.B) {
+	for _, cached := range []bool{false, true} {
+		tok := NewTokens(testSecret, testIssuer)
+		if !cached {
+			tok.cache = nil
+		}
+		// Many distinct tokens, as many users send them.
+		tokens := make([]string, 1000)
+		for i := range tokens {
+			s, err := tok.Issue(int64(i+1), false, time.Hour)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tokens[i] = s
+		}
+		name := fmt.Sprintf("cache=%v", cached)
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := tok.Parse(tokens[i%len(tokens)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+		b.Run(name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					if _, err := tok.Parse(tokens[i%len(tokens)]); err != nil {
+						b.Error(err)
+						return
+					}
+					i++
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,214 @@
+// Package config builds the one Config from SECKILL_* environment variables
+// and validates it at start. It is the only package that reads the
+// environment.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DevJWTSecret signs tokens in development when no secret is configured.
+const DevJWTSecret = "seckill-development-secret-do-not-use-in-production"
+
+// Config is every setting of seckill.
+type Config struct {
+	Env         string // "dev" or "prod"
+	HTTPAddr    string
+	DatabaseURL string
+	RedisURL    string
+	JWTSecret   string
+	JWTIssuer   string
+	LogFormat   string // "json" or "text"
+	LogLevel    slog.Level
+
+	DBMaxConns    int
+	RedisPoolSize int
+
+	WorkerConcurrency int
+	BatchSize         int
+	BatchWait         time.Duration
+
+	ReconcileInterval time.Duration
+	ReconcileAfter    time.Duration
+
+	UserRate  float64
+	UserBurst int
+
+	MaxInFlight     int
+	AllowedOrigins  []string
+	Playground      bool
+	ShutdownTimeout time.Duration
+
+	AdminUser     string
+	AdminPassword string
+
+	// Warnings are non-fatal remarks to log once at start.
+	Warnings []string
+}
+
+// Dev reports whether this is a development setup.
+func (c *Config) Dev() bool { return c.Env == "dev" }
+
+// Load reads the environment through getenv (os.Getenv when nil) and returns
+// the validated Config, or an error naming every bad variable.
+func Load(getenv func(string) string) (*Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	p := parser{getenv: getenv}
+	c := &Config{
+		Env:         p.str("SECKILL_ENV", "prod"),
+		HTTPAddr:    p.str("SECKILL_HTTP_ADDR", ":8080"),
+		DatabaseURL: p.str("SECKILL_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable"),
+		RedisURL:    p.str("SECKILL_REDIS_URL", "redis://127.0.0.1:6379/0"),
+		JWTSecret:   p.str("SECKILL_JWT_SECRET", ""),
+		JWTIssuer:   p.str("SECKILL_JWT_ISSUER", "seckill"),
+
+		DBMaxConns:    p.int("SECKILL_DB_MAX_CONNS", 20, 1, 1000),
+		RedisPoolSize: p.int("SECKILL_REDIS_POOL_SIZE", 0, 0, 10000),
+
+		WorkerConcurrency: p.int("SECKILL_WORKER_CONCURRENCY", 256, 1, 10000),
+		BatchSize:         p.int("SECKILL_BATCH_SIZE", 200, 1, 10000),
+		BatchWait:         p.duration("SECKILL_BATCH_WAIT", 2*time.Millisecond),
+
+		ReconcileInterval: p.duration("SECKILL_RECONCILE_INTERVAL", 5*time.Second),
+		ReconcileAfter:    p.duration("SECKILL_RECONCILE_AFTER", 30*time.Second),
+
+		UserRate:  p.float("SECKILL_USER_RATE", 5),
+		UserBurst: p.int("SECKILL_USER_BURST", 10, 1, 1000000),
+
+		MaxInFlight:     p.int("SECKILL_MAX_IN_FLIGHT", 10000, 1, 1000000),
+		ShutdownTimeout: p.duration("SECKILL_SHUTDOWN_TIMEOUT", 20*time.Second),
+
+		AdminUser:     p.str("SECKILL_ADMIN_USER", ""),
+		AdminPassword: p.str("SECKILL_ADMIN_PASSWORD", ""),
+	}
+	if c.Env != "dev" && c.Env != "prod" {
+		p.errf("SECKILL_ENV must be dev or prod, not %q", c.Env)
+	}
+	defFormat := "json"
+	if c.Dev() {
+		defFormat = "text"
+	}
+	c.LogFormat = p.str("SECKILL_LOG_FORMAT", defFormat)
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		p.errf("SECKILL_LOG_FORMAT must be json or text, not %q", c.LogFormat)
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(p.str("SECKILL_LOG_LEVEL", "info"))); err != nil {
+		p.errf("SECKILL_LOG_LEVEL: %v", err)
+	}
+	c.Playground = p.bool("SECKILL_PLAYGROUND", c.Dev())
+	if o := strings.TrimSpace(p.str("SECKILL_ALLOWED_ORIGINS", "")); o != "" {
+		for _, s := range strings.Split(o, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				c.AllowedOrigins = append(c.AllowedOrigins, s)
+			}
+		}
+	}
+	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		p.errf("SECKILL_DATABASE_URL must be a postgres:// URL")
+	}
+	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		p.errf("SECKILL_REDIS_URL must be a redis:// or rediss:// URL")
+	}
+	switch {
+	case c.JWTSecret == "" && c.Dev():
+		c.JWTSecret = DevJWTSecret
+		c.Warnings = append(c.Warnings, "SECKILL_JWT_SECRET is not set: using the development secret; never do this in production")
+	case c.JWTSecret == "":
+		p.errf("SECKILL_JWT_SECRET is required (at least 32 characters) unless SECKILL_ENV=dev")
+	case len(c.JWTSecret) < 32:
+		p.errf("SECKILL_JWT_SECRET must be at least 32 characters")
+	}
+	if c.BatchWait <= 0 || c.BatchWait > time.Second {
+		p.errf("SECKILL_BATCH_WAIT must be between 1ns and 1s")
+	}
+	if c.ReconcileInterval <= 0 || c.ReconcileAfter <= 0 {
+		p.errf("SECKILL_RECONCILE_INTERVAL and SECKILL_RECONCILE_AFTER must be positive")
+	}
+	if c.UserRate < 0 {
+		p.errf("SECKILL_USER_RATE must be 0 (no limit) or more")
+	}
+	if (c.AdminUser == "") != (c.AdminPassword == "") {
+		p.errf("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together")
+	}
+	if err := errors.Join(p.errs...); err != nil {
+		return nil, fmt.Errorf("configuration:\n%w", err)
+	}
+	return c, nil
+}
+
+type parser struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (p *parser) errf(format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("  "+format, args...))
+}
+
+func (p *parser) str(key, def string) string {
+	if v := p.getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *parser) int(key string, def, lo, hi int) int {
+	v := p.getenv(key)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		p.errf("%s must be an integer from %d to %d, not %q", key, lo, hi, v)
+		return def
+	}
+	return n
+}
+
+func (p *parser) float(key string, def float64) float64 {
+	v := p.getenv(key)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		p.errf("%s must be a number, not %q", key, v)
+		return def
+	}
+	return f
+}
+
+func (p *parser) bool(key string, def bool) bool {
+	v := p.getenv(key)
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		p.errf("%s must be true or false, not %q", key, v)
+		return def
+	}
+	return b
+}
+
+func (p *parser) duration(key string, def time.Duration) time.Duration {
+	v := p.getenv(key)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		p.errf("%s must be a duration such as 5s or 250ms, not %q", key, v)
+		return def
+	}
+	return d
+}

@@ -1,0 +1,83 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadDefaultsDev(t *testing.T) {
+	c, err := Load(env(map[string]string{"SECKILL_ENV": "dev"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != ":8080" || c.JWTSecret != DevJWTSecret || c.LogFormat != "text" || !c.Playground {
+		t.Fatalf("unexpected dev defaults: %+v", c)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "development secret") {
+		t.Fatalf("want a warning about the development secret, got %q", c.Warnings)
+	}
+	if c.DatabaseURL != "postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable" || c.RedisURL != "redis://127.0.0.1:6379/0" {
+		t.Fatalf("unexpected URLs: %s %s", c.DatabaseURL, c.RedisURL)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"secret required in prod", map[string]string{}, "SECKILL_JWT_SECRET is required"},
+		{"short secret", map[string]string{"SECKILL_JWT_SECRET": "short"}, "at least 32"},
+		{"bad env", map[string]string{"SECKILL_ENV": "staging"}, "SECKILL_ENV must be dev or prod"},
+		{"bad int", map[string]string{"SECKILL_ENV": "dev", "SECKILL_DB_MAX_CONNS": "lots"}, "SECKILL_DB_MAX_CONNS must be an integer"},
+		{"int out of range", map[string]string{"SECKILL_ENV": "dev", "SECKILL_WORKER_CONCURRENCY": "0"}, "SECKILL_WORKER_CONCURRENCY must be an integer from 1"},
+		{"bad duration", map[string]string{"SECKILL_ENV": "dev", "SECKILL_BATCH_WAIT": "soon"}, "SECKILL_BATCH_WAIT must be a duration"},
+		{"bad db url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_DATABASE_URL": "mysql://x"}, "SECKILL_DATABASE_URL must be a postgres"},
+		{"bad redis url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_URL": "http://x"}, "SECKILL_REDIS_URL must be a redis"},
+		{"admin pair", map[string]string{"SECKILL_ENV": "dev", "SECKILL_ADMIN_USER": "root"}, "go together"},
+		{"bad log level", map[string]string{"SECKILL_ENV": "dev", "SECKILL_LOG_LEVEL": "loud"}, "SECKILL_LOG_LEVEL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(env(tt.env))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load() error = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadReportsEveryProblem(t *testing.T) {
+	_, err := Load(env(map[string]string{"SECKILL_DB_MAX_CONNS": "x", "SECKILL_BATCH_WAIT": "y"}))
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{"SECKILL_JWT_SECRET", "SECKILL_DB_MAX_CONNS", "SECKILL_BATCH_WAIT"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s: %v", want, err)
+		}
+	}
+}
+
+func TestLoadProd(t *testing.T) {
+	c, err := Load(env(map[string]string{
+		"SECKILL_JWT_SECRET":      strings.Repeat("s", 32),
+		"SECKILL_BATCH_WAIT":      "5ms",
+		"SECKILL_ALLOWED_ORIGINS": "https://shop.example, https://admin.example",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Dev() || c.LogFormat != "json" || c.Playground || c.BatchWait != 5*time.Millisecond || len(c.Warnings) != 0 {
+		t.Fatalf("unexpected prod config: %+v", c)
+	}
+	if len(c.AllowedOrigins) != 2 || c.AllowedOrigins[1] != "https://admin.example" {
+		t.Fatalf("origins = %q", c.AllowedOrigins)
+	}
+}
