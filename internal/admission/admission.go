@@ -1,0 +1,692 @@
+// Package admission is the Redis adapter of the seckill domain: it decides
+// purchases atomically with the Lua scripts of package lua, keeps the
+// admissions that Postgres does not hold yet (the pending outbox), warms
+// campaigns from Postgres, and carries order status events over pub/sub. It
+// implements seckill.Admitter (Admitter) and seckill.StatusBus (Bus).
+//
+// Keys, with a configurable prefix <p>:
+//
+//	<p>seckill:{v42}:campaign    hash: stock, seq, begin_ms, end_ms, paused
+//	<p>seckill:{v42}:buyers      set of user ids holding a unit
+//	<p>seckill:{v42}:pending     hash: seq -> "<user>:<admitted_ms>"
+//	<p>seckill:{v42}:pending_at  zset: seq scored by admitted_ms
+//	<p>seckill:campaigns         set of warmed voucher ids (for Stale)
+//	<p>seckill:warm              marker set by MarkWarmed
+//
+// and the pub/sub channels <p>seckill:order_status (Bus) and
+// <p>seckill:stock_returned (voucher ids whose local sold-out marks must go).
+package admission
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/seckill"
+	"seckill/lua"
+)
+
+// Scripts are shared by every Admitter: a Script holds only its source and
+// its SHA1.
+var (
+	admitScript    = redis.NewScript(lua.Admit)
+	warmScript     = redis.NewScript(lua.Warm)
+	releaseScript  = redis.NewScript(lua.Release)
+	ackScript      = redis.NewScript(lua.Ack)
+	updateScript   = redis.NewScript(lua.Update)
+	addStockScript = redis.NewScript(lua.AddStock)
+
+	allScripts = []*redis.Script{admitScript, warmScript, releaseScript, ackScript, updateScript, addStockScript}
+)
+
+// DefaultSoldOutTTL is how long a process answers SOLD_OUT or ENDED for a
+// campaign on its own, without asking Redis, unless told sooner that the
+// campaign may admit again.
+const DefaultSoldOutTTL = 500 * time.Millisecond
+
+// buyersChunk bounds the size of one SADD when warming buyers.
+const buyersChunk = 5000
+
+// maxSeq is the highest order sequence: it must fit the low 32 bits of an
+// order id.
+const maxSeq = 1<<32 - 1
+
+// Options configure an Admitter.
+type Options struct {
+	// Prefix is put in front of every key and channel name ("" by default);
+	// tests use it to isolate themselves.
+	Prefix string
+	// SoldOutTTL is how long a SOLD_OUT or ENDED answer from Redis is
+	// repeated locally. 0 means DefaultSoldOutTTL; a negative value turns
+	// the local mark off.
+	SoldOutTTL time.Duration
+	// Logger receives warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// Admitter implements seckill.Admitter on Redis.
+//
+// Admit costs exactly one round trip (EVALSHA) and, once Redis answered
+// SOLD_OUT or ENDED for a campaign, none at all for SoldOutTTL: the process
+// repeats that answer locally. The mark is dropped at once when stock comes
+// back through this process (Release, AddStock, UpdateCampaign, Warm) or
+// through any other (a voucher id on the stock_returned channel, which
+// Start or Run listen to); pub/sub is at most once, so the mark also expires
+// after SoldOutTTL in any case. A consequence: a user who bought a unit and
+// asks again after the sell-out may be told SOLD_OUT instead of
+// ALREADY_PURCHASED. Both are refusals; we accept the imprecision.
+type Admitter struct {
+	rdb    redis.UniversalClient
+	keys   keys
+	logger *slog.Logger
+	local  *local
+
+	startMu sync.Mutex
+	subDone chan struct{} // closed when the stock_returned listener exits
+}
+
+var _ seckill.Admitter = (*Admitter)(nil)
+
+// New returns an Admitter on rdb. Call Load at start, and Start (or Run) to
+// hear about stock returned by other processes.
+func New(rdb redis.UniversalClient, opts Options) *Admitter {
+	ttl := opts.SoldOutTTL
+	if ttl == 0 {
+		ttl = DefaultSoldOutTTL
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Admitter{
+		rdb:    rdb,
+		keys:   keys{prefix: opts.Prefix},
+		logger: logger,
+		local:  newLocal(ttl),
+	}
+}
+
+// Load loads every script into Redis (SCRIPT LOAD), so that the first
+// EVALSHA finds them and pipelined calls work. Scripts still fall back to
+// EVAL when Redis lost them (SCRIPT FLUSH, restart).
+func (a *Admitter) Load(ctx context.Context) error {
+	for _, s := range allScripts {
+		if err := s.Load(ctx, a.rdb).Err(); err != nil {
+			return fmt.Errorf("admission: load scripts: %w", err)
+		}
+	}
+	return nil
+}
+
+// Start subscribes to the stock_returned channel, waits until Redis
+// confirmed the subscription, and listens in one goroutine until ctx ends.
+// It may be called once.
+func (a *Admitter) Start(ctx context.Context) error {
+	a.startMu.Lock()
+	defer a.startMu.Unlock()
+	if a.subDone != nil {
+		return errors.New("admission: listener started already")
+	}
+	ps, err := subscribe(ctx, a.rdb, a.keys.stockReturned())
+	if err != nil {
+		return fmt.Errorf("admission: subscribe stock_returned: %w", err)
+	}
+	done := make(chan struct{})
+	a.subDone = done
+	msgs := ps.Channel()
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				// Close, then drain: go-redis's reader may be blocked
+				// sending us a message, and only exits once it sees the
+				// closed connection.
+				ps.Close()
+				for range msgs {
+				}
+				return
+			case msg, ok := <-msgs:
+				if !ok {
+					return
+				}
+				id, err := strconv.ParseInt(msg.Payload, 10, 64)
+				if err != nil {
+					a.logger.Warn("bad stock_returned message", "payload", msg.Payload)
+					continue
+				}
+				a.local.invalidate(id)
+			}
+		}
+	}()
+	return nil
+}
+
+// Run is Start, then waits until ctx ends and the listener has stopped. It
+// returns nil after ctx ends.
+func (a *Admitter) Run(ctx context.Context) error {
+	if err := a.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	<-a.subDone
+	return nil
+}
+
+// subscribe opens a PubSub on channel and waits for Redis to confirm it, so
+// that a message published after it returns is not lost.
+func subscribe(ctx context.Context, rdb redis.UniversalClient, channel string) (*redis.PubSub, error) {
+	ps := rdb.Subscribe(ctx, channel)
+	msg, err := ps.Receive(ctx)
+	if err == nil {
+		if _, ok := msg.(*redis.Subscription); !ok {
+			err = fmt.Errorf("unexpected %T before the subscription confirmation", msg)
+		}
+	}
+	if err != nil {
+		ps.Close()
+		return nil, err
+	}
+	return ps, nil
+}
+
+// validVoucherID reports whether id can own order ids: OrderID shifts it by
+// 32 bits into a positive int64.
+func validVoucherID(id int64) bool { return id > 0 && id <= math.MaxInt32 }
+
+// Admit decides one purchase: one EVALSHA, or nothing at all while the
+// campaign is marked sold out (or ended) locally. ENOTFOUND when Redis does
+// not know the campaign; EINVALID for a user id that is not positive.
+func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
+	if !validVoucherID(voucherID) {
+		return "", seckill.Admission{}, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	}
+	if userID <= 0 {
+		return "", seckill.Admission{}, seckill.Invalidf("userId", "user id must be positive")
+	}
+	var (
+		gen   uint64
+		keys  []string
+		state = a.local.get(voucherID)
+	)
+	if state != nil {
+		gen = state.gen.Load()
+		if outcome, ok := a.local.marked(state, gen); ok {
+			return outcome, seckill.Admission{}, nil
+		}
+		keys = state.admitKeys
+	} else {
+		keys = a.keys.admit(voucherID)
+	}
+
+	res, err := admitScript.Run(ctx, a.rdb, keys, userID).Slice()
+	if err != nil {
+		return "", seckill.Admission{}, redisError("admit", err, nil)
+	}
+	code, ok := int64At(res, 0)
+	if !ok {
+		return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
+	}
+	outcome, err := toOutcome(voucherID, code)
+	if err != nil {
+		return "", seckill.Admission{}, err
+	}
+	if state == nil {
+		state = a.local.getOrCreate(voucherID, keys)
+	}
+	switch outcome {
+	case seckill.OutcomeSoldOut, seckill.OutcomeEnded:
+		a.local.remember(state, gen, outcome)
+		return outcome, seckill.Admission{}, nil
+	case seckill.OutcomeAccepted:
+	default:
+		return outcome, seckill.Admission{}, nil
+	}
+	seq, ok1 := int64At(res, 1)
+	ms, ok2 := int64At(res, 2)
+	if !ok1 || !ok2 || seq <= 0 || seq > maxSeq {
+		return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
+	}
+	return outcome, seckill.Admission{
+		OrderID:    seckill.OrderID(voucherID, seq),
+		VoucherID:  voucherID,
+		UserID:     userID,
+		AdmittedAt: time.UnixMilli(ms).UTC(),
+	}, nil
+}
+
+// int64At returns the i-th element of a script's array reply as an integer.
+func int64At(res []any, i int) (int64, bool) {
+	if i >= len(res) {
+		return 0, false
+	}
+	n, ok := res[i].(int64)
+	return n, ok
+}
+
+// Warm installs a campaign unless Redis holds it already, and reports
+// whether it did. It adds the buyers first (in chunks; adding a present one
+// is harmless) and the voucher to the campaigns index, then creates the
+// campaign hash, so the campaign never admits before its buyers are known
+// and Stale never misses it. EINVALID for a campaign Redis cannot hold.
+func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error) {
+	c := st.Campaign
+	id := c.VoucherID
+	switch {
+	case !validVoucherID(id):
+		return false, seckill.Invalidf("voucherId", "voucher id %d out of range", id)
+	case c.Stock < 0:
+		return false, seckill.Invalidf("stock", "stock must be 0 or more")
+	case st.MaxSeq < 0 || st.MaxSeq >= maxSeq:
+		return false, seckill.Invalidf("maxSeq", "max seq %d out of range", st.MaxSeq)
+	case c.BeginTime.UnixMilli() < 0:
+		return false, seckill.Invalidf("beginTime", "beginTime is required")
+	case c.EndTime.UnixMilli() <= c.BeginTime.UnixMilli():
+		return false, seckill.Invalidf("endTime", "endTime must be after beginTime")
+	}
+	for _, u := range st.Buyers {
+		if u <= 0 {
+			return false, seckill.Invalidf("buyers", "buyer id %d is not positive", u)
+		}
+	}
+
+	buyers := a.keys.buyers(id)
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.SAdd(ctx, a.keys.campaigns(), id)
+		for chunk := range slices.Chunk(st.Buyers, buyersChunk) {
+			members := make([]any, len(chunk))
+			for i, u := range chunk {
+				members[i] = u
+			}
+			p.SAdd(ctx, buyers, members...)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, redisError("warm: add buyers", err, nil)
+	}
+	n, err := warmScript.Run(ctx, a.rdb, []string{a.keys.campaign(id)},
+		c.Stock, st.MaxSeq, c.BeginTime.UnixMilli(), c.EndTime.UnixMilli(), boolArg(c.Paused)).Int64()
+	if err != nil {
+		return false, redisError("warm", err, nil)
+	}
+	if n == 1 {
+		a.local.invalidate(id)
+	}
+	return n == 1, nil
+}
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Remaining returns the live stock of the campaigns Redis holds, in one
+// round trip; ids Redis does not hold are absent from the map.
+func (a *Admitter) Remaining(ctx context.Context, voucherIDs []int64) (map[int64]int64, error) {
+	out := make(map[int64]int64, len(voucherIDs))
+	ids := slices.DeleteFunc(slices.Clone(voucherIDs), func(id int64) bool { return !validVoucherID(id) })
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cmds := make([]*redis.StringCmd, len(ids))
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGet(ctx, a.keys.campaign(id), "stock")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, redisError("remaining", err, nil)
+	}
+	for i, cmd := range cmds {
+		n, err := cmd.Int64()
+		if errors.Is(err, redis.Nil) {
+			continue
+		} else if err != nil {
+			return nil, redisError("remaining", err, nil)
+		}
+		out[ids[i]] = n
+	}
+	return out, nil
+}
+
+// Queued returns how many admissions of each campaign are pending (admitted
+// in Redis, not yet held by Postgres), in one round trip. Every id is in the
+// map; a campaign Redis does not hold counts 0.
+func (a *Admitter) Queued(ctx context.Context, voucherIDs []int64) (map[int64]int64, error) {
+	out := make(map[int64]int64, len(voucherIDs))
+	if len(voucherIDs) == 0 {
+		return out, nil
+	}
+	cmds := make([]*redis.IntCmd, len(voucherIDs))
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range voucherIDs {
+			cmds[i] = p.HLen(ctx, a.keys.pending(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, redisError("queued", err, nil)
+	}
+	for i, cmd := range cmds {
+		out[voucherIDs[i]] = cmd.Val()
+	}
+	return out, nil
+}
+
+// Pending returns an admission that Postgres does not hold yet. ENOTFOUND
+// when it is not pending (never admitted, acknowledged or released).
+func (a *Admitter) Pending(ctx context.Context, orderID int64) (*seckill.Admission, error) {
+	voucherID, seq := seckill.SplitOrderID(orderID)
+	if orderID <= 0 || !validVoucherID(voucherID) || seq == 0 {
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %d not found", orderID)
+	}
+	v, err := a.rdb.HGet(ctx, a.keys.pending(voucherID), strconv.FormatInt(seq, 10)).Result()
+	if err != nil {
+		return nil, redisError("pending", err, seckill.Errorf(seckill.ENOTFOUND, "order %d not found", orderID))
+	}
+	return parsePending(voucherID, seq, v)
+}
+
+// parsePending decodes a pending hash value "<user>:<admitted_ms>".
+func parsePending(voucherID, seq int64, v string) (*seckill.Admission, error) {
+	u, ms, ok := strings.Cut(v, ":")
+	userID, err1 := strconv.ParseInt(u, 10, 64)
+	admitted, err2 := strconv.ParseInt(ms, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("admission: pending %d/%d: malformed value %q", voucherID, seq, v)
+	}
+	return &seckill.Admission{
+		OrderID:    seckill.OrderID(voucherID, seq),
+		VoucherID:  voucherID,
+		UserID:     userID,
+		AdmittedAt: time.UnixMilli(admitted).UTC(),
+	}, nil
+}
+
+// Ack forgets admissions that Postgres holds now: one script call per
+// campaign, all in one pipeline. It is idempotent. The campaign of each
+// admission is read from its order id.
+func (a *Admitter) Ack(ctx context.Context, adms []seckill.Admission) error {
+	if len(adms) == 0 {
+		return nil
+	}
+	seqs := make(map[int64][]any)
+	var order []int64
+	for _, adm := range adms {
+		voucherID, seq := seckill.SplitOrderID(adm.OrderID)
+		if adm.OrderID <= 0 || !validVoucherID(voucherID) || seq == 0 {
+			return seckill.Invalidf("orderId", "order id %d is malformed", adm.OrderID)
+		}
+		if _, ok := seqs[voucherID]; !ok {
+			order = append(order, voucherID)
+		}
+		seqs[voucherID] = append(seqs[voucherID], seq)
+	}
+	calls := make([]scriptCall, len(order))
+	for i, id := range order {
+		calls[i] = scriptCall{keys: []string{a.keys.pending(id), a.keys.pendingAt(id)}, args: seqs[id]}
+	}
+	if err := a.runPipelined(ctx, ackScript, calls); err != nil {
+		return redisError("ack", err, nil)
+	}
+	return nil
+}
+
+type scriptCall struct {
+	keys []string
+	args []any
+}
+
+// runPipelined runs script once per call in one pipeline. A pipeline sends
+// only EVALSHA; when Redis lost the script (NOSCRIPT), the calls that failed
+// are retried one by one with Run, which falls back to EVAL. Callers'
+// scripts must be idempotent.
+func (a *Admitter) runPipelined(ctx context.Context, script *redis.Script, calls []scriptCall) error {
+	cmds := make([]*redis.Cmd, len(calls))
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range calls {
+			cmds[i] = script.EvalSha(ctx, p, c.keys, c.args...)
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	for i, cmd := range cmds {
+		err := cmd.Err()
+		if err == nil {
+			continue
+		}
+		if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return err
+		}
+		if err := script.Run(ctx, a.rdb, calls[i].keys, calls[i].args...).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Release gives a failed admission's unit and buyer slot back, and tells
+// every process that the campaign may admit again. It reports false when
+// the admission was not pending (released or acknowledged before), so
+// concurrent or repeated calls give back exactly one unit. ECONFLICT when
+// the order is pending for another user than adm.UserID.
+func (a *Admitter) Release(ctx context.Context, adm seckill.Admission) (bool, error) {
+	voucherID, seq := seckill.SplitOrderID(adm.OrderID)
+	if adm.OrderID <= 0 || !validVoucherID(voucherID) || seq == 0 {
+		return false, seckill.Invalidf("orderId", "order id %d is malformed", adm.OrderID)
+	}
+	if adm.UserID <= 0 {
+		return false, seckill.Invalidf("userId", "user id must be positive")
+	}
+	n, err := releaseScript.Run(ctx, a.rdb, a.keys.admit(voucherID), seq, adm.UserID).Int64()
+	if err != nil {
+		return false, redisError("release", err, nil)
+	}
+	switch n {
+	case 1:
+		a.stockReturned(ctx, voucherID)
+		return true, nil
+	case 0:
+		return false, nil
+	case -1:
+		return false, seckill.Errorf(seckill.ECONFLICT, "order %d is pending for another user", adm.OrderID)
+	}
+	return false, fmt.Errorf("admission: release order %d: unexpected script reply %d", adm.OrderID, n)
+}
+
+// stockReturned drops this process's mark for the campaign and tells the
+// others. A lost message only delays them by SoldOutTTL, so a failure to
+// publish is logged, not returned.
+func (a *Admitter) stockReturned(ctx context.Context, voucherID int64) {
+	a.local.invalidate(voucherID)
+	if err := a.rdb.Publish(context.WithoutCancel(ctx), a.keys.stockReturned(), voucherID).Err(); err != nil {
+		a.logger.Warn("publish stock_returned; other processes catch up after the sold-out TTL",
+			"voucher_id", voucherID, "err", err)
+	}
+}
+
+// Stale returns up to limit admissions pending for longer than age, oldest
+// first, measured on Redis's clock. It looks at every campaign ever warmed.
+func (a *Admitter) Stale(ctx context.Context, age time.Duration, limit int) ([]seckill.Admission, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	now, err := a.rdb.Time(ctx).Result()
+	if err != nil {
+		return nil, redisError("stale: time", err, nil)
+	}
+	cutoff := "(" + strconv.FormatInt(now.Add(-age).UnixMilli(), 10)
+
+	var ids []int64
+	iter := a.rdb.SScan(ctx, a.keys.campaigns(), 0, "", 1000).Iterator()
+	for iter.Next(ctx) {
+		id, err := strconv.ParseInt(iter.Val(), 10, 64)
+		if err != nil || !validVoucherID(id) {
+			a.logger.Warn("bad member of the campaigns set", "member", iter.Val())
+			continue
+		}
+		ids = append(ids, id)
+	}
+	if err := iter.Err(); err != nil {
+		return nil, redisError("stale: campaigns", err, nil)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+
+	// The oldest `limit` of each campaign, then the oldest `limit` of all.
+	ranges := make([]*redis.ZSliceCmd, len(ids))
+	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			ranges[i] = p.ZRangeByScoreWithScores(ctx, a.keys.pendingAt(id),
+				&redis.ZRangeBy{Min: "-inf", Max: cutoff, Count: int64(limit)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, redisError("stale: pending_at", err, nil)
+	}
+	type candidate struct {
+		voucherID, seq int64
+		ms             float64
+	}
+	var cands []candidate
+	for i, cmd := range ranges {
+		for _, z := range cmd.Val() {
+			member, _ := z.Member.(string)
+			seq, err := strconv.ParseInt(member, 10, 64)
+			if err != nil {
+				a.logger.Warn("bad member of pending_at", "voucher_id", ids[i], "member", z.Member)
+				continue
+			}
+			cands = append(cands, candidate{voucherID: ids[i], seq: seq, ms: z.Score})
+		}
+	}
+	slices.SortFunc(cands, func(x, y candidate) int {
+		return cmp.Or(cmp.Compare(x.ms, y.ms), cmp.Compare(x.voucherID, y.voucherID), cmp.Compare(x.seq, y.seq))
+	})
+	cands = cands[:min(len(cands), limit)]
+	if len(cands) == 0 {
+		return nil, nil
+	}
+
+	// The users, from the pending hash; an entry acknowledged meanwhile is
+	// no longer stale.
+	values := make([]*redis.SliceCmd, len(cands))
+	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range cands {
+			values[i] = p.HMGet(ctx, a.keys.pending(c.voucherID), strconv.FormatInt(c.seq, 10))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, redisError("stale: pending", err, nil)
+	}
+	out := make([]seckill.Admission, 0, len(cands))
+	for i, c := range cands {
+		v, ok := values[i].Val()[0].(string)
+		if !ok {
+			continue
+		}
+		adm, err := parsePending(c.voucherID, c.seq, v)
+		if err != nil {
+			a.logger.Warn("skip malformed pending admission", "voucher_id", c.voucherID, "err", err)
+			continue
+		}
+		out = append(out, *adm)
+	}
+	return out, nil
+}
+
+// Warmed reports whether Redis still holds the marker set by MarkWarmed.
+func (a *Admitter) Warmed(ctx context.Context) (bool, error) {
+	n, err := a.rdb.Exists(ctx, a.keys.warm()).Result()
+	if err != nil {
+		return false, redisError("warmed", err, nil)
+	}
+	return n == 1, nil
+}
+
+// MarkWarmed sets the marker that Warmed looks for; it has no expiry, so it
+// is gone only when Redis lost its data.
+func (a *Admitter) MarkWarmed(ctx context.Context) error {
+	return redisError("mark warmed", a.rdb.Set(ctx, a.keys.warm(), "1", 0).Err(), nil)
+}
+
+// UpdateCampaign changes the window and the pause of a campaign Redis holds,
+// and tells every process that it may admit again. ENOTFOUND when Redis
+// does not hold it; EINVALID for a window that ends before it begins.
+func (a *Admitter) UpdateCampaign(ctx context.Context, voucherID int64, begin, end time.Time, paused bool) error {
+	if !validVoucherID(voucherID) {
+		return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	}
+	if begin.UnixMilli() < 0 {
+		return seckill.Invalidf("beginTime", "beginTime is required")
+	}
+	if end.UnixMilli() <= begin.UnixMilli() {
+		return seckill.Invalidf("endTime", "endTime must be after beginTime")
+	}
+	n, err := updateScript.Run(ctx, a.rdb, []string{a.keys.campaign(voucherID)},
+		begin.UnixMilli(), end.UnixMilli(), boolArg(paused)).Int64()
+	if err != nil {
+		return redisError("update campaign", err, nil)
+	}
+	if n == 0 {
+		return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	}
+	a.stockReturned(ctx, voucherID)
+	return nil
+}
+
+// AddStock puts n more units of a campaign Redis holds on sale and tells
+// every process. ENOTFOUND when Redis does not hold it; EINVALID unless
+// 1 <= n <= 10^12.
+func (a *Admitter) AddStock(ctx context.Context, voucherID, n int64) error {
+	if !validVoucherID(voucherID) {
+		return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	}
+	if n <= 0 || n > 1e12 {
+		return seckill.Invalidf("stock", "stock to add must be between 1 and 10^12")
+	}
+	stock, err := addStockScript.Run(ctx, a.rdb, []string{a.keys.campaign(voucherID)}, n).Int64()
+	if err != nil {
+		return redisError("add stock", err, nil)
+	}
+	if stock == 0 {
+		return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	}
+	a.stockReturned(ctx, voucherID)
+	return nil
+}
+
+// Forget deletes a campaign from Redis: its hash, buyers and pending
+// admissions, and its entry in the campaigns index. Pending admissions are
+// lost with it; tests and operators use it for campaigns that are over.
+func (a *Admitter) Forget(ctx context.Context, voucherID int64) error {
+	if !validVoucherID(voucherID) {
+		return nil
+	}
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, a.keys.admit(voucherID)...)
+		p.SRem(ctx, a.keys.campaigns(), voucherID)
+		return nil
+	})
+	a.local.forget(voucherID)
+	return redisError("forget", err, nil)
+}

@@ -1,0 +1,828 @@
+package admission_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/admission"
+	"seckill/internal/seckill"
+)
+
+// newAdmitter returns an Admitter on a fresh key prefix with its scripts
+// loaded, and the raw client for assertions.
+func newAdmitter(tb testing.TB, opts admission.Options) (*admission.Admitter, *redis.Client) {
+	tb.Helper()
+	rdb, prefix := admission.MustOpenRedis(tb)
+	opts.Prefix = prefix
+	a := admission.New(rdb, opts)
+	if err := a.Load(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	return a, rdb
+}
+
+// liveCampaign is a campaign that is on sale now.
+func liveCampaign(voucherID, stock int64) seckill.Campaign {
+	now := time.Now()
+	return seckill.Campaign{
+		VoucherID: voucherID, InitialStock: stock, Stock: stock,
+		BeginTime: now.Add(-time.Minute), EndTime: now.Add(time.Hour),
+	}
+}
+
+func mustWarm(tb testing.TB, a *admission.Admitter, st seckill.WarmState) {
+	tb.Helper()
+	ok, err := a.Warm(context.Background(), st)
+	if err != nil {
+		tb.Fatalf("warm %d: %v", st.Campaign.VoucherID, err)
+	}
+	if !ok {
+		tb.Fatalf("warm %d: not installed", st.Campaign.VoucherID)
+	}
+}
+
+func mustAdmit(tb testing.TB, a *admission.Admitter, voucherID, userID int64) (seckill.Outcome, seckill.Admission) {
+	tb.Helper()
+	o, adm, err := a.Admit(context.Background(), voucherID, userID)
+	if err != nil {
+		tb.Fatalf("admit voucher %d user %d: %v", voucherID, userID, err)
+	}
+	return o, adm
+}
+
+func TestAdmitOutcomes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	now := time.Now()
+
+	tests := []struct {
+		name     string
+		warm     *seckill.WarmState // nil: the campaign is unknown
+		user     int64
+		want     seckill.Outcome
+		wantCode string
+	}{
+		{name: "unknown campaign", user: 1, wantCode: seckill.ENOTFOUND},
+		{name: "not started", user: 1, want: seckill.OutcomeNotStarted, warm: &seckill.WarmState{
+			Campaign: seckill.Campaign{Stock: 5, BeginTime: now.Add(time.Hour), EndTime: now.Add(2 * time.Hour)}}},
+		{name: "ended", user: 1, want: seckill.OutcomeEnded, warm: &seckill.WarmState{
+			Campaign: seckill.Campaign{Stock: 5, BeginTime: now.Add(-2 * time.Hour), EndTime: now.Add(-time.Hour)}}},
+		{name: "paused", user: 1, want: seckill.OutcomePaused, warm: &seckill.WarmState{
+			Campaign: seckill.Campaign{Stock: 5, BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour), Paused: true}}},
+		{name: "paused before not started", user: 1, want: seckill.OutcomePaused, warm: &seckill.WarmState{
+			Campaign: seckill.Campaign{Stock: 5, BeginTime: now.Add(time.Hour), EndTime: now.Add(2 * time.Hour), Paused: true}}},
+		{name: "already purchased", user: 7, want: seckill.OutcomeAlreadyPurchased, warm: &seckill.WarmState{
+			Campaign: liveCampaign(0, 5), Buyers: []int64{3, 7, 9}, MaxSeq: 3}},
+		{name: "already purchased before sold out", user: 7, want: seckill.OutcomeAlreadyPurchased, warm: &seckill.WarmState{
+			Campaign: liveCampaign(0, 0), Buyers: []int64{7}, MaxSeq: 1}},
+		{name: "sold out", user: 1, want: seckill.OutcomeSoldOut, warm: &seckill.WarmState{Campaign: liveCampaign(0, 0)}},
+		{name: "accepted", user: 1, want: seckill.OutcomeAccepted, warm: &seckill.WarmState{Campaign: liveCampaign(0, 5)}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			voucherID := int64(100 + i)
+			if tt.warm != nil {
+				st := *tt.warm
+				st.Campaign.VoucherID = voucherID
+				mustWarm(t, a, st)
+			}
+			got, adm, err := a.Admit(ctx, voucherID, tt.user)
+			if diff := cmp.Diff(tt.wantCode, seckill.ErrorCode(err)); diff != "" {
+				t.Fatalf("error code (-want +got):\n%s\nerr: %v", diff, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s", diff)
+			}
+			if got != seckill.OutcomeAccepted && adm != (seckill.Admission{}) {
+				t.Errorf("admission %+v with outcome %s", adm, got)
+			}
+		})
+	}
+}
+
+func TestAdmitAcceptedDistinctIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	const voucherID = 42
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 3), MaxSeq: 10})
+
+	before := time.Now().Add(-time.Second)
+	var got []seckill.Admission
+	for _, u := range []int64{1, 2, 3} {
+		o, adm := mustAdmit(t, a, voucherID, u)
+		if o != seckill.OutcomeAccepted {
+			t.Fatalf("user %d: %s", u, o)
+		}
+		if adm.AdmittedAt.Before(before) || adm.AdmittedAt.After(time.Now().Add(time.Second)) {
+			t.Errorf("user %d admitted at %v, not now", u, adm.AdmittedAt)
+		}
+		// Pending answers what Admit said.
+		p, err := a.Pending(ctx, adm.OrderID)
+		if err != nil {
+			t.Fatalf("pending %d: %v", adm.OrderID, err)
+		}
+		if diff := cmp.Diff(adm, *p); diff != "" {
+			t.Errorf("pending (-admit +pending):\n%s", diff)
+		}
+		adm.AdmittedAt = time.Time{}
+		got = append(got, adm)
+	}
+	want := []seckill.Admission{
+		{OrderID: seckill.OrderID(voucherID, 11), VoucherID: voucherID, UserID: 1},
+		{OrderID: seckill.OrderID(voucherID, 12), VoucherID: voucherID, UserID: 2},
+		{OrderID: seckill.OrderID(voucherID, 13), VoucherID: voucherID, UserID: 3},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("admissions (-want +got):\n%s", diff)
+	}
+	if o, _ := mustAdmit(t, a, voucherID, 1); o != seckill.OutcomeAlreadyPurchased {
+		t.Errorf("user 1 again: %s, want ALREADY_PURCHASED", o)
+	}
+	if o, _ := mustAdmit(t, a, voucherID, 4); o != seckill.OutcomeSoldOut {
+		t.Errorf("user 4: %s, want SOLD_OUT", o)
+	}
+}
+
+func TestAdmitInvalidInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 5)})
+	tests := []struct {
+		name          string
+		voucher, user int64
+		wantCode      string
+	}{
+		{"zero voucher", 0, 1, seckill.ENOTFOUND},
+		{"negative voucher", -1, 1, seckill.ENOTFOUND},
+		{"voucher beyond 31 bits", 1 << 31, 1, seckill.ENOTFOUND},
+		{"zero user", 1, 0, seckill.EINVALID},
+		{"negative user", 1, -5, seckill.EINVALID},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := a.Admit(ctx, tt.voucher, tt.user)
+			if diff := cmp.Diff(tt.wantCode, seckill.ErrorCode(err)); diff != "" {
+				t.Errorf("code (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAdmitConcurrent is the flash sale: 1000 users, each trying twice at
+// once, for 200 units.
+func TestAdmitConcurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	const (
+		voucherID = 7
+		stock     = 200
+		users     = 1000
+	)
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, stock)})
+
+	var (
+		mu       sync.Mutex
+		outcomes = map[seckill.Outcome]int{}
+		orderIDs = map[int64]int64{} // order id -> user
+		perUser  = map[int64]int{}
+		wg       sync.WaitGroup
+		start    = make(chan struct{})
+	)
+	for u := int64(1); u <= users; u++ {
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				o, adm, err := a.Admit(ctx, voucherID, u)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					t.Errorf("user %d: %v", u, err)
+					return
+				}
+				outcomes[o]++
+				if o == seckill.OutcomeAccepted {
+					if prev, dup := orderIDs[adm.OrderID]; dup {
+						t.Errorf("order id %d given to users %d and %d", adm.OrderID, prev, u)
+					}
+					orderIDs[adm.OrderID] = u
+					perUser[u]++
+				}
+			}()
+		}
+	}
+	close(start)
+	wg.Wait()
+
+	if outcomes[seckill.OutcomeAccepted] != stock {
+		t.Errorf("accepted %d, want %d (outcomes %v)", outcomes[seckill.OutcomeAccepted], stock, outcomes)
+	}
+	if got := outcomes[seckill.OutcomeAccepted] + outcomes[seckill.OutcomeSoldOut] + outcomes[seckill.OutcomeAlreadyPurchased]; got != 2*users {
+		t.Errorf("outcomes %v do not add up to %d", outcomes, 2*users)
+	}
+	for u, n := range perUser {
+		if n > 1 {
+			t.Errorf("user %d bought %d units", u, n)
+		}
+	}
+	if len(orderIDs) != stock {
+		t.Errorf("%d distinct order ids, want %d", len(orderIDs), stock)
+	}
+	rem, err := a.Remaining(ctx, []int64{voucherID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[int64]int64{voucherID: 0}, rem); diff != "" {
+		t.Errorf("remaining (-want +got):\n%s", diff)
+	}
+	q, err := a.Queued(ctx, []int64{voucherID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[int64]int64{voucherID: stock}, q); diff != "" {
+		t.Errorf("queued (-want +got):\n%s", diff)
+	}
+	if n := rdb.SCard(ctx, admission.BuyersKey(a, voucherID)).Val(); n != stock {
+		t.Errorf("%d buyers, want %d", n, stock)
+	}
+	for id, u := range orderIDs {
+		p, err := a.Pending(ctx, id)
+		if err != nil {
+			t.Fatalf("pending %d: %v", id, err)
+		}
+		if p.UserID != u {
+			t.Errorf("pending %d: user %d, want %d", id, p.UserID, u)
+		}
+	}
+}
+
+func TestWarmNeverOverwrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	const voucherID = 9
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 5)})
+	mustAdmit(t, a, voucherID, 1)
+
+	again := seckill.WarmState{Campaign: liveCampaign(voucherID, 100), MaxSeq: 1000}
+	again.Campaign.Paused = true
+	ok, err := a.Warm(ctx, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		t.Error("warm installed over a live campaign")
+	}
+	rem, err := a.Remaining(ctx, []int64{voucherID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[int64]int64{voucherID: 4}, rem); diff != "" {
+		t.Errorf("remaining (-want +got):\n%s", diff)
+	}
+	o, adm := mustAdmit(t, a, voucherID, 2)
+	if o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(voucherID, 2) {
+		t.Errorf("after re-warm: %s %d, want ACCEPTED with seq 2", o, adm.OrderID)
+	}
+}
+
+func TestWarmBuyersBlocked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	const voucherID = 11
+	// More buyers than one SADD chunk.
+	buyers := make([]int64, 12_345)
+	for i := range buyers {
+		buyers[i] = int64(i + 1)
+	}
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 10), Buyers: buyers, MaxSeq: int64(len(buyers))})
+	if n := rdb.SCard(ctx, admission.BuyersKey(a, voucherID)).Val(); n != int64(len(buyers)) {
+		t.Errorf("%d buyers in Redis, want %d", n, len(buyers))
+	}
+	for _, u := range []int64{1, 5000, 5001, 12_345} {
+		if o, _ := mustAdmit(t, a, voucherID, u); o != seckill.OutcomeAlreadyPurchased {
+			t.Errorf("buyer %d: %s, want ALREADY_PURCHASED", u, o)
+		}
+	}
+	o, adm := mustAdmit(t, a, voucherID, 12_346)
+	if o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(voucherID, 12_346) {
+		t.Errorf("new user: %s %d, want ACCEPTED with seq 12346", o, adm.OrderID)
+	}
+}
+
+func TestWarmInvalid(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	now := time.Now()
+	tests := []struct {
+		name  string
+		st    seckill.WarmState
+		field string
+	}{
+		{"voucher id", seckill.WarmState{Campaign: liveCampaign(0, 1)}, "voucherId"},
+		{"stock", seckill.WarmState{Campaign: liveCampaign(1, -1)}, "stock"},
+		{"max seq", seckill.WarmState{Campaign: liveCampaign(1, 1), MaxSeq: 1 << 32}, "maxSeq"},
+		{"window", seckill.WarmState{Campaign: seckill.Campaign{VoucherID: 1, BeginTime: now, EndTime: now}}, "endTime"},
+		{"buyer", seckill.WarmState{Campaign: liveCampaign(1, 1), Buyers: []int64{4, 0}}, "buyers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := a.Warm(ctx, tt.st)
+			if diff := cmp.Diff(seckill.EINVALID, seckill.ErrorCode(err)); diff != "" {
+				t.Fatalf("code (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.field, seckill.ErrorField(err)); diff != "" {
+				t.Errorf("field (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if n := rdb.Exists(ctx, admission.CampaignKey(a, 1), admission.BuyersKey(a, 1)).Val(); n != 0 {
+		t.Errorf("invalid warm wrote %d keys", n)
+	}
+}
+
+func TestReleaseConcurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	const voucherID = 13
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 1)})
+	_, adm := mustAdmit(t, a, voucherID, 5)
+
+	var released atomic.Int64
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			ok, err := a.Release(ctx, adm)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				released.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := released.Load(); n != 1 {
+		t.Errorf("released %d times, want 1", n)
+	}
+	rem, _ := a.Remaining(ctx, []int64{voucherID})
+	if diff := cmp.Diff(map[int64]int64{voucherID: 1}, rem); diff != "" {
+		t.Errorf("remaining (-want +got):\n%s", diff)
+	}
+	if rdb.SIsMember(ctx, admission.BuyersKey(a, voucherID), 5).Val() {
+		t.Error("user 5 still a buyer")
+	}
+	if _, err := a.Pending(ctx, adm.OrderID); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("pending after release: %v, want NOT_FOUND", err)
+	}
+	if n := rdb.ZCard(ctx, admission.PendingAtKey(a, voucherID)).Val(); n != 0 {
+		t.Errorf("pending_at holds %d", n)
+	}
+	// The buyer slot is back: the same user may buy again, with a new id.
+	o, again := mustAdmit(t, a, voucherID, 5)
+	if o != seckill.OutcomeAccepted || again.OrderID == adm.OrderID {
+		t.Errorf("buy again: %s %d (first %d)", o, again.OrderID, adm.OrderID)
+	}
+}
+
+func TestReleaseOtherUser(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 1)})
+	_, adm := mustAdmit(t, a, 1, 5)
+	wrong := adm
+	wrong.UserID = 6
+	if _, err := a.Release(ctx, wrong); seckill.ErrorCode(err) != seckill.ECONFLICT {
+		t.Errorf("release for another user: %v, want CONFLICT", err)
+	}
+	if _, err := a.Pending(ctx, adm.OrderID); err != nil {
+		t.Errorf("still pending: %v", err)
+	}
+}
+
+func TestAck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	var adms []seckill.Admission
+	for _, v := range []int64{21, 22} {
+		mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(v, 10)})
+		for u := int64(1); u <= 3; u++ {
+			_, adm := mustAdmit(t, a, v, u)
+			adms = append(adms, adm)
+		}
+	}
+	// Ack two of the first campaign and one of the second; acking twice is
+	// harmless.
+	acked := []seckill.Admission{adms[0], adms[1], adms[4]}
+	for range 2 {
+		if err := a.Ack(ctx, acked); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Ack(ctx, nil); err != nil {
+		t.Errorf("ack nothing: %v", err)
+	}
+	for i, adm := range adms {
+		_, err := a.Pending(ctx, adm.OrderID)
+		wantCode := ""
+		if i == 0 || i == 1 || i == 4 {
+			wantCode = seckill.ENOTFOUND
+		}
+		if diff := cmp.Diff(wantCode, seckill.ErrorCode(err)); diff != "" {
+			t.Errorf("pending %d (-want +got):\n%s", i, diff)
+		}
+	}
+	q, err := a.Queued(ctx, []int64{21, 22, 23})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[int64]int64{21: 1, 22: 2, 23: 0}, q); diff != "" {
+		t.Errorf("queued (-want +got):\n%s", diff)
+	}
+	// An acknowledged admission cannot be released any more.
+	if ok, err := a.Release(ctx, adms[0]); err != nil || ok {
+		t.Errorf("release after ack: %v %v, want false", ok, err)
+	}
+}
+
+func TestPendingNotFound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(3, 10)})
+	for _, id := range []int64{0, -1, seckill.OrderID(3, 0), seckill.OrderID(3, 1), seckill.OrderID(4, 1), 1} {
+		if _, err := a.Pending(ctx, id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+			t.Errorf("pending %d: %v, want NOT_FOUND", id, err)
+		}
+	}
+}
+
+func TestStale(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	for _, v := range []int64{31, 32} {
+		mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(v, 10)})
+	}
+	_, old1 := mustAdmit(t, a, 31, 1)
+	_, old2 := mustAdmit(t, a, 32, 2)
+	_, old3 := mustAdmit(t, a, 31, 3)
+	_, acked := mustAdmit(t, a, 32, 4)
+	if err := a.Ack(ctx, []seckill.Admission{acked}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	mustAdmit(t, a, 31, 5)
+	mustAdmit(t, a, 32, 6)
+
+	got, err := a.Stale(ctx, 300*time.Millisecond, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []seckill.Admission{old1, old2, old3}
+	// Oldest first; admissions within one millisecond are ordered by
+	// campaign, then sequence.
+	sortAdms := cmp.Transformer("sort", func(in []seckill.Admission) map[int64]seckill.Admission {
+		m := map[int64]seckill.Admission{}
+		for _, a := range in {
+			m[a.OrderID] = a
+		}
+		return m
+	})
+	if diff := cmp.Diff(want, got, sortAdms); diff != "" {
+		t.Errorf("stale (-want +got):\n%s", diff)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].AdmittedAt.Before(got[i-1].AdmittedAt) {
+			t.Errorf("stale not oldest first: %v", got)
+		}
+	}
+
+	got, err = a.Stale(ctx, 300*time.Millisecond, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Errorf("limit 2: %d admissions", len(got))
+	}
+	got, err = a.Stale(ctx, time.Hour, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("age 1h: %v", got)
+	}
+}
+
+// TestNoScript checks that losing the script cache (SCRIPT FLUSH, a Redis
+// restart) costs a fallback to EVAL, not an error. Flushing the cache is
+// harmless to other tests: go-redis falls back the same way for them.
+func TestNoScript(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 10)})
+
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	o, adm := mustAdmit(t, a, 1, 1)
+	if o != seckill.OutcomeAccepted {
+		t.Fatalf("admit after SCRIPT FLUSH: %s", o)
+	}
+	// Ack pipelines EVALSHA only; it must recover too.
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Ack(ctx, []seckill.Admission{adm}); err != nil {
+		t.Fatalf("ack after SCRIPT FLUSH: %v", err)
+	}
+	if _, err := a.Pending(ctx, adm.OrderID); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("pending after ack: %v", err)
+	}
+}
+
+func TestSoldOutMark(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	// soldOut sells the campaign out and makes sure a's mark is set.
+	soldOut := func(t *testing.T, a *admission.Admitter, voucherID int64) seckill.Admission {
+		t.Helper()
+		mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 1)})
+		_, adm := mustAdmit(t, a, voucherID, 1)
+		if o, _ := mustAdmit(t, a, voucherID, 2); o != seckill.OutcomeSoldOut {
+			t.Fatalf("user 2: %s, want SOLD_OUT", o)
+		}
+		if o, ok := admission.SoldOutMark(a, voucherID); !ok || o != seckill.OutcomeSoldOut {
+			t.Fatalf("no local mark after SOLD_OUT: %q %v", o, ok)
+		}
+		return adm
+	}
+
+	t.Run("answered locally until it expires", func(t *testing.T) {
+		t.Parallel()
+		a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: time.Second})
+		soldOut(t, a, 1)
+		// Stock that arrives behind the Admitter's back is not seen
+		// while the mark lives: the answer is local.
+		rdb.HIncrBy(ctx, admission.CampaignKey(a, 1), "stock", 1)
+		if o, _ := mustAdmit(t, a, 1, 3); o != seckill.OutcomeSoldOut {
+			t.Fatalf("user 3 while marked: %s, want SOLD_OUT (local)", o)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		if o, _ := mustAdmit(t, a, 1, 3); o != seckill.OutcomeAccepted {
+			t.Errorf("user 3 after the TTL: %s, want ACCEPTED", o)
+		}
+	})
+
+	t.Run("ended is marked too", func(t *testing.T) {
+		t.Parallel()
+		a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: time.Hour})
+		now := time.Now()
+		mustWarm(t, a, seckill.WarmState{Campaign: seckill.Campaign{VoucherID: 1, Stock: 5,
+			BeginTime: now.Add(-time.Hour), EndTime: now.Add(-time.Minute)}})
+		for u := int64(1); u <= 2; u++ {
+			if o, _ := mustAdmit(t, a, 1, u); o != seckill.OutcomeEnded {
+				t.Fatalf("user %d: %s, want ENDED", u, o)
+			}
+		}
+		rdb.HSet(ctx, admission.CampaignKey(a, 1), "end_ms", now.Add(time.Hour).UnixMilli())
+		if o, _ := mustAdmit(t, a, 1, 3); o != seckill.OutcomeEnded {
+			t.Errorf("while marked: %s, want ENDED (local)", o)
+		}
+		// Extending the window through the Admitter drops the mark.
+		if err := a.UpdateCampaign(ctx, 1, now.Add(-time.Hour), now.Add(time.Hour), false); err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := mustAdmit(t, a, 1, 3); o != seckill.OutcomeAccepted {
+			t.Errorf("after update: %s, want ACCEPTED", o)
+		}
+	})
+
+	tests := []struct {
+		name  string
+		other bool // return the stock through a second Admitter
+		give  func(t *testing.T, a *admission.Admitter, adm seckill.Admission)
+	}{
+		{name: "release", give: release},
+		{name: "add stock", give: addStock},
+		{name: "release on another process", other: true, give: release},
+		{name: "add stock on another process", other: true, give: addStock},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rdb, prefix := admission.MustOpenRedis(t)
+			// An hour: only an invalidation can explain an acceptance.
+			a := admission.New(rdb, admission.Options{Prefix: prefix, SoldOutTTL: time.Hour})
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if err := a.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			adm := soldOut(t, a, 1)
+			giver := a
+			if tt.other {
+				giver = admission.New(rdb, admission.Options{Prefix: prefix, SoldOutTTL: time.Hour})
+			}
+			tt.give(t, giver, adm)
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				o, _ := mustAdmit(t, a, 1, 3)
+				if o == seckill.OutcomeAccepted {
+					break
+				}
+				if !tt.other || time.Now().After(deadline) {
+					t.Fatalf("user 3 after stock returned: %s, want ACCEPTED", o)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+}
+
+func release(t *testing.T, a *admission.Admitter, adm seckill.Admission) {
+	t.Helper()
+	if ok, err := a.Release(context.Background(), adm); err != nil || !ok {
+		t.Fatalf("release: %v %v", ok, err)
+	}
+}
+
+func addStock(t *testing.T, a *admission.Admitter, adm seckill.Admission) {
+	t.Helper()
+	if err := a.AddStock(context.Background(), adm.VoucherID, 1); err != nil {
+		t.Fatalf("add stock: %v", err)
+	}
+}
+
+func TestRunStops(t *testing.T) {
+	t.Parallel()
+	a, _ := newAdmitter(t, admission.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	if err := a.Start(context.Background()); err == nil {
+		t.Error("second Start succeeded")
+	}
+}
+
+func TestUpdateCampaign(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	now := time.Now()
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 10)})
+
+	steps := []struct {
+		name       string
+		begin, end time.Time
+		paused     bool
+		wantCode   string
+		want       seckill.Outcome
+	}{
+		{name: "pause", begin: now.Add(-time.Hour), end: now.Add(time.Hour), paused: true, want: seckill.OutcomePaused},
+		{name: "postpone", begin: now.Add(time.Hour), end: now.Add(2 * time.Hour), want: seckill.OutcomeNotStarted},
+		{name: "end", begin: now.Add(-2 * time.Hour), end: now.Add(-time.Hour), want: seckill.OutcomeEnded},
+		{name: "reopen", begin: now.Add(-time.Hour), end: now.Add(time.Hour), want: seckill.OutcomeAccepted},
+		{name: "bad window", begin: now, end: now, wantCode: seckill.EINVALID, want: seckill.OutcomeAlreadyPurchased},
+	}
+	for _, s := range steps {
+		err := a.UpdateCampaign(ctx, 1, s.begin, s.end, s.paused)
+		if diff := cmp.Diff(s.wantCode, seckill.ErrorCode(err)); diff != "" {
+			t.Fatalf("%s: code (-want +got):\n%s", s.name, diff)
+		}
+		if o, _ := mustAdmit(t, a, 1, 1); o != s.want {
+			t.Errorf("%s: %s, want %s", s.name, o, s.want)
+		}
+	}
+	if err := a.UpdateCampaign(ctx, 2, now, now.Add(time.Hour), false); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("update unknown: %v, want NOT_FOUND", err)
+	}
+	if err := a.AddStock(ctx, 2, 5); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("add stock unknown: %v, want NOT_FOUND", err)
+	}
+	for _, n := range []int64{0, -1} {
+		if err := a.AddStock(ctx, 1, n); seckill.ErrorCode(err) != seckill.EINVALID {
+			t.Errorf("add stock %d: %v, want INVALID_INPUT", n, err)
+		}
+	}
+	if err := a.AddStock(ctx, 1, 5); err != nil {
+		t.Fatal(err)
+	}
+	rem, _ := a.Remaining(ctx, []int64{1})
+	if diff := cmp.Diff(map[int64]int64{1: 14}, rem); diff != "" {
+		t.Errorf("remaining (-want +got):\n%s", diff)
+	}
+}
+
+func TestRemaining(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 10)})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(2, 0)})
+	mustAdmit(t, a, 1, 1)
+	tests := []struct {
+		ids  []int64
+		want map[int64]int64
+	}{
+		{nil, map[int64]int64{}},
+		{[]int64{1}, map[int64]int64{1: 9}},
+		{[]int64{3}, map[int64]int64{}},
+		{[]int64{1, 2, 3, 0, -4}, map[int64]int64{1: 9, 2: 0}},
+	}
+	for _, tt := range tests {
+		got, err := a.Remaining(ctx, tt.ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("remaining %v (-want +got):\n%s", tt.ids, diff)
+		}
+	}
+}
+
+func TestForget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 10), Buyers: []int64{9}})
+	mustAdmit(t, a, 1, 1)
+	if err := a.Forget(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Admit(ctx, 1, 2); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("admit after forget: %v, want NOT_FOUND", err)
+	}
+	if n := rdb.Exists(ctx, admission.CampaignKey(a, 1), admission.BuyersKey(a, 1), admission.PendingAtKey(a, 1)).Val(); n != 0 {
+		t.Errorf("%d keys left", n)
+	}
+	if stale, err := a.Stale(ctx, 0, 10); err != nil || len(stale) != 0 {
+		t.Errorf("stale after forget: %v %v", stale, err)
+	}
+	// A forgotten campaign can be warmed again.
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 10)})
+}
+
+func TestWarmedMarker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	ok, err := a.Warmed(ctx)
+	if err != nil || ok {
+		t.Fatalf("warmed before mark: %v %v", ok, err)
+	}
+	if err := a.MarkWarmed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := a.Warmed(ctx); err != nil || !ok {
+		t.Errorf("warmed after mark: %v %v", ok, err)
+	}
+}
+
+func TestRedisDown(t *testing.T) {
+	t.Parallel()
+	// Nothing listens on port 1.
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	a := admission.New(rdb, admission.Options{})
+	_, _, err := a.Admit(context.Background(), 1, 1)
+	if err == nil {
+		t.Fatal("admit without Redis succeeded")
+	}
+	if code := seckill.ErrorCode(err); code != seckill.EINTERNAL {
+		t.Errorf("code %s, want INTERNAL", code)
+	}
+	if !strings.HasPrefix(err.Error(), "admission: admit: ") || errors.Unwrap(err) == nil {
+		t.Errorf("error %q does not wrap its cause with context", err)
+	}
+}

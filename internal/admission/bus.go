@@ -1,0 +1,203 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/seckill"
+)
+
+// subscriberBuffer is how many events wait for a slow subscriber before
+// further ones are dropped. An order changes status once or twice.
+const subscriberBuffer = 8
+
+// errBusClosed is returned by Subscribe after Close.
+var errBusClosed = errors.New("admission: status bus closed")
+
+// Bus implements seckill.StatusBus on Redis pub/sub. Every event goes to one
+// channel, <p>seckill:order_status, as JSON. A process holds ONE PubSub
+// connection, opened by the first Subscribe, and one goroutine that reads it
+// and fans each event out to the local subscribers of its order id. A slow
+// subscriber never blocks the others: when its buffer is full, the event is
+// dropped for it (and logged). Delivery is at most once.
+type Bus struct {
+	rdb     redis.UniversalClient
+	channel string
+	logger  *slog.Logger
+
+	openMu     sync.Mutex // serializes opening and closing the PubSub
+	ps         *redis.PubSub
+	readerDone chan struct{}
+
+	mu     sync.Mutex // guards subs and closed; held while sending
+	subs   map[int64]map[*subscriber]struct{}
+	closed bool
+}
+
+type subscriber struct {
+	orderID int64
+	ch      chan seckill.StatusEvent
+	stop    func() bool // stops the context.AfterFunc; set under Bus.mu
+}
+
+var _ seckill.StatusBus = (*Bus)(nil)
+
+// NewBus returns a Bus on rdb whose channel name starts with prefix. A nil
+// logger discards warnings. Call Close when done.
+func NewBus(rdb redis.UniversalClient, prefix string, logger *slog.Logger) *Bus {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Bus{
+		rdb:     rdb,
+		channel: keys{prefix: prefix}.orderStatus(),
+		logger:  logger,
+		subs:    make(map[int64]map[*subscriber]struct{}),
+	}
+}
+
+// Publish sends ev to every process's subscribers of ev.OrderID.
+func (b *Bus) Publish(ctx context.Context, ev seckill.StatusEvent) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("admission: encode status event: %w", err)
+	}
+	return redisError("publish status", b.rdb.Publish(ctx, b.channel, data).Err(), nil)
+}
+
+// Subscribe delivers the events of orderID published from now on, until
+// cancel is called or ctx ends; the channel is closed then, exactly once.
+// The first call opens the process's subscription and returns only after
+// Redis confirmed it, so an event published after Subscribe returns is
+// delivered.
+func (b *Bus) Subscribe(ctx context.Context, orderID int64) (<-chan seckill.StatusEvent, func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := b.open(ctx); err != nil {
+		return nil, nil, err
+	}
+	s := &subscriber{orderID: orderID, ch: make(chan seckill.StatusEvent, subscriberBuffer)}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, nil, errBusClosed
+	}
+	set := b.subs[orderID]
+	if set == nil {
+		set = make(map[*subscriber]struct{})
+		b.subs[orderID] = set
+	}
+	set[s] = struct{}{}
+	// context.AfterFunc costs no goroutine until ctx ends.
+	s.stop = context.AfterFunc(ctx, func() { b.remove(s) })
+	b.mu.Unlock()
+
+	cancel := func() {
+		b.mu.Lock()
+		stop := s.stop
+		b.mu.Unlock()
+		stop()
+		b.remove(s)
+	}
+	return s.ch, cancel, nil
+}
+
+// remove unregisters s and closes its channel, unless that happened before.
+func (b *Bus) remove(s *subscriber) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	set := b.subs[s.orderID]
+	if _, ok := set[s]; !ok {
+		return
+	}
+	delete(set, s)
+	if len(set) == 0 {
+		delete(b.subs, s.orderID)
+	}
+	close(s.ch)
+}
+
+// open subscribes the process once and starts the fan-out goroutine.
+func (b *Bus) open(ctx context.Context) error {
+	b.openMu.Lock()
+	defer b.openMu.Unlock()
+	if b.ps != nil {
+		return nil
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return errBusClosed
+	}
+	ps, err := subscribe(ctx, b.rdb, b.channel)
+	if err != nil {
+		return fmt.Errorf("admission: subscribe order_status: %w", err)
+	}
+	b.ps = ps
+	b.readerDone = make(chan struct{})
+	go b.read(ps.Channel(redis.WithChannelSize(1024)), b.readerDone)
+	return nil
+}
+
+// read fans events out until the PubSub is closed. go-redis reconnects and
+// resubscribes by itself; events published meanwhile are lost (subscribers
+// read the current state first).
+func (b *Bus) read(msgs <-chan *redis.Message, done chan<- struct{}) {
+	defer close(done)
+	for msg := range msgs {
+		var ev seckill.StatusEvent
+		if err := json.Unmarshal([]byte(msg.Payload), &ev); err != nil {
+			b.logger.Warn("drop malformed status event", "err", err)
+			continue
+		}
+		b.fanOut(ev)
+	}
+}
+
+func (b *Bus) fanOut(ev seckill.StatusEvent) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs[ev.OrderID] {
+		select {
+		case s.ch <- ev:
+		default:
+			b.logger.Warn("drop status event for a slow subscriber", "order_id", ev.OrderID, "status", ev.Status)
+		}
+	}
+}
+
+// Close ends every subscription (closing their channels), closes the
+// PubSub and waits for the fan-out goroutine to exit. Subscribe fails
+// afterwards; Close may be called again.
+func (b *Bus) Close() error {
+	b.openMu.Lock()
+	defer b.openMu.Unlock()
+
+	b.mu.Lock()
+	b.closed = true
+	subs := b.subs
+	b.subs = make(map[int64]map[*subscriber]struct{})
+	for _, set := range subs {
+		for s := range set {
+			s.stop()
+			close(s.ch)
+		}
+	}
+	b.mu.Unlock()
+
+	if b.ps == nil {
+		return nil
+	}
+	err := b.ps.Close()
+	<-b.readerDone
+	b.ps = nil
+	return redisError("close status bus", err, nil)
+}

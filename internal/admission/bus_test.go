@@ -1,0 +1,303 @@
+package admission_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"seckill/internal/admission"
+	"seckill/internal/seckill"
+)
+
+func newBus(tb testing.TB) *admission.Bus {
+	tb.Helper()
+	rdb, prefix := admission.MustOpenRedis(tb)
+	b := admission.NewBus(rdb, prefix, nil)
+	tb.Cleanup(func() { b.Close() })
+	return b
+}
+
+// receive returns the next event, failing after a timeout.
+func receive(t *testing.T, ch <-chan seckill.StatusEvent) seckill.StatusEvent {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("channel closed")
+		}
+		return ev
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5s")
+	}
+	return seckill.StatusEvent{}
+}
+
+// closed reports whether ch is closed (after draining what it holds).
+func closed(t *testing.T, ch <-chan seckill.StatusEvent) bool {
+	t.Helper()
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return true
+			}
+		case <-time.After(2 * time.Second):
+			return false
+		}
+	}
+}
+
+func TestBusPublishAfterSubscribe(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newBus(t)
+	const orderID = 42<<32 | 1
+
+	// Publish right after the first Subscribe returns: it must arrive.
+	ch, cancel, err := b.Subscribe(ctx, orderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	want := seckill.StatusEvent{OrderID: orderID, Status: seckill.OrderFailed,
+		At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Reason: "no stock"}
+	if err := b.Publish(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, receive(t, ch)); diff != "" {
+		t.Errorf("event (-want +got):\n%s", diff)
+	}
+}
+
+func TestBusFanOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newBus(t)
+	a1, c1, err := b.Subscribe(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1()
+	a2, c2, err := b.Subscribe(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2()
+	other, c3, err := b.Subscribe(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3()
+
+	ev := seckill.StatusEvent{OrderID: 1, Status: seckill.OrderCreated, At: time.Now().UTC()}
+	if err := b.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range []<-chan seckill.StatusEvent{a1, a2} {
+		if diff := cmp.Diff(ev, receive(t, ch)); diff != "" {
+			t.Errorf("subscriber %d (-want +got):\n%s", i, diff)
+		}
+	}
+	// Order 2's subscriber gets its own event only.
+	ev2 := seckill.StatusEvent{OrderID: 2, Status: seckill.OrderCreated, At: time.Now().UTC()}
+	if err := b.Publish(ctx, ev2); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ev2, receive(t, other)); diff != "" {
+		t.Errorf("order 2 subscriber (-want +got):\n%s", diff)
+	}
+}
+
+func TestBusAcrossBuses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := admission.MustOpenRedis(t)
+	sub := admission.NewBus(rdb, prefix, nil)
+	defer sub.Close()
+	pub := admission.NewBus(rdb, prefix, nil)
+	defer pub.Close()
+	ch, cancel, err := sub.Subscribe(ctx, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	ev := seckill.StatusEvent{OrderID: 9, Status: seckill.OrderCreated, At: time.Now().UTC()}
+	if err := pub.Publish(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ev, receive(t, ch)); diff != "" {
+		t.Errorf("event (-want +got):\n%s", diff)
+	}
+}
+
+func TestBusCancelCloses(t *testing.T) {
+	t.Parallel()
+	b := newBus(t)
+
+	t.Run("cancel", func(t *testing.T) {
+		ch, cancel, err := b.Subscribe(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		cancel() // a second call is harmless
+		if !closed(t, ch) {
+			t.Error("channel open after cancel")
+		}
+	})
+	t.Run("context", func(t *testing.T) {
+		ctx, stop := context.WithCancel(context.Background())
+		ch, cancel, err := b.Subscribe(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop()
+		if !closed(t, ch) {
+			t.Error("channel open after ctx ended")
+		}
+		cancel() // after ctx: harmless
+	})
+	t.Run("context done before subscribe", func(t *testing.T) {
+		ctx, stop := context.WithCancel(context.Background())
+		stop()
+		if _, _, err := b.Subscribe(ctx, 1); err == nil {
+			t.Error("subscribe with a done ctx succeeded")
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		b := newBus(t)
+		ch, cancel, err := b.Subscribe(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !closed(t, ch) {
+			t.Error("channel open after Close")
+		}
+		cancel()
+		if _, _, err := b.Subscribe(context.Background(), 1); err == nil {
+			t.Error("subscribe after Close succeeded")
+		}
+	})
+}
+
+// TestBusSlowSubscriber checks that a subscriber that never reads loses
+// events but never delays the others.
+func TestBusSlowSubscriber(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newBus(t)
+	slow, c1, err := b.Subscribe(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1()
+	fast, c2, err := b.Subscribe(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2()
+
+	// Publish one event at a time and wait for the reading subscriber to
+	// get it: it must get all of them while the other never reads.
+	const n = 50
+	for i := range n {
+		ev := seckill.StatusEvent{OrderID: 5, Status: seckill.OrderQueued, At: time.Unix(int64(i), 0).UTC()}
+		if err := b.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(ev, receive(t, fast)); diff != "" {
+			t.Fatalf("event %d (-want +got):\n%s", i, diff)
+		}
+	}
+	// The slow one holds the first events, up to its buffer; the rest
+	// were dropped for it.
+	if got := len(slow); got == 0 || got == n {
+		t.Errorf("slow subscriber holds %d events; want its buffer full, the rest dropped", got)
+	}
+	if ev := receive(t, slow); !ev.At.Equal(time.Unix(0, 0)) {
+		t.Errorf("slow subscriber's first event at %v, want the first one", ev.At)
+	}
+}
+
+// TestBusNoGoroutineLeak runs many subscribe/cancel cycles and checks that
+// the number of goroutines settles back, and that Close releases the rest.
+// It does not run in parallel: it counts every goroutine of the process.
+func TestBusNoGoroutineLeak(t *testing.T) {
+	rdb, prefix := admission.MustOpenRedis(t)
+	base := settledGoroutines(0)
+
+	b := admission.NewBus(rdb, prefix, nil)
+	_, cancel, err := b.Subscribe(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	open := settledGoroutines(0)
+
+	for i := range 200 {
+		ctx, stop := context.WithCancel(context.Background())
+		ch, cancel, err := b.Subscribe(ctx, int64(i%7))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			cancel()
+		} else {
+			stop()
+		}
+		if !closed(t, ch) {
+			t.Fatalf("cycle %d: channel not closed", i)
+		}
+		stop()
+	}
+	if n := settledGoroutines(open); n > open {
+		t.Errorf("%d goroutines after 200 cycles, %d before", n, open)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := settledGoroutines(base)
+	if n > base {
+		t.Errorf("%d goroutines after Close, %d before the bus", n, base)
+	}
+	t.Logf("goroutines: %d before the bus, %d with it open, %d after Close", base, open, n)
+}
+
+// TestAdmitterListenerNoLeak checks that the stock_returned listener goes
+// away with its context. Not parallel: it counts every goroutine.
+func TestAdmitterListenerNoLeak(t *testing.T) {
+	rdb, prefix := admission.MustOpenRedis(t)
+	base := settledGoroutines(0)
+	for range 20 {
+		a := admission.New(rdb, admission.Options{Prefix: prefix})
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := a.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	if n := settledGoroutines(base); n > base {
+		t.Errorf("%d goroutines after 20 listeners stopped, %d before", n, base)
+	}
+}
+
+// settledGoroutines waits up to 5s for the goroutine count to drop to want
+// (or, with want 0, to stop changing) and returns it.
+func settledGoroutines(want int) int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if (want > 0 && m <= want) || (want == 0 && m == n) {
+			return m
+		}
+		n = m
+	}
+	return n
+}

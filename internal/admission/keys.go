@@ -1,0 +1,46 @@
+package admission
+
+import "strconv"
+
+// keys builds every Redis key and channel name of the adapter, one function
+// each. A campaign's keys carry the voucher in a hash tag ({v42}) so that they
+// share one Redis Cluster slot and a script may touch them together.
+type keys struct {
+	prefix string
+}
+
+func (k keys) tagged(voucherID int64, suffix string) string {
+	return k.prefix + "seckill:{v" + strconv.FormatInt(voucherID, 10) + "}:" + suffix
+}
+
+// campaign is a hash: stock, seq, begin_ms, end_ms, paused.
+func (k keys) campaign(voucherID int64) string { return k.tagged(voucherID, "campaign") }
+
+// buyers is a set of the user ids that hold a unit of the campaign.
+func (k keys) buyers(voucherID int64) string { return k.tagged(voucherID, "buyers") }
+
+// pending is a hash: seq -> "<user>:<admitted_ms>" of admissions that
+// Postgres does not hold yet.
+func (k keys) pending(voucherID int64) string { return k.tagged(voucherID, "pending") }
+
+// pendingAt is a sorted set of the pending seqs scored by admitted_ms.
+func (k keys) pendingAt(voucherID int64) string { return k.tagged(voucherID, "pending_at") }
+
+// campaigns is a set of the voucher ids ever warmed, for the reconciler.
+func (k keys) campaigns() string { return k.prefix + "seckill:campaigns" }
+
+// warm is the marker that tells a Redis that kept its data from an empty one.
+func (k keys) warm() string { return k.prefix + "seckill:warm" }
+
+// orderStatus is the pub/sub channel of order status events (JSON).
+func (k keys) orderStatus() string { return k.prefix + "seckill:order_status" }
+
+// stockReturned is the pub/sub channel on which a voucher id is published
+// when its campaign may admit again (stock returned or added, window
+// changed): every process drops its local sold-out mark for it.
+func (k keys) stockReturned() string { return k.prefix + "seckill:stock_returned" }
+
+// admit returns the KEYS of the admit and release scripts, in their order.
+func (k keys) admit(voucherID int64) []string {
+	return []string{k.campaign(voucherID), k.buyers(voucherID), k.pending(voucherID), k.pendingAt(voucherID)}
+}

@@ -1,0 +1,48 @@
+// Package lua holds the Redis scripts of the admission adapter
+// (internal/admission), embedded. Each file starts with a header that lists
+// its KEYS, ARGV and return values; every script validates all of its
+// arguments before its first write, and touches only keys passed in KEYS, all
+// of one campaign (one hash tag, so one Redis Cluster slot).
+package lua
+
+import _ "embed"
+
+// Admit decides one purchase atomically.
+//
+//go:embed admit.lua
+var Admit string
+
+// Warm installs a campaign unless Redis holds it already.
+//
+//go:embed warm.lua
+var Warm string
+
+// Release gives a failed admission's unit and buyer slot back, once.
+//
+//go:embed release.lua
+var Release string
+
+// Ack forgets admissions that Postgres holds now.
+//
+//go:embed ack.lua
+var Ack string
+
+// Update changes the window and the pause of an existing campaign.
+//
+//go:embed update.lua
+var Update string
+
+// AddStock puts more units of an existing campaign on sale.
+//
+//go:embed add_stock.lua
+var AddStock string
+
+// All maps each script's file name to its source.
+var All = map[string]string{
+	"admit.lua":     Admit,
+	"warm.lua":      Warm,
+	"release.lua":   Release,
+	"ack.lua":       Ack,
+	"update.lua":    Update,
+	"add_stock.lua": AddStock,
+}
