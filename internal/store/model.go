@@ -1,0 +1,162 @@
+package store
+
+import (
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"seckill/internal/seckill"
+)
+
+// voucherRow is a row of voucher; Campaign is loaded with a LEFT JOIN and
+// stays empty for NORMAL vouchers.
+type voucherRow struct {
+	bun.BaseModel `bun:"table:voucher,alias:v"`
+
+	ID          int64     `bun:"id,pk,autoincrement"`
+	ShopID      int64     `bun:"shop_id,notnull"`
+	Title       string    `bun:"title,notnull"`
+	SubTitle    string    `bun:"sub_title,notnull"`
+	Rules       string    `bun:"rules,notnull"`
+	PayValue    int64     `bun:"pay_value,notnull"`
+	ActualValue int64     `bun:"actual_value,notnull"`
+	Type        string    `bun:"type,notnull"`
+	CreatedAt   time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+	UpdatedAt   time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+
+	Campaign *campaignRow `bun:"rel:has-one,join:id=voucher_id"`
+}
+
+// campaignRow is a row of seckill_campaign.
+type campaignRow struct {
+	bun.BaseModel `bun:"table:seckill_campaign,alias:c"`
+
+	VoucherID    int64     `bun:"voucher_id,pk"`
+	InitialStock int64     `bun:"initial_stock,notnull"`
+	Stock        int64     `bun:"stock,notnull"`
+	BeginTime    time.Time `bun:"begin_time,notnull"`
+	EndTime      time.Time `bun:"end_time,notnull"`
+	Paused       bool      `bun:"paused,notnull"`
+	CreatedAt    time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+	UpdatedAt    time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+}
+
+// orderRow is a row of voucher_order.
+type orderRow struct {
+	bun.BaseModel `bun:"table:voucher_order,alias:o"`
+
+	ID         int64     `bun:"id,pk"`
+	UserID     int64     `bun:"user_id,notnull"`
+	VoucherID  int64     `bun:"voucher_id,notnull"`
+	Status     string    `bun:"status,nullzero,notnull,default:'CREATED'"`
+	AdmittedAt time.Time `bun:"admitted_at,notnull"`
+	CreatedAt  time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+}
+
+// failureRow is a row of order_failure.
+type failureRow struct {
+	bun.BaseModel `bun:"table:order_failure,alias:f"`
+
+	ID         int64     `bun:"id,pk"`
+	UserID     int64     `bun:"user_id,notnull"`
+	VoucherID  int64     `bun:"voucher_id,notnull"`
+	Reason     string    `bun:"reason,notnull"`
+	AdmittedAt time.Time `bun:"admitted_at,notnull"`
+	FailedAt   time.Time `bun:"failed_at,nullzero,notnull,default:current_timestamp"`
+}
+
+// orderView is an order read from either voucher_order or order_failure.
+type orderView struct {
+	ID        int64     `bun:"id"`
+	VoucherID int64     `bun:"voucher_id"`
+	UserID    int64     `bun:"user_id"`
+	Status    string    `bun:"status"`
+	At        time.Time `bun:"at"` // created_at, or failed_at for a failure
+	Reason    string    `bun:"reason"`
+}
+
+func toDBVoucher(v *seckill.Voucher) *voucherRow {
+	return &voucherRow{
+		ID:          v.ID,
+		ShopID:      v.ShopID,
+		Title:       v.Title,
+		SubTitle:    v.SubTitle,
+		Rules:       v.Rules,
+		PayValue:    v.PayValue,
+		ActualValue: v.ActualValue,
+		Type:        string(v.Type),
+	}
+}
+
+func toDBCampaign(voucherID int64, c *seckill.Campaign) *campaignRow {
+	return &campaignRow{
+		VoucherID:    voucherID,
+		InitialStock: c.InitialStock,
+		Stock:        c.Stock,
+		BeginTime:    c.BeginTime,
+		EndTime:      c.EndTime,
+		Paused:       c.Paused,
+	}
+}
+
+func toDomainVoucher(r *voucherRow) *seckill.Voucher {
+	v := &seckill.Voucher{
+		ID:          r.ID,
+		ShopID:      r.ShopID,
+		Title:       r.Title,
+		SubTitle:    r.SubTitle,
+		Rules:       r.Rules,
+		PayValue:    r.PayValue,
+		ActualValue: r.ActualValue,
+		Type:        seckill.VoucherType(r.Type),
+		CreatedAt:   r.CreatedAt.UTC(),
+	}
+	// A LEFT JOIN that found no campaign leaves the row empty.
+	if r.Campaign != nil && r.Campaign.VoucherID != 0 {
+		c := toDomainCampaign(r.Campaign)
+		v.Campaign = &c
+	}
+	return v
+}
+
+func toDomainCampaign(r *campaignRow) seckill.Campaign {
+	return seckill.Campaign{
+		VoucherID:    r.VoucherID,
+		InitialStock: r.InitialStock,
+		Stock:        r.Stock,
+		BeginTime:    r.BeginTime.UTC(),
+		EndTime:      r.EndTime.UTC(),
+		Paused:       r.Paused,
+		CreatedAt:    r.CreatedAt.UTC(),
+	}
+}
+
+func toDomainOrder(r *orderView) *seckill.Order {
+	return &seckill.Order{
+		ID:            r.ID,
+		VoucherID:     r.VoucherID,
+		UserID:        r.UserID,
+		Status:        seckill.OrderStatus(r.Status),
+		CreatedAt:     r.At.UTC(),
+		FailureReason: r.Reason,
+	}
+}
+
+func toDBOrder(a seckill.Admission) orderRow {
+	return orderRow{
+		ID:         a.OrderID,
+		UserID:     a.UserID,
+		VoucherID:  a.VoucherID,
+		AdmittedAt: a.AdmittedAt,
+	}
+}
+
+func toDBFailure(a seckill.Admission, reason string) failureRow {
+	return failureRow{
+		ID:         a.OrderID,
+		UserID:     a.UserID,
+		VoucherID:  a.VoucherID,
+		Reason:     reason,
+		AdmittedAt: a.AdmittedAt,
+	}
+}

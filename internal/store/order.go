@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"seckill/internal/seckill"
+)
+
+// Order returns a persisted order: CREATED from voucher_order, or FAILED
+// with its reason from order_failure (CreatedAt is then the failure time).
+// ENOTFOUND.
+func (s *Store) Order(ctx context.Context, id int64) (*seckill.Order, error) {
+	return findOrder(ctx, s.db, id)
+}
+
+func findOrder(ctx context.Context, db bun.IDB, id int64) (*seckill.Order, error) {
+	var rows []orderView
+	err := db.NewRaw(`
+		SELECT id, voucher_id, user_id, 'CREATED' AS status, created_at AS at, '' AS reason
+		FROM voucher_order WHERE id = ?0
+		UNION ALL
+		SELECT id, voucher_id, user_id, 'FAILED', failed_at, reason
+		FROM order_failure WHERE id = ?0`, id).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: select order %d: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %d not found", id)
+	}
+	// PersistOrders never leaves an id in both tables; were it to, the
+	// created order is the truth.
+	return toDomainOrder(&rows[0]), nil
+}
+
+// OrdersByUser returns up to limit (seckill.DefaultPageSize when 0) of a
+// user's persisted orders, CREATED and FAILED, newest admission first.
+func (s *Store) OrdersByUser(ctx context.Context, userID int64, limit int) ([]*seckill.Order, error) {
+	return findOrdersByUser(ctx, s.db, userID, limit)
+}
+
+func findOrdersByUser(ctx context.Context, db bun.IDB, userID int64, limit int) ([]*seckill.Order, error) {
+	if limit <= 0 {
+		limit = seckill.DefaultPageSize
+	}
+	var rows []orderView
+	err := db.NewRaw(`
+		SELECT id, voucher_id, user_id, status, at, reason FROM (
+			SELECT id, voucher_id, user_id, 'CREATED' AS status, created_at AS at, '' AS reason, admitted_at
+			FROM voucher_order WHERE user_id = ?0
+			UNION ALL
+			SELECT id, voucher_id, user_id, 'FAILED', failed_at, reason, admitted_at
+			FROM order_failure WHERE user_id = ?0
+		) AS o
+		ORDER BY admitted_at DESC, id DESC
+		LIMIT ?1`, userID, limit).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: select orders of user %d: %w", userID, err)
+	}
+	orders := make([]*seckill.Order, len(rows))
+	for i := range rows {
+		orders[i] = toDomainOrder(&rows[i])
+	}
+	return orders, nil
+}

@@ -1,0 +1,422 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"seckill/internal/seckill"
+)
+
+// Reasons recorded for admissions that can never be persisted.
+const (
+	ReasonUserHasOrder = "user already holds an order for this voucher"
+	ReasonNoStock      = "no stock left"
+	ReasonNoCampaign   = "campaign not found"
+	// ReasonInvalid is reported, not recorded, for an admission whose ids
+	// are not positive or whose order id does not carry its voucher id.
+	ReasonInvalid = "invalid admission"
+)
+
+var (
+	// errFallback aborts a batch transaction that cannot persist every
+	// admission (no stock in Postgres, no campaign): each admission is then
+	// decided alone.
+	errFallback = errors.New("store: batch needs one transaction per admission")
+	// errDecided rolls back a transaction whose admission is decided but
+	// whose writes must not stay.
+	errDecided = errors.New("store: decided, roll back")
+)
+
+// decision is what happened to one order id.
+type decision struct {
+	status seckill.OrderStatus
+	reason string
+	at     time.Time // created_at, or failed_at
+}
+
+func created(at time.Time) decision {
+	return decision{status: seckill.OrderCreated, at: at.UTC()}
+}
+
+func failed(reason string, at time.Time) decision {
+	return decision{status: seckill.OrderFailed, reason: reason, at: at.UTC()}
+}
+
+// idTime is a row that RETURNING or a lookup gives back.
+type idTime struct {
+	ID int64     `bun:"id"`
+	At time.Time `bun:"at"`
+}
+
+// recordedFailure is a row of order_failure as PersistOrders reads it back.
+type recordedFailure struct {
+	ID     int64     `bun:"id"`
+	Reason string    `bun:"reason"`
+	At     time.Time `bun:"at"`
+}
+
+// PersistOrders writes admissions as orders, exactly once per order id, and
+// takes their units from the campaigns' Postgres stock. It returns one
+// outcome per admission, in input order, duplicates included.
+//
+// The fast path persists the whole batch in one transaction: one INSERT ...
+// ON CONFLICT DO NOTHING for every row, then one guarded UPDATE of the stock
+// per voucher, counted from the rows the INSERT returned. A concurrent
+// transaction inserting the same id makes the INSERT wait and then skip the
+// row, so a unit is taken only by the transaction that really inserted it.
+// When a campaign lacks stock or does not exist, the batch is rolled back
+// and each admission is decided in a transaction of its own. An error means
+// a transient failure (connection, timeout, deadlock): retry the batch.
+//
+// One invariant keeps voucher_order and order_failure apart: a transaction
+// records a failure for an id only while it holds that id in voucher_order's
+// primary key (inserted, not committed), or when another order of the same
+// user and campaign is committed (or commits with the failure), so the id
+// can never be inserted. Every writer reads order_failure
+// after its INSERT has waited out such holders, so it sees their failure.
+func (s *Store) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]seckill.PersistOutcome, error) {
+	if len(adms) == 0 {
+		return nil, nil
+	}
+	decided := make(map[int64]decision, len(adms))
+	batch := make([]seckill.Admission, 0, len(adms))
+	seen := make(map[int64]bool, len(adms))
+	for _, a := range adms {
+		if seen[a.OrderID] {
+			continue
+		}
+		seen[a.OrderID] = true
+		if !validAdmission(a) {
+			decided[a.OrderID] = failed(ReasonInvalid, time.Now())
+			continue
+		}
+		batch = append(batch, a)
+	}
+	// Every statement handles rows in order id order, so concurrent batches
+	// wait for each other's ids in one order and cannot deadlock on them.
+	slices.SortFunc(batch, func(a, b seckill.Admission) int { return cmp.Compare(a.OrderID, b.OrderID) })
+
+	if len(batch) > 0 {
+		got, err := persistBatch(ctx, s.db, batch)
+		if errors.Is(err, errFallback) {
+			got, err = persistEach(ctx, s.db, batch)
+		}
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(decided, got)
+	}
+
+	out := make([]seckill.PersistOutcome, len(adms))
+	for i, a := range adms {
+		d := decided[a.OrderID]
+		out[i] = seckill.PersistOutcome{Admission: a, Status: d.status, Reason: d.reason, CreatedAt: d.at}
+	}
+	return out, nil
+}
+
+// validAdmission reports whether a can be stored: the schema wants positive
+// ids, and WarmStates reads sequences from order ids, so an id must carry
+// its voucher.
+func validAdmission(a seckill.Admission) bool {
+	vid, seq := seckill.SplitOrderID(a.OrderID)
+	return a.OrderID > 0 && a.UserID > 0 && a.VoucherID > 0 && vid == a.VoucherID && seq > 0
+}
+
+// persistBatch decides every admission of batch (unique, sorted by order id)
+// in one transaction, or returns errFallback having changed nothing.
+func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (map[int64]decision, error) {
+	var out map[int64]decision
+	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		out = make(map[int64]decision, len(batch))
+		ids := make([]int64, len(batch))
+		rows := make([]orderRow, len(batch))
+		for i, a := range batch {
+			ids[i], rows[i] = a.OrderID, toDBOrder(a)
+		}
+
+		var ins []idTime
+		err := tx.NewInsert().Model(&rows).
+			On("CONFLICT DO NOTHING").
+			Returning("id, created_at AS at").
+			Scan(ctx, &ins)
+		if sqlState(err) == codeForeignKeyViolation {
+			return errFallback // a voucher does not exist
+		} else if err != nil {
+			return fmt.Errorf("insert orders: %w", err)
+		}
+		inserted := make(map[int64]time.Time, len(ins))
+		for _, r := range ins {
+			inserted[r.ID] = r.At
+		}
+
+		// An id recorded as failed stays failed. Should this INSERT have
+		// written one (a re-delivered admission whose failure freed the
+		// user's slot), its row may also have made another order of the
+		// batch look like the user's second one: decide alone instead.
+		fails, err := selectFailures(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		for _, f := range fails {
+			if _, ok := inserted[f.ID]; ok {
+				return errFallback
+			}
+			out[f.ID] = failed(f.Reason, f.At)
+		}
+
+		// A row the INSERT skipped is either this very order, written
+		// before (a re-delivery), or the user's second order for the
+		// voucher: the first is committed (ON CONFLICT waited for it) or
+		// written by this batch, so this id can never be written and its
+		// failure is final.
+		var skipped []int64
+		for _, id := range ids {
+			if _, ok := inserted[id]; !ok && !hasKey(out, id) {
+				skipped = append(skipped, id)
+			}
+		}
+		if len(skipped) > 0 {
+			existing, err := selectOrders(ctx, tx, skipped)
+			if err != nil {
+				return err
+			}
+			for _, r := range existing {
+				out[r.ID] = created(r.At)
+			}
+			var holders []seckill.Admission
+			for _, a := range batch {
+				if _, ok := inserted[a.OrderID]; !ok && !hasKey(out, a.OrderID) {
+					holders = append(holders, a)
+				}
+			}
+			recorded, err := recordFailures(ctx, tx, holders, ReasonUserHasOrder)
+			if err != nil {
+				return err
+			}
+			maps.Copy(out, recorded)
+		}
+
+		// Take the units last: the campaign row is the hottest row of the
+		// schema, so hold its lock for as short a time as possible, and
+		// lock campaigns in voucher id order so that batches spanning
+		// several vouchers cannot deadlock.
+		take := make(map[int64]int64)
+		for _, a := range batch {
+			if at, ok := inserted[a.OrderID]; ok {
+				take[a.VoucherID]++
+				out[a.OrderID] = created(at)
+			}
+		}
+		for _, vid := range slices.Sorted(maps.Keys(take)) {
+			ok, err := takeStock(ctx, tx, vid, take[vid])
+			if err != nil {
+				return err
+			} else if !ok {
+				return errFallback
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errFallback) {
+		return nil, errFallback
+	} else if err != nil {
+		return nil, fmt.Errorf("store: persist %d orders: %w", len(batch), err)
+	}
+	return out, nil
+}
+
+// persistEach decides each admission in a transaction of its own, so that
+// one that cannot be persisted does not hold back the others.
+func persistEach(ctx context.Context, db *bun.DB, batch []seckill.Admission) (map[int64]decision, error) {
+	out := make(map[int64]decision, len(batch))
+	for _, a := range batch {
+		d, err := persistOne(ctx, db, a)
+		if err != nil {
+			return nil, err
+		}
+		out[a.OrderID] = d
+	}
+	return out, nil
+}
+
+func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision, error) {
+	var d decision
+	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		row := toDBOrder(a)
+		var ins []idTime
+		err := tx.NewInsert().Model(&row).
+			On("CONFLICT DO NOTHING").
+			Returning("id, created_at AS at").
+			Scan(ctx, &ins)
+		if sqlState(err) == codeForeignKeyViolation {
+			// No such voucher. order_failure cannot record it either
+			// (the same foreign key), so the outcome is only reported;
+			// voucher ids are never reused, so it stays the same.
+			d = failed(ReasonNoCampaign, time.Now())
+			return errDecided
+		} else if err != nil {
+			return fmt.Errorf("insert order: %w", err)
+		}
+
+		fails, err := selectFailures(ctx, tx, []int64{a.OrderID})
+		if err != nil {
+			return err
+		}
+		if len(fails) > 0 {
+			d = failed(fails[0].Reason, fails[0].At)
+			return errDecided // take back the row this INSERT may have written
+		}
+
+		if len(ins) == 0 {
+			existing, err := selectOrders(ctx, tx, []int64{a.OrderID})
+			if err != nil {
+				return err
+			}
+			if len(existing) > 0 {
+				d = created(existing[0].At)
+				return nil
+			}
+			recorded, err := recordFailures(ctx, tx, []seckill.Admission{a}, ReasonUserHasOrder)
+			d = recorded[a.OrderID]
+			return err
+		}
+
+		ok, err := takeStock(ctx, tx, a.VoucherID, 1)
+		if err != nil {
+			return err
+		} else if ok {
+			d = created(ins[0].At)
+			return nil
+		}
+		reason := ReasonNoStock
+		exists, err := tx.NewSelect().Model((*campaignRow)(nil)).Where("voucher_id = ?", a.VoucherID).Exists(ctx)
+		if err != nil {
+			return fmt.Errorf("select campaign %d: %w", a.VoucherID, err)
+		} else if !exists {
+			reason = ReasonNoCampaign
+		}
+		// Delete the order but keep its id held (the delete commits with
+		// the failure), so no concurrent writer slips it in between.
+		if err := deleteOrders(ctx, tx, []int64{a.OrderID}); err != nil {
+			return err
+		}
+		recorded, err := recordFailures(ctx, tx, []seckill.Admission{a}, reason)
+		d = recorded[a.OrderID]
+		return err
+	})
+	if errors.Is(err, errDecided) {
+		return d, nil
+	} else if err != nil {
+		return decision{}, fmt.Errorf("store: persist order %d: %w", a.OrderID, err)
+	}
+	return d, nil
+}
+
+// recordFailures records adms (sorted by order id) as failed for reason and
+// returns their decisions; one recorded before keeps its first reason.
+func recordFailures(ctx context.Context, db bun.IDB, adms []seckill.Admission, reason string) (map[int64]decision, error) {
+	out := make(map[int64]decision, len(adms))
+	if len(adms) == 0 {
+		return out, nil
+	}
+	rows := make([]failureRow, len(adms))
+	ids := make([]int64, len(adms))
+	for i, a := range adms {
+		rows[i], ids[i] = toDBFailure(a, reason), a.OrderID
+	}
+	var ins []idTime
+	err := db.NewInsert().Model(&rows).
+		On("CONFLICT (id) DO NOTHING").
+		Returning("id, failed_at AS at").
+		Scan(ctx, &ins)
+	if err != nil {
+		return nil, fmt.Errorf("insert order failures: %w", err)
+	}
+	for _, r := range ins {
+		out[r.ID] = failed(reason, r.At)
+	}
+	if len(ins) < len(adms) {
+		fails, err := selectFailures(ctx, db, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range fails {
+			if !hasKey(out, f.ID) {
+				out[f.ID] = failed(f.Reason, f.At)
+			}
+		}
+	}
+	for _, id := range ids {
+		if !hasKey(out, id) {
+			return nil, fmt.Errorf("order failure %d neither inserted nor found", id)
+		}
+	}
+	return out, nil
+}
+
+func selectFailures(ctx context.Context, db bun.IDB, ids []int64) ([]recordedFailure, error) {
+	var fails []recordedFailure
+	err := db.NewSelect().Model((*failureRow)(nil)).
+		ColumnExpr("f.id, f.reason, f.failed_at AS at").
+		Where("f.id = ANY(?)", pgdialect.Array(ids)).
+		Scan(ctx, &fails)
+	if err != nil {
+		return nil, fmt.Errorf("select order failures: %w", err)
+	}
+	return fails, nil
+}
+
+func selectOrders(ctx context.Context, db bun.IDB, ids []int64) ([]idTime, error) {
+	var rows []idTime
+	err := db.NewSelect().Model((*orderRow)(nil)).
+		ColumnExpr("o.id, o.created_at AS at").
+		Where("o.id = ANY(?)", pgdialect.Array(ids)).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("select orders: %w", err)
+	}
+	return rows, nil
+}
+
+func deleteOrders(ctx context.Context, db bun.IDB, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := db.NewDelete().Model((*orderRow)(nil)).Where("id = ANY(?)", pgdialect.Array(ids)).Exec(ctx); err != nil {
+		return fmt.Errorf("delete orders: %w", err)
+	}
+	return nil
+}
+
+// takeStock takes n units from a campaign's stock; it reports false, and
+// changes nothing, when the campaign does not exist or has fewer left.
+func takeStock(ctx context.Context, db bun.IDB, voucherID, n int64) (bool, error) {
+	res, err := db.NewUpdate().Model((*campaignRow)(nil)).
+		Set("stock = stock - ?", n).
+		Set("updated_at = now()").
+		Where("voucher_id = ?", voucherID).
+		Where("stock >= ?", n).
+		Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("take %d units of campaign %d: %w", n, voucherID, err)
+	}
+	affected, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("take %d units of campaign %d: %w", n, voucherID, err)
+	}
+	return affected == 1, nil
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
+}

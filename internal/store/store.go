@@ -1,0 +1,105 @@
+// Package store is the system of record: it implements seckill.Store on
+// Postgres through bun. Row structs and their converters live in model.go;
+// every query function takes a bun.IDB so it runs in or out of a
+// transaction.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/driver/pgdriver"
+
+	"seckill/internal/seckill"
+)
+
+// pingTimeout bounds how long Open waits for Postgres to answer.
+const pingTimeout = 5 * time.Second
+
+// Open connects to Postgres at dsn (postgres://user:pass@host:5432/db?sslmode=disable;
+// pgdriver also reads dial_timeout, read_timeout and write_timeout there)
+// with a pool of maxConns connections, and pings it. The caller closes the
+// returned DB.
+func Open(ctx context.Context, dsn string, maxConns int) (*bun.DB, error) {
+	if maxConns < 1 {
+		return nil, fmt.Errorf("store: maxConns must be at least 1, got %d", maxConns)
+	}
+	connector, err := newConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	sqldb := sql.OpenDB(connector)
+	// Equal limits: a pool that closes idle connections only to dial them
+	// again at the next burst wastes the burst.
+	sqldb.SetMaxOpenConns(maxConns)
+	sqldb.SetMaxIdleConns(maxConns)
+	db := bun.NewDB(sqldb, pgdialect.New())
+
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		_ = db.Close()
+		conf := connector.Config()
+		return nil, fmt.Errorf("store: cannot reach postgres at %s (database %q, user %q): %w",
+			conf.Addr, conf.Database, conf.User, err)
+	}
+	return db, nil
+}
+
+// newConnector parses dsn without ever echoing it: it may hold a password.
+func newConnector(dsn string) (c *pgdriver.Connector, err error) {
+	u, perr := url.Parse(dsn)
+	if perr != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql" && u.Scheme != "unix") {
+		return nil, errors.New("store: invalid database URL: want postgres://user:password@host:5432/dbname?sslmode=disable")
+	}
+	// pgdriver.WithDSN panics on options it cannot parse.
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("store: invalid database URL: %v", r)
+		}
+	}()
+	return pgdriver.NewConnector(pgdriver.WithDSN(dsn)), nil
+}
+
+// Store implements seckill.Store on Postgres.
+type Store struct {
+	db *bun.DB
+}
+
+var _ seckill.Store = (*Store)(nil)
+
+// New returns a Store that uses db, typically from Open.
+func New(db *bun.DB) *Store {
+	return &Store{db: db}
+}
+
+// SQLSTATE codes the store tells apart.
+const (
+	codeForeignKeyViolation = "23503"
+	codeUniqueViolation     = "23505"
+	codeCheckViolation      = "23514"
+)
+
+// sqlState returns the SQLSTATE of a Postgres error in err's chain, or "".
+func sqlState(err error) string {
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		return pgErr.Field('C')
+	}
+	return ""
+}
+
+// constraintName returns the constraint a Postgres error names, or "".
+func constraintName(err error) string {
+	var pgErr pgdriver.Error
+	if errors.As(err, &pgErr) {
+		return pgErr.Field('n')
+	}
+	return ""
+}
