@@ -1,0 +1,122 @@
+// Command seckill is the flash-sale service: API server, workers,
+// migrations, tokens and the load test, as subcommands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"seckill/internal/app"
+	"seckill/internal/config"
+)
+
+const usage = `seckill: a flash-sale service.
+
+Usage:
+  seckill serve [--worker=true]     HTTP API (GraphQL, health, metrics) and, unless --worker=false, the workers
+  seckill worker                    the persistence workers alone
+  seckill migrate [up|down|status]  database migrations (default up)
+  seckill token --user ID [--admin] [--ttl 24h]
+  seckill token --users 1-1000 [--out tokens.txt] [--ttl 24h]
+
+Configuration comes from SECKILL_* environment variables; see the README.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "seckill:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return errors.New("a subcommand is required")
+		}
+		return nil
+	}
+	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		worker := fs.Bool("worker", true, "also run the persistence workers in this process")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		cfg, err := config.Load(nil)
+		if err != nil {
+			return err
+		}
+		return app.Serve(ctx, cfg, app.NewLogger(cfg), *worker, stdout)
+	case "worker":
+		cfg, err := config.Load(nil)
+		if err != nil {
+			return err
+		}
+		return app.Worker(ctx, cfg, app.NewLogger(cfg))
+	case "migrate":
+		sub := "up"
+		if len(args) > 0 {
+			sub = args[0]
+		}
+		if sub != "up" && sub != "down" && sub != "status" {
+			return fmt.Errorf("migrate: unknown command %q (want up, down or status)", sub)
+		}
+		cfg, err := config.Load(nil)
+		if err != nil {
+			return err
+		}
+		return app.Migrate(ctx, cfg, sub, stdout)
+	case "token":
+		return token(args, stdout, stderr)
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown subcommand %q", cmd)
+	}
+}
+
+func token(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("token", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	user := fs.Int64("user", 0, "user id to sign a token for")
+	users := fs.String("users", "", "a range of user ids, e.g. 1-1000: one token a line")
+	admin := fs.Bool("admin", false, "give the token the admin role")
+	ttl := fs.Duration("ttl", 24*time.Hour, "how long the token is valid")
+	out := fs.String("out", "-", "file to write tokens to (- for stdout)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if (*user == 0) == (*users == "") {
+		return errors.New("token: give exactly one of --user ID or --users FROM-TO")
+	}
+	if *ttl <= 0 {
+		return errors.New("token: --ttl must be positive")
+	}
+	cfg, err := config.Load(nil)
+	if err != nil {
+		return err
+	}
+	lo, hi := *user, *user
+	if *users != "" {
+		if lo, hi, err = app.TokenRange(*users); err != nil {
+			return err
+		}
+	} else if *user < 0 {
+		return errors.New("token: --user must be a positive id")
+	}
+	return app.WriteTokens(cfg, lo, hi, *admin, *ttl, *out, stdout)
+}

@@ -1,0 +1,189 @@
+// Package app wires seckill together: it is the only package that knows every
+// adapter. cmd/seckill parses the command line and calls it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+
+	"seckill/internal/admission"
+	"seckill/internal/auth"
+	"seckill/internal/config"
+	"seckill/internal/seckill"
+	"seckill/internal/store"
+	"seckill/jobs"
+)
+
+// App holds every long-lived dependency of a seckill process.
+type App struct {
+	Config   *config.Config
+	Logger   *slog.Logger
+	Metrics  *Metrics
+	DB       *bun.DB
+	Redis    *redis.Client
+	Store    *store.Store
+	Admitter *admission.Admitter
+	Bus      *admission.Bus
+	Queue    *asynq.Client
+	Tokens   *auth.Tokens
+	Service  *seckill.Service
+
+	redisOpt asynq.RedisConnOpt
+}
+
+// NewLogger returns the process logger: JSON in production, text in
+// development, at the configured level.
+func NewLogger(cfg *config.Config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}
+
+// New connects to Postgres and Redis, loads the Lua scripts and builds the
+// service. Close releases everything.
+func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, error) {
+	a := &App{Config: cfg, Logger: logger, Metrics: NewMetrics()}
+	for _, w := range cfg.Warnings {
+		logger.Warn(w)
+	}
+	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
+	if err != nil {
+		return nil, err
+	}
+	a.DB = db
+
+	ropt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
+	}
+	if cfg.RedisPoolSize > 0 {
+		ropt.PoolSize = cfg.RedisPoolSize
+	}
+	a.Redis = redis.NewClient(ropt)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := a.Redis.Ping(pctx).Err(); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("redis at %s is not reachable: %w", ropt.Addr, err)
+	}
+	a.redisOpt = asynq.RedisClientOpt{Addr: ropt.Addr, Username: ropt.Username, Password: ropt.Password,
+		DB: ropt.DB, TLSConfig: ropt.TLSConfig, PoolSize: ropt.PoolSize}
+
+	a.Store = store.New(db)
+	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger})
+	if err := a.Admitter.Load(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.Bus = admission.NewBus(a.Redis, "", logger)
+	a.Queue = asynq.NewClientFromRedisClient(a.Redis)
+	a.Tokens = auth.NewTokens([]byte(cfg.JWTSecret), cfg.JWTIssuer)
+	a.Service = &seckill.Service{
+		Store:    a.Metrics.wrapStore(a.Store),
+		Admitter: a.Metrics.wrapAdmitter(a.Admitter),
+		Queue:    jobs.NewEnqueuer(a.Queue),
+		Bus:      a.Bus,
+		Limiter:  a.Metrics.wrapLimiter(seckill.NewUserLimiter(cfg.UserRate, cfg.UserBurst)),
+		Logger:   logger,
+	}
+	return a, nil
+}
+
+// Close releases connections.
+func (a *App) Close() {
+	if a.Bus != nil {
+		_ = a.Bus.Close()
+	}
+	if a.Redis != nil {
+		_ = a.Redis.Close()
+	}
+	if a.DB != nil {
+		_ = a.DB.Close()
+	}
+}
+
+// RunWorker runs the Asynq workers until ctx ends, then stops them: tasks in
+// flight get ShutdownTimeout to finish, and any that do not are handed back
+// to the queue (and their admissions stay pending in Redis), so none is lost.
+func (a *App) RunWorker(ctx context.Context) error {
+	batcher := jobs.NewBatcher(a.Service.PersistAdmissions, a.Config.BatchSize, a.Config.BatchWait)
+	mux := asynq.NewServeMux()
+	jobs.Register(mux, jobs.NewOrderPersistHandler(batcher))
+	srv := asynq.NewServerFromRedisClient(a.Redis, asynq.Config{
+		Concurrency: a.Config.WorkerConcurrency,
+		Queues:      map[string]int{jobs.QueueOrders: 1},
+		// Asynq sleeps half this long when the queue is empty; the default
+		// (1 s) would add up to half a second to an idle worker's first order.
+		TaskCheckInterval: 50 * time.Millisecond,
+		RetryDelayFunc:    jobs.RetryDelay,
+		Logger:            jobs.NewLogger(a.Logger),
+		LogLevel:          asynq.WarnLevel,
+		ShutdownTimeout:   a.Config.ShutdownTimeout,
+		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
+			retried, _ := asynq.GetRetryCount(ctx)
+			maxRetry, _ := asynq.GetMaxRetry(ctx)
+			id, _ := asynq.GetTaskID(ctx)
+			level := slog.LevelWarn
+			if retried >= maxRetry || errors.Is(err, asynq.SkipRetry) {
+				level = slog.LevelError // archived: the dead-letter queue
+			}
+			a.Logger.Log(ctx, level, "task failed", "task_id", id, "type", t.Type(), "retried", retried, "max_retry", maxRetry, "err", err)
+		}),
+	})
+	if err := srv.Start(mux); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	a.Logger.Info("worker started", "concurrency", a.Config.WorkerConcurrency, "batch_size", a.Config.BatchSize)
+	<-ctx.Done()
+	a.Logger.Info("worker stopping")
+	srv.Shutdown()
+	return nil
+}
+
+// RunReconciler re-warms campaigns Redis lost and re-enqueues admissions whose
+// enqueue never happened, every ReconcileInterval until ctx ends. Running it
+// in several processes at once is safe: both steps are idempotent.
+func (a *App) RunReconciler(ctx context.Context) {
+	t := time.NewTicker(a.Config.ReconcileInterval)
+	defer t.Stop()
+	for {
+		a.reconcileOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (a *App) reconcileOnce(ctx context.Context) {
+	if n, err := a.Service.Rewarm(ctx, false); err != nil {
+		if ctx.Err() == nil {
+			a.Logger.Error("re-warm campaigns", "err", err)
+		}
+	} else {
+		a.Metrics.Rewarmed.Add(float64(n))
+	}
+	if n, err := a.Service.Reconcile(ctx, a.Config.ReconcileAfter, 1000); err != nil {
+		if ctx.Err() == nil {
+			a.Logger.Error("reconcile admissions", "err", err)
+		}
+	} else {
+		a.Metrics.Reconciled.Add(float64(n))
+	}
+}
+
+func openDB(ctx context.Context, cfg *config.Config) (*bun.DB, error) {
+	return store.Open(ctx, cfg.DatabaseURL, 2)
+}

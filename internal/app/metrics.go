@@ -1,0 +1,130 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"seckill/internal/seckill"
+)
+
+// Metrics are the Prometheus series seckill exports on /metrics.
+type Metrics struct {
+	Registry         *prometheus.Registry
+	Purchases        *prometheus.CounterVec
+	PurchaseDuration prometheus.Histogram
+	OrdersPersisted  *prometheus.CounterVec
+	BatchSize        prometheus.Histogram
+	PersistDuration  prometheus.Histogram
+	Reconciled       prometheus.Counter
+	Rewarmed         prometheus.Counter
+	Overloaded       prometheus.Counter
+}
+
+// NewMetrics registers seckill's series (and the Go and process collectors)
+// in a fresh registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		Purchases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_purchases_total", Help: "Purchase attempts by outcome.",
+		}, []string{"outcome"}),
+		PurchaseDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_admission_duration_seconds", Help: "Time to decide one purchase in Redis.",
+			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, 1},
+		}),
+		OrdersPersisted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_orders_persisted_total", Help: "Admissions decided by the workers, by final status.",
+		}, []string{"status"}),
+		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_persist_batch_size", Help: "Admissions written per Postgres transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+		}),
+		PersistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_persist_duration_seconds", Help: "Time to persist one batch.",
+			Buckets: prometheus.DefBuckets,
+		}),
+		Reconciled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_reconciled_total", Help: "Stale admissions re-enqueued by the reconciler.",
+		}),
+		Rewarmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_rewarmed_campaigns_total", Help: "Campaigns re-installed into Redis from Postgres.",
+		}),
+		Overloaded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_overloaded_requests_total", Help: "Requests shed because too many were in flight.",
+		}),
+	}
+	m.Registry.MustRegister(m.Purchases, m.PurchaseDuration, m.OrdersPersisted, m.BatchSize,
+		m.PersistDuration, m.Reconciled, m.Rewarmed, m.Overloaded,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// admitterMetrics counts purchase outcomes and times admission.
+type admitterMetrics struct {
+	seckill.Admitter
+	m        *Metrics
+	outcomes map[seckill.Outcome]prometheus.Counter
+}
+
+func (m *Metrics) wrapAdmitter(a seckill.Admitter) seckill.Admitter {
+	w := &admitterMetrics{Admitter: a, m: m, outcomes: map[seckill.Outcome]prometheus.Counter{}}
+	for _, o := range []seckill.Outcome{seckill.OutcomeAccepted, seckill.OutcomeSoldOut, seckill.OutcomeAlreadyPurchased,
+		seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomePaused} {
+		w.outcomes[o] = m.Purchases.WithLabelValues(string(o))
+	}
+	return w
+}
+
+func (a *admitterMetrics) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
+	start := time.Now()
+	o, adm, err := a.Admitter.Admit(ctx, voucherID, userID)
+	a.m.PurchaseDuration.Observe(time.Since(start).Seconds())
+	if err == nil {
+		if c, ok := a.outcomes[o]; ok {
+			c.Inc()
+		}
+	}
+	return o, adm, err
+}
+
+// limiterMetrics counts rate-limited attempts, which never reach Redis.
+type limiterMetrics struct {
+	seckill.Limiter
+	limited prometheus.Counter
+}
+
+func (m *Metrics) wrapLimiter(l seckill.Limiter) seckill.Limiter {
+	return &limiterMetrics{Limiter: l, limited: m.Purchases.WithLabelValues(string(seckill.OutcomeRateLimited))}
+}
+
+func (l *limiterMetrics) Allow(userID int64) bool {
+	ok := l.Limiter.Allow(userID)
+	if !ok {
+		l.limited.Inc()
+	}
+	return ok
+}
+
+// storeMetrics counts what the workers decided for each admission.
+type storeMetrics struct {
+	seckill.Store
+	m *Metrics
+}
+
+func (m *Metrics) wrapStore(s seckill.Store) seckill.Store { return &storeMetrics{Store: s, m: m} }
+
+func (s *storeMetrics) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]seckill.PersistOutcome, error) {
+	start := time.Now()
+	out, err := s.Store.PersistOrders(ctx, adms)
+	s.m.PersistDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return out, err
+	}
+	s.m.BatchSize.Observe(float64(len(adms)))
+	for _, o := range out {
+		s.m.OrdersPersisted.WithLabelValues(string(o.Status)).Inc()
+	}
+	return out, nil
+}
