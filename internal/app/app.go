@@ -126,10 +126,13 @@ func (a *App) RunWorker(ctx context.Context) error {
 		// Asynq sleeps half this long when the queue is empty; the default
 		// (1 s) would add up to half a second to an idle worker's first order.
 		TaskCheckInterval: 50 * time.Millisecond,
-		RetryDelayFunc:    jobs.RetryDelay,
-		Logger:            jobs.NewLogger(a.Logger),
-		LogLevel:          asynq.WarnLevel,
-		ShutdownTimeout:   a.Config.ShutdownTimeout,
+		// Retries become due after RetryDelay (from 1 s); check for them
+		// every second rather than asynq's default of five.
+		DelayedTaskCheckInterval: time.Second,
+		RetryDelayFunc:           jobs.RetryDelay,
+		Logger:                   jobs.NewLogger(a.Logger),
+		LogLevel:                 asynq.WarnLevel,
+		ShutdownTimeout:          a.Config.ShutdownTimeout,
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			retried, _ := asynq.GetRetryCount(ctx)
 			maxRetry, _ := asynq.GetMaxRetry(ctx)

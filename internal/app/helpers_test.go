@@ -1,0 +1,281 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/auth"
+	"seckill/internal/config"
+	"seckill/internal/seckill"
+	"seckill/internal/store/storetest"
+)
+
+// testRedisDB is the Redis database this package's tests own: Asynq's queue
+// keys are global within a database, so no other package may share it.
+const testRedisDB = 3
+
+func testRedisURL(tb testing.TB) string {
+	tb.Helper()
+	base := os.Getenv("SECKILL_TEST_REDIS_URL")
+	if base == "" {
+		base = "redis://127.0.0.1:6379/0"
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("SECKILL_TEST_REDIS_URL: %v", err)
+	}
+	u.Path = "/" + strconv.Itoa(testRedisDB)
+	return u.String()
+}
+
+// testEnv is a running seckill: real Postgres (a fresh database), real Redis
+// (this package's database, emptied first), the HTTP API on a test server,
+// and optionally the workers.
+type testEnv struct {
+	t      *testing.T
+	app    *App
+	srv    *httptest.Server
+	ctx    context.Context
+	worker func() // starts the workers; stopped at cleanup
+}
+
+type envOption func(m map[string]string)
+
+func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
+	t.Helper()
+	if dsn == "" {
+		dsn = storetest.NewDSN(t)
+	}
+	vars := map[string]string{
+		"SECKILL_ENV":                "dev",
+		"SECKILL_DATABASE_URL":       dsn,
+		"SECKILL_REDIS_URL":          testRedisURL(t),
+		"SECKILL_RECONCILE_INTERVAL": "200ms",
+		"SECKILL_RECONCILE_AFTER":    "1s",
+		"SECKILL_SHUTDOWN_TIMEOUT":   "5s",
+		"SECKILL_LOG_LEVEL":          "warn",
+	}
+	for _, o := range opts {
+		o(vars)
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	a, err := New(ctx, cfg, logger)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if err := a.Redis.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Admitter.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler(nil))
+	var wg sync.WaitGroup
+	var once sync.Once
+	e := &testEnv{t: t, app: a, srv: srv, ctx: ctx}
+	e.worker = func() {
+		once.Do(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := a.RunWorker(ctx); err != nil {
+					t.Errorf("worker: %v", err)
+				}
+			}()
+		})
+	}
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		cancel()
+		wg.Wait()
+		a.Close()
+	})
+	return e
+}
+
+// testWriter sends logs to the test's log, so they show only on failure.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+func (e *testEnv) token(userID int64, admin bool) string {
+	e.t.Helper()
+	tok, err := e.app.Tokens.Issue(userID, admin, time.Hour)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tok
+}
+
+type gqlResponse struct {
+	Data   json.RawMessage `json:"data"`
+	Errors []struct {
+		Message    string         `json:"message"`
+		Extensions map[string]any `json:"extensions"`
+	} `json:"errors"`
+}
+
+func (r *gqlResponse) code() string {
+	if len(r.Errors) == 0 {
+		return ""
+	}
+	c, _ := r.Errors[0].Extensions["code"].(string)
+	return c
+}
+
+// gql posts a GraphQL request through the real HTTP handler.
+func (e *testEnv) gql(client *http.Client, token, query string, vars map[string]any, data any) (*gqlResponse, error) {
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/graphql", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if client == nil {
+		client = e.srv.Client()
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	var out gqlResponse
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("status %d, body %q: %w", res.StatusCode, raw, err)
+	}
+	if data != nil && len(out.Data) > 0 && string(out.Data) != "null" {
+		if err := json.Unmarshal(out.Data, data); err != nil {
+			return nil, err
+		}
+	}
+	return &out, nil
+}
+
+// createCampaign adds a campaign that is on sale now through GraphQL.
+func (e *testEnv) createCampaign(stock int) int64 {
+	e.t.Helper()
+	var data struct {
+		AddSeckillVoucher struct{ ID string } `json:"addSeckillVoucher"`
+	}
+	res, err := e.gql(nil, e.token(1, true), `mutation($in: AddSeckillVoucherInput!) { addSeckillVoucher(input: $in) { id } }`,
+		map[string]any{"in": map[string]any{
+			"shopId": "1", "title": "100 off 200", "payValue": 100, "actualValue": 200, "stock": stock,
+			"beginTime": time.Now().Add(-time.Minute).Format(time.RFC3339),
+			"endTime":   time.Now().Add(time.Hour).Format(time.RFC3339),
+		}}, &data)
+	if err != nil || len(res.Errors) > 0 {
+		e.t.Fatalf("addSeckillVoucher: %v %+v", err, res)
+	}
+	id, err := strconv.ParseInt(data.AddSeckillVoucher.ID, 10, 64)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+type purchase struct {
+	Outcome string  `json:"outcome"`
+	OrderID *string `json:"orderId"`
+}
+
+func (e *testEnv) buy(client *http.Client, token string, voucherID int64) (purchase, error) {
+	var data struct {
+		Seckill purchase `json:"seckill"`
+	}
+	res, err := e.gql(client, token, `mutation($v: ID!) { seckill(voucherId: $v) { outcome orderId message } }`,
+		map[string]any{"v": strconv.FormatInt(voucherID, 10)}, &data)
+	if err != nil {
+		return purchase{}, err
+	}
+	if len(res.Errors) > 0 {
+		return purchase{}, fmt.Errorf("seckill: %s (%s)", res.Errors[0].Message, res.code())
+	}
+	return data.Seckill, nil
+}
+
+// rows counts the orders Postgres holds for a voucher.
+func (e *testEnv) rows(voucherID int64) int {
+	e.t.Helper()
+	n, err := e.app.DB.NewSelect().Table("voucher_order").Where("voucher_id = ?", voucherID).Count(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+func (e *testEnv) pgStock(voucherID int64) int64 {
+	e.t.Helper()
+	var stock int64
+	if err := e.app.DB.NewSelect().Table("seckill_campaign").Column("stock").Where("voucher_id = ?", voucherID).Scan(e.ctx, &stock); err != nil {
+		e.t.Fatal(err)
+	}
+	return stock
+}
+
+func (e *testEnv) remaining(voucherID int64) int64 {
+	e.t.Helper()
+	m, err := e.app.Admitter.Remaining(e.ctx, []int64{voucherID})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r, ok := m[voucherID]
+	if !ok {
+		e.t.Fatalf("Redis does not hold campaign %d", voucherID)
+	}
+	return r
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func asUser(ctx context.Context, id int64, admin bool) context.Context {
+	return seckill.NewContextWithUser(ctx, &seckill.User{ID: id, Admin: admin})
+}
+
+// forgedToken is a well-formed token signed with another secret.
+func forgedToken(t *testing.T) string {
+	t.Helper()
+	tok, err := auth.NewTokens([]byte("another-secret-another-secret-another"), "seckill").Issue(1, true, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}

@@ -1,0 +1,366 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hibiken/asynq"
+
+	"seckill/internal/seckill"
+	"seckill/jobs"
+)
+
+// TestSeedScenario is the experiment the project grew from, through the real
+// HTTP GraphQL handler: 1000 distinct users, each trying twice at once,
+// against stock 200.
+func TestSeedScenario(t *testing.T) {
+	e := newTestEnv(t, "")
+	e.worker()
+	const users, attempts, stock = 1000, 2, 200
+	voucher := e.createCampaign(stock)
+
+	tokens := make([]string, users)
+	for i := range tokens {
+		tokens[i] = e.token(int64(10_000+i), false)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: users * attempts, MaxConnsPerHost: 0}}
+	defer client.CloseIdleConnections()
+
+	type answer struct {
+		user int
+		p    purchase
+		err  error
+	}
+	answers := make(chan answer, users*attempts)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for u := range users {
+		for range attempts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				p, err := e.buy(client, tokens[u], voucher)
+				answers <- answer{u, p, err}
+			}()
+		}
+	}
+	close(start)
+	wg.Wait()
+	close(answers)
+
+	outcomes := map[string]int{}
+	orderIDs := map[string]int{} // order id -> user
+	acceptedBy := map[int]int{}
+	for a := range answers {
+		if a.err != nil {
+			t.Fatalf("user %d: %v", a.user, a.err)
+		}
+		outcomes[a.p.Outcome]++
+		if a.p.Outcome == string(seckill.OutcomeAccepted) {
+			if a.p.OrderID == nil {
+				t.Fatal("ACCEPTED without an order id")
+			}
+			if prev, dup := orderIDs[*a.p.OrderID]; dup {
+				t.Fatalf("order id %s handed to users %d and %d", *a.p.OrderID, prev, a.user)
+			}
+			orderIDs[*a.p.OrderID] = a.user
+			acceptedBy[a.user]++
+		}
+	}
+	if outcomes["ACCEPTED"] != stock {
+		t.Fatalf("ACCEPTED %d times, want exactly %d; outcomes %v", outcomes["ACCEPTED"], stock, outcomes)
+	}
+	for u, n := range acceptedBy {
+		if n > 1 {
+			t.Fatalf("user %d accepted %d times", u, n)
+		}
+	}
+	if got := outcomes["SOLD_OUT"] + outcomes["ALREADY_PURCHASED"]; got != users*attempts-stock {
+		t.Fatalf("rejections: %v, want %d SOLD_OUT or ALREADY_PURCHASED", outcomes, users*attempts-stock)
+	}
+
+	eventually(t, 60*time.Second, "200 orders in Postgres", func() bool { return e.rows(voucher) >= stock })
+	time.Sleep(200 * time.Millisecond) // anything beyond 200 would show now
+	if n := e.rows(voucher); n != stock {
+		t.Fatalf("Postgres holds %d orders, want %d", n, stock)
+	}
+	var persisted []string
+	if err := e.app.DB.NewSelect().Table("voucher_order").Column("id").Where("voucher_id = ?", voucher).Scan(e.ctx, &persisted); err != nil {
+		t.Fatal(err)
+	}
+	accepted := make([]string, 0, len(orderIDs))
+	for id := range orderIDs {
+		accepted = append(accepted, id)
+	}
+	sort.Strings(accepted)
+	sort.Strings(persisted)
+	if diff := cmp.Diff(accepted, persisted); diff != "" {
+		t.Fatalf("persisted orders differ from accepted ones (-accepted +persisted):\n%s", diff)
+	}
+	if s := e.pgStock(voucher); s != 0 {
+		t.Fatalf("Postgres stock %d, want 0", s)
+	}
+	if r := e.remaining(voucher); r != 0 {
+		t.Fatalf("Redis remaining %d, want 0", r)
+	}
+	eventually(t, 10*time.Second, "no pending admissions", func() bool {
+		q, err := e.app.Admitter.Queued(e.ctx, []int64{voucher})
+		return err == nil && q[voucher] == 0
+	})
+}
+
+// TestPersistIsIdempotent delivers every task twice, concurrently, and
+// persists overlapping batches: still exactly one row per order.
+func TestPersistIsIdempotent(t *testing.T) {
+	e := newTestEnv(t, "")
+	const stock = 150
+	voucher := e.createCampaign(stock)
+	var adms []seckill.Admission
+	for u := range 120 {
+		o, adm, err := e.app.Admitter.Admit(e.ctx, voucher, int64(500+u))
+		if err != nil || o != seckill.OutcomeAccepted {
+			t.Fatalf("admit: %v %v", o, err)
+		}
+		adms = append(adms, adm)
+	}
+
+	handler := jobs.NewOrderPersistHandler(jobs.NewBatcher(e.app.Service.PersistAdmissions, 32, 2*time.Millisecond))
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*len(adms)+10)
+	for _, adm := range adms[:80] {
+		task, err := jobs.NewOrderPersistTask(adm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the same task delivered twice
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- handler.ProcessTask(e.ctx, task) }()
+		}
+	}
+	// Overlapping batches straight through the service, as two workers
+	// would run them after a lease expired.
+	for _, part := range [][]seckill.Admission{adms[60:100], adms[70:120], adms[90:120], adms[:120]} {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- e.app.Service.PersistAdmissions(e.ctx, part) }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.rows(voucher); n != 120 {
+		t.Fatalf("%d rows, want 120", n)
+	}
+	if s := e.pgStock(voucher); s != stock-120 {
+		t.Fatalf("Postgres stock %d, want %d", s, stock-120)
+	}
+	if q, _ := e.app.Admitter.Queued(e.ctx, []int64{voucher}); q[voucher] != 0 {
+		t.Fatalf("%d admissions still pending after persistence", q[voucher])
+	}
+	// And once more, after everything is done: nothing changes.
+	if err := e.app.Service.PersistAdmissions(e.ctx, adms); err != nil {
+		t.Fatal(err)
+	}
+	if n, s := e.rows(voucher), e.pgStock(voucher); n != 120 || s != stock-120 {
+		t.Fatalf("re-delivery changed state: %d rows, stock %d", n, s)
+	}
+}
+
+// TestEnqueueTwiceMakesOneTask checks that the task id derived from the order
+// id keeps a re-enqueue (the reconciler's) from making a second task.
+func TestEnqueueTwiceMakesOneTask(t *testing.T) {
+	e := newTestEnv(t, "")
+	voucher := e.createCampaign(5)
+	_, adm, err := e.app.Admitter.Admit(e.ctx, voucher, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := jobs.NewEnqueuer(e.app.Queue)
+	for range 3 {
+		if err := q.EnqueuePersist(e.ctx, adm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := asynq.NewInspectorFromRedisClient(e.app.Redis).GetQueueInfo(jobs.QueueOrders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Pending != 1 {
+		t.Fatalf("%d pending tasks, want 1", info.Pending)
+	}
+}
+
+// TestRetriesWhilePostgresUnreachable: admission does not need Postgres; the
+// worker keeps retrying until Postgres is back, then the order is CREATED.
+func TestRetriesWhilePostgresUnreachable(t *testing.T) {
+	proxy, dsn := newPostgresProxy(t)
+	e := newTestEnv(t, dsn)
+	voucher := e.createCampaign(10)
+	e.worker()
+
+	proxy.down()
+	user := e.token(77, false)
+	p, err := e.buy(nil, user, voucher)
+	if err != nil || p.Outcome != "ACCEPTED" {
+		t.Fatalf("purchase while Postgres is down: %+v %v", p, err)
+	}
+	orderID, _ := strconv.ParseInt(*p.OrderID, 10, 64)
+	time.Sleep(1500 * time.Millisecond) // the worker tries and fails meanwhile
+	o, err := e.app.Service.Order(asUser(e.ctx, 77, false), orderID)
+	if err != nil || o.Status != seckill.OrderQueued {
+		t.Fatalf("order while Postgres is down: %+v %v", o, err)
+	}
+	inspector := asynq.NewInspectorFromRedisClient(e.app.Redis)
+	task, err := inspector.GetTaskInfo(jobs.QueueOrders, jobs.OrderTaskID(orderID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Retried == 0 || task.LastErr == "" {
+		t.Fatalf("the worker has not failed yet while Postgres is down: %+v", task)
+	}
+
+	proxy.up()
+	eventually(t, 30*time.Second, "the order to be created after Postgres came back", func() bool {
+		o, err := e.app.Service.Order(asUser(e.ctx, 77, false), orderID)
+		return err == nil && o.Status == seckill.OrderCreated
+	})
+	if n := e.rows(voucher); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
+}
+
+// TestReconcilerEnqueuesStaleAdmissions simulates a process that died between
+// the Lua admission and the enqueue.
+func TestReconcilerEnqueuesStaleAdmissions(t *testing.T) {
+	e := newTestEnv(t, "")
+	voucher := e.createCampaign(10)
+	e.worker()
+	for u := range 5 {
+		if o, _, err := e.app.Admitter.Admit(e.ctx, voucher, int64(900+u)); err != nil || o != seckill.OutcomeAccepted {
+			t.Fatalf("admit: %v %v", o, err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := e.rows(voucher); n != 0 {
+		t.Fatalf("%d rows before any enqueue: the test would prove nothing", n)
+	}
+	n, err := e.app.Service.Reconcile(e.ctx, 0, 100)
+	if err != nil || n != 5 {
+		t.Fatalf("Reconcile = %d, %v; want 5", n, err)
+	}
+	eventually(t, 20*time.Second, "5 orders persisted", func() bool { return e.rows(voucher) == 5 })
+	stale, err := e.app.Admitter.Stale(e.ctx, 0, 100)
+	if err != nil || len(stale) != 0 {
+		t.Fatalf("stale after persistence: %v %v", stale, err)
+	}
+}
+
+// TestReconcilerLoopFindsStaleAdmissions checks the periodic loop itself, as
+// serve and worker run it.
+func TestReconcilerLoopFindsStaleAdmissions(t *testing.T) {
+	e := newTestEnv(t, "")
+	voucher := e.createCampaign(10)
+	e.worker()
+	if _, _, err := e.app.Admitter.Admit(e.ctx, voucher, 4242); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	go e.app.RunReconciler(ctx)
+	eventually(t, 20*time.Second, "the loop to persist the stale admission", func() bool { return e.rows(voucher) == 1 })
+}
+
+// TestRewarmAfterRedisLoss empties Redis under a running campaign; the
+// reconciler re-installs it from Postgres and nothing is oversold.
+func TestRewarmAfterRedisLoss(t *testing.T) {
+	e := newTestEnv(t, "")
+	voucher := e.createCampaign(10)
+	e.worker()
+	var first []int64
+	for u := range 4 {
+		p, err := e.buy(nil, e.token(int64(300+u), false), voucher)
+		if err != nil || p.Outcome != "ACCEPTED" {
+			t.Fatalf("buy: %+v %v", p, err)
+		}
+		id, _ := strconv.ParseInt(*p.OrderID, 10, 64)
+		first = append(first, id)
+	}
+	eventually(t, 20*time.Second, "4 orders persisted", func() bool { return e.rows(voucher) == 4 })
+	eventually(t, 5*time.Second, "pending drained", func() bool {
+		q, _ := e.app.Admitter.Queued(e.ctx, []int64{voucher})
+		return q[voucher] == 0
+	})
+
+	if err := e.app.Redis.FlushDB(e.ctx).Err(); err != nil { // Redis restarted empty
+		t.Fatal(err)
+	}
+	if _, err := e.buy(nil, e.token(399, false), voucher); err == nil {
+		t.Fatal("a campaign Redis does not know was sold")
+	}
+	n, err := e.app.Service.Rewarm(e.ctx, false)
+	if err != nil || n != 1 {
+		t.Fatalf("Rewarm = %d, %v; want 1 campaign", n, err)
+	}
+	if r := e.remaining(voucher); r != 6 {
+		t.Fatalf("remaining after re-warm %d, want 6", r)
+	}
+	for u := range 4 {
+		p, err := e.buy(nil, e.token(int64(300+u), false), voucher)
+		if err != nil || p.Outcome != "ALREADY_PURCHASED" {
+			t.Fatalf("earlier buyer %d after re-warm: %+v %v", 300+u, p, err)
+		}
+	}
+	accepted := 0
+	for u := range 10 {
+		p, err := e.buy(nil, e.token(int64(400+u), false), voucher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Outcome == "ACCEPTED" {
+			accepted++
+			id, _ := strconv.ParseInt(*p.OrderID, 10, 64)
+			for _, old := range first {
+				if id == old {
+					t.Fatalf("order id %d handed out again after re-warm", id)
+				}
+			}
+		}
+	}
+	if accepted != 6 {
+		t.Fatalf("accepted %d after re-warm, want the 6 units left", accepted)
+	}
+	eventually(t, 20*time.Second, "10 orders persisted", func() bool { return e.rows(voucher) == 10 })
+	if s := e.pgStock(voucher); s != 0 {
+		t.Fatalf("Postgres stock %d, want 0", s)
+	}
+	// A second re-warm while the marker is there does nothing.
+	if n, err := e.app.Service.Rewarm(e.ctx, false); err != nil || n != 0 {
+		t.Fatalf("second Rewarm = %d, %v; want 0", n, err)
+	}
+}
+
+// TestPurchaseAfterScriptFlush: Redis forgot the cached scripts; EVALSHA
+// answers NOSCRIPT and the admission falls back to EVAL.
+func TestPurchaseAfterScriptFlush(t *testing.T) {
+	e := newTestEnv(t, "")
+	voucher := e.createCampaign(3)
+	if err := e.app.Redis.ScriptFlush(e.ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.buy(nil, e.token(5, false), voucher)
+	if err != nil || p.Outcome != "ACCEPTED" {
+		t.Fatalf("purchase after SCRIPT FLUSH: %+v %v", p, err)
+	}
+	if r := e.remaining(voucher); r != 2 {
+		t.Fatalf("remaining %d, want 2", r)
+	}
+}
