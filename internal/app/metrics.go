@@ -17,6 +17,7 @@ type Metrics struct {
 	OrdersPersisted  *prometheus.CounterVec
 	BatchSize        prometheus.Histogram
 	PersistDuration  prometheus.Histogram
+	PersistLag       prometheus.Histogram
 	Reconciled       prometheus.Counter
 	Rewarmed         prometheus.Counter
 	Overloaded       prometheus.Counter
@@ -45,6 +46,10 @@ func NewMetrics() *Metrics {
 			Name: "seckill_persist_duration_seconds", Help: "Time to persist one batch.",
 			Buckets: prometheus.DefBuckets,
 		}),
+		PersistLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_order_persist_lag_seconds", Help: "Time from ACCEPTED (admission in Redis) to CREATED (row in Postgres).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}),
 		Reconciled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_reconciled_total", Help: "Stale admissions re-enqueued by the reconciler.",
 		}),
@@ -56,7 +61,7 @@ func NewMetrics() *Metrics {
 		}),
 	}
 	m.Registry.MustRegister(m.Purchases, m.PurchaseDuration, m.OrdersPersisted, m.BatchSize,
-		m.PersistDuration, m.Reconciled, m.Rewarmed, m.Overloaded,
+		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Overloaded,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -125,6 +130,9 @@ func (s *storeMetrics) PersistOrders(ctx context.Context, adms []seckill.Admissi
 	s.m.BatchSize.Observe(float64(len(adms)))
 	for _, o := range out {
 		s.m.OrdersPersisted.WithLabelValues(string(o.Status)).Inc()
+		if o.Inserted {
+			s.m.PersistLag.Observe(o.CreatedAt.Sub(o.Admission.AdmittedAt).Seconds())
+		}
 	}
 	return out, nil
 }

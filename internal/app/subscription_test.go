@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,4 +184,51 @@ func TestRejectedWebSocketInit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSubscriptionDisconnectLeaksNothing opens many subscriptions to a queued
+// order, drops the clients without a goodbye, and checks that the server's
+// goroutines (subscriber, fan-out, WebSocket) all go away.
+func TestSubscriptionDisconnectLeaksNothing(t *testing.T) {
+	e := newTestEnv(t, "")
+	voucher := e.createCampaign(5)
+	token := e.token(81, false)
+	p, err := e.buy(nil, token, voucher)
+	if err != nil || p.Outcome != "ACCEPTED" {
+		t.Fatalf("buy: %+v %v", p, err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	// One subscription first so that lazily started machinery (the pub/sub
+	// connection) is part of the baseline.
+	open := func() *websocket.Conn {
+		c := e.dialWS(t, ctx, "graphql-transport-ws")
+		_ = wsjson.Write(ctx, c, map[string]any{"type": "connection_init", "payload": map[string]string{"Authorization": "Bearer " + token}})
+		if m := readWS(t, ctx, c); m.Type != "connection_ack" {
+			t.Fatalf("got %+v", m)
+		}
+		_ = wsjson.Write(ctx, c, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+			"query": `subscription { orderStatus(orderId: "` + *p.OrderID + `") { status } }`}})
+		if m := readWS(t, ctx, c); m.Type != "next" {
+			t.Fatalf("got %+v", m)
+		}
+		return c
+	}
+	open().CloseNow()
+	time.Sleep(200 * time.Millisecond)
+	base := runtime.NumGoroutine()
+
+	conns := make([]*websocket.Conn, 50)
+	for i := range conns {
+		conns[i] = open()
+	}
+	if n := runtime.NumGoroutine(); n < base+50 {
+		t.Fatalf("%d goroutines with 50 live subscriptions, baseline %d: the check would prove nothing", n, base)
+	}
+	for _, c := range conns {
+		c.CloseNow() // no close frame: the client just went away
+	}
+	eventually(t, 10*time.Second, "subscription goroutines to exit", func() bool {
+		return runtime.NumGoroutine() <= base+3
+	})
 }

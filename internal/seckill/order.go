@@ -93,6 +93,7 @@ type PersistOutcome struct {
 	Status    OrderStatus // CREATED (now or earlier) or FAILED
 	Reason    string      // why it FAILED
 	CreatedAt time.Time
+	Inserted  bool // CREATED by this call, not found from an earlier delivery
 }
 
 // StatusEvent is a change of an order's status.

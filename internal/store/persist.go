@@ -40,10 +40,15 @@ type decision struct {
 	status seckill.OrderStatus
 	reason string
 	at     time.Time // created_at, or failed_at
+	fresh  bool      // the row was inserted by this call
 }
 
 func created(at time.Time) decision {
 	return decision{status: seckill.OrderCreated, at: at.UTC()}
+}
+
+func createdNow(at time.Time) decision {
+	return decision{status: seckill.OrderCreated, at: at.UTC(), fresh: true}
 }
 
 func failed(reason string, at time.Time) decision {
@@ -118,7 +123,7 @@ func (s *Store) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]
 	out := make([]seckill.PersistOutcome, len(adms))
 	for i, a := range adms {
 		d := decided[a.OrderID]
-		out[i] = seckill.PersistOutcome{Admission: a, Status: d.status, Reason: d.reason, CreatedAt: d.at}
+		out[i] = seckill.PersistOutcome{Admission: a, Status: d.status, Reason: d.reason, CreatedAt: d.at, Inserted: d.fresh}
 	}
 	return out, nil
 }
@@ -213,7 +218,7 @@ func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (m
 		for _, a := range batch {
 			if at, ok := inserted[a.OrderID]; ok {
 				take[a.VoucherID]++
-				out[a.OrderID] = created(at)
+				out[a.OrderID] = createdNow(at)
 			}
 		}
 		for _, vid := range slices.Sorted(maps.Keys(take)) {
@@ -294,7 +299,7 @@ func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision,
 		if err != nil {
 			return err
 		} else if ok {
-			d = created(ins[0].At)
+			d = createdNow(ins[0].At)
 			return nil
 		}
 		reason := ReasonNoStock

@@ -38,7 +38,9 @@ func failedOutcome(a seckill.Admission, reason string) seckill.PersistOutcome {
 }
 
 // ignoreTimes leaves CreatedAt out of comparisons; checkTimes checks it.
-var ignoreTimes = cmpopts.IgnoreFields(seckill.PersistOutcome{}, "CreatedAt")
+// ignoreTimes leaves out what differs between deliveries; TestPersistOrdersInserted
+// checks Inserted.
+var ignoreTimes = cmpopts.IgnoreFields(seckill.PersistOutcome{}, "CreatedAt", "Inserted")
 
 func persist(t *testing.T, s *store.Store, adms ...seckill.Admission) []seckill.PersistOutcome {
 	t.Helper()
@@ -156,6 +158,23 @@ func TestPersistOrders(t *testing.T) {
 			t.Errorf("PersistOrders(nil) = %v, %v", got, err)
 		}
 	})
+}
+
+// TestPersistOrdersInserted: only the call that inserts a row says so, so
+// per-order figures (the ACCEPTED-to-CREATED lag) are counted once.
+func TestPersistOrdersInserted(t *testing.T) {
+	db := storetest.NewDB(t)
+	s := store.New(db)
+	v := storetest.CreateCampaign(t, db, 10)
+	a, b := adm(v.ID, 1, 101), adm(v.ID, 2, 102)
+	first := persist(t, s, a, a)
+	if !first[0].Inserted || !first[1].Inserted {
+		t.Fatalf("first delivery: %+v", first)
+	}
+	again := persist(t, s, a, b)
+	if again[0].Inserted || !again[1].Inserted {
+		t.Fatalf("second delivery: %+v, want only the new order inserted", again)
+	}
 }
 
 func TestPersistOrdersUserHoldsOrder(t *testing.T) {
