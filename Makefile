@@ -18,7 +18,14 @@ GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xa
 ## run: start Postgres/Redis if needed, migrate, and serve API + worker on :8080
 run: build services
 	./bin/seckill migrate up
-	exec ./bin/seckill serve
+	@# The dashboard's development operator, unless one is configured: user
+	@# admin with a password made once per checkout (kept in .run/); the
+	@# banner prints both.
+	@if [ -z "$$SECKILL_ADMIN_USER" ] && [ "$$SECKILL_ENV" = dev ]; then \
+		mkdir -p .run; \
+		[ -s .run/admin-password ] || (umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=' > .run/admin-password); \
+		export SECKILL_ADMIN_USER=admin SECKILL_ADMIN_PASSWORD=$$(cat .run/admin-password); \
+	fi; exec ./bin/seckill serve
 
 ## test: everything CI checks: vet, race tests against real services, generated code current
 test: test-services vet
@@ -33,6 +40,7 @@ services:
 
 test-services:
 	SECKILL_DATABASE_URL=$(SECKILL_TEST_DATABASE_URL) SECKILL_REDIS_URL=$(SECKILL_TEST_REDIS_URL) scripts/services.sh
+	scripts/chromium.sh
 
 ## generate: regenerate gqlgen and templ code (committed)
 generate:

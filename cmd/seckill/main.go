@@ -25,6 +25,7 @@ Usage:
   seckill migrate [up|down|status]  database migrations (default up)
   seckill token --user ID [--admin] [--ttl 24h]
   seckill token --users 1-1000 [--out tokens.txt] [--ttl 24h]
+  seckill admin create --user NAME [--password-stdin]   a dashboard operator (password prompted or from stdin)
 
 Configuration comes from SECKILL_* environment variables; see the README.
 `
@@ -83,6 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return app.Migrate(ctx, cfg, sub, stdout)
 	case "token":
 		return token(args, stdout, stderr)
+	case "admin":
+		return admin(ctx, args, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown subcommand %q", cmd)
@@ -119,4 +122,29 @@ func token(args []string, stdout, stderr io.Writer) error {
 		return errors.New("token: --user must be a positive id")
 	}
 	return app.WriteTokens(cfg, lo, hi, *admin, *ttl, *out, stdout)
+}
+
+func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return errors.New("admin: usage: seckill admin create --user NAME [--password-stdin]")
+	}
+	fs := flag.NewFlagSet("admin create", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	user := fs.String("user", "", "the operator's user name")
+	fromStdin := fs.Bool("password-stdin", false, "read the password from the first line of standard input")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *user == "" {
+		return errors.New("admin create: --user NAME is required")
+	}
+	cfg, err := config.Load(nil)
+	if err != nil {
+		return err
+	}
+	password, err := app.ReadPassword(os.Stdin, stderr, *fromStdin)
+	if err != nil {
+		return fmt.Errorf("admin create: %w", err)
+	}
+	return app.CreateAdmin(ctx, cfg, *user, password, stdout)
 }

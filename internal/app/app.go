@@ -20,6 +20,7 @@ import (
 	"seckill/internal/seckill"
 	"seckill/internal/store"
 	"seckill/jobs"
+	"seckill/web"
 )
 
 // App holds every long-lived dependency of a seckill process.
@@ -36,7 +37,9 @@ type App struct {
 	Tokens   *auth.Tokens
 	Service  *seckill.Service
 
-	redisOpt asynq.RedisConnOpt
+	redisOpt  asynq.RedisConnOpt
+	outcomes  *web.OutcomeCounter // per-campaign outcomes for the dashboard
+	dashboard *dashboard
 }
 
 // NewLogger returns the process logger: JSON in production, text in
@@ -52,7 +55,7 @@ func NewLogger(cfg *config.Config) *slog.Logger {
 // New connects to Postgres and Redis, loads the Lua scripts and builds the
 // service. Close releases everything.
 func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, error) {
-	a := &App{Config: cfg, Logger: logger, Metrics: NewMetrics()}
+	a := &App{Config: cfg, Logger: logger, Metrics: NewMetrics(), outcomes: web.NewOutcomeCounter()}
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
@@ -91,12 +94,16 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.Tokens = auth.NewTokens([]byte(cfg.JWTSecret), cfg.JWTIssuer)
 	a.Service = &seckill.Service{
 		Store:    a.Metrics.wrapStore(a.Store),
-		Admitter: a.Metrics.wrapAdmitter(a.Admitter),
+		Admitter: a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes}),
 		Queue:    jobs.NewEnqueuer(a.Queue),
 		Bus:      a.Bus,
 		Limiter:  a.Metrics.wrapLimiter(seckill.NewUserLimiter(cfg.UserRate, cfg.UserBurst)),
 		Logger:   logger,
+
+		Campaigns:        a.Store,
+		CampaignAdmitter: a.Admitter,
 	}
+	a.dashboard = a.newDashboard()
 	return a, nil
 }
 

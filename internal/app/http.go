@@ -17,7 +17,7 @@ import (
 )
 
 // Handler returns the HTTP API: /graphql, /playground (when enabled),
-// /healthz, /readyz and /metrics.
+// /healthz, /readyz and /metrics, and the dashboard under /admin.
 func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
 	gql := graph.NewHandler(a.Service, a.Tokens, graph.Options{
@@ -49,6 +49,7 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 		writeJSON(w, code, status)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
+	a.mountDashboard(mux)
 	return mux
 }
 

@@ -30,6 +30,9 @@ func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, withWor
 	if _, err := a.Service.Rewarm(ctx, true); err != nil {
 		return fmt.Errorf("warm campaigns from Postgres: %w", err)
 	}
+	if err := a.EnsureConfiguredAdmin(ctx); err != nil {
+		return err
+	}
 	// The sold-out marks listen for returned stock until the process stops.
 	if err := a.Admitter.Start(ctx); err != nil {
 		return err
@@ -48,6 +51,8 @@ func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, withWor
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); a.RunReconciler(workerCtx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = a.RunDashboard(workerCtx) }()
 
 	httpErr := a.RunHTTP(ctx, ln)
 	stopWorker()
@@ -103,10 +108,19 @@ seckill is running (development mode)
   Playground         http://%[1]s/playground
   Metrics            http://%[1]s/metrics
   Health             http://%[1]s/healthz   http://%[1]s/readyz
+  Dashboard          http://%[1]s/admin   %[4]s
   Admin token (user 1, 24h):
     %[2]s
   User token (user 1001, 24h):
     %[3]s
   More tokens: ./bin/seckill token --user ID [--admin]
-`, host, admin, user)
+`, host, admin, user, dashboardLogin(a.Config))
+}
+
+// dashboardLogin tells a developer how to sign in to the dashboard.
+func dashboardLogin(cfg *config.Config) string {
+	if cfg.AdminUser == "" {
+		return "(create an operator: ./bin/seckill admin create --user NAME)"
+	}
+	return fmt.Sprintf("(user %s, password %s)", cfg.AdminUser, cfg.AdminPassword)
 }

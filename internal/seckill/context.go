@@ -6,6 +6,9 @@ import "context"
 type User struct {
 	ID    int64
 	Admin bool
+	// Name is an operator's name when the user signed in to the dashboard;
+	// empty for token users. The audit log records it.
+	Name string
 }
 
 type userContextKey struct{}

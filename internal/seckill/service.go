@@ -18,6 +18,11 @@ type Service struct {
 	Limiter  Limiter // nil: no per-user limit
 	Logger   *slog.Logger
 	Now      func() time.Time // nil: time.Now
+
+	// Campaigns and CampaignAdmitter serve campaign management (admin.go);
+	// nil leaves it unavailable and creations unaudited.
+	Campaigns        CampaignStore
+	CampaignAdmitter CampaignAdmitter
 }
 
 func (s *Service) now() time.Time {
@@ -49,7 +54,8 @@ func requireAdmin(ctx context.Context) (*User, error) {
 // AddSeckillVoucher creates a voucher with its campaign in Postgres and warms
 // it into Redis before returning, so it can be bought at once. Admins only.
 func (s *Service) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (*Voucher, error) {
-	if _, err := requireAdmin(ctx); err != nil {
+	u, err := requireAdmin(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if err := in.Validate(s.now()); err != nil {
@@ -75,6 +81,7 @@ func (s *Service) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (
 		return nil, fmt.Errorf("warm campaign %d: %w", v.ID, err)
 	}
 	v.Campaign.Remaining, v.Campaign.RemainingKnown = v.Campaign.Stock, true
+	s.audit(ctx, u, v.ID, AuditCreate, createdDetail(v))
 	return v, nil
 }
 

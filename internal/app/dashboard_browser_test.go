@@ -1,0 +1,213 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath finds Debian's chromium. Without one the test fails in CI
+// (CI=true; `make test` installs it) and is skipped elsewhere.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SECKILL_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if p := "/usr/bin/chromium"; fileExists(p) {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is missing: the browser test must run in CI (make test installs it with scripts/chromium.sh)")
+	}
+	t.Skip("chromium is missing: install it (apt-get install chromium, or make test as root) to run the browser test")
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// newBrowser starts a headless chromium with a fresh profile; it is stopped
+// when the test ends.
+func newBrowser(t *testing.T, path string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil { // start the browser now
+		t.Fatalf("start chromium at %s: %v", path, err)
+	}
+	return ctx
+}
+
+func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+
+// TestDashboardInBrowser drives the real dashboard in headless chromium
+// against real Postgres and Redis: everything needs a session; an operator
+// signs in, creates a campaign through the form, watches remaining fall and
+// sold rise while buyers buy through GraphQL, without reloading; the Asynq
+// monitor loads under /admin/queues/.
+func TestDashboardInBrowser(t *testing.T) {
+	chromium := chromiumPath(t)
+	e := newDashEnv(t)
+	ctx := newBrowser(t, chromium)
+	base := e.srv.URL
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	location := func() string {
+		t.Helper()
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		must("location", err)
+		return loc
+	}
+	waitFor := func(what, expr string) {
+		t.Helper()
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(20*time.Second)))
+		if err != nil {
+			html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 2000) : ""`))
+			t.Fatalf("waiting for %s: %v\npage %s:\n%s", what, err, location(), html)
+		}
+	}
+
+	// Without a session every page, the Asynq monitor's too, sends the
+	// browser to sign in.
+	for _, p := range []string{"/admin", "/admin/", "/admin/jobs", "/admin/campaigns/new", "/admin/campaigns/1", "/admin/queues", "/admin/queues/"} {
+		must("open "+p, chromedp.Do(ctx, chromedp.Navigate(base+p)))
+		if loc := location(); !strings.HasPrefix(loc, base+"/admin/login?next=") {
+			t.Errorf("%s without a session ended at %s", p, loc)
+		}
+	}
+
+	// Sign in.
+	must("sign in", chromedp.Do(ctx,
+		chromedp.Navigate(base+"/admin/login"),
+		chromedp.SendKeys(css(`[data-testid="login-user"]`), dashAdmin),
+		chromedp.SendKeys(css(`[data-testid="login-password"]`), dashPassword),
+		chromedp.Click(css(`[data-testid="login-submit"]`)),
+		chromedp.WaitVisible(css(`[data-testid="campaigns-table"]`)),
+	))
+
+	// Create a campaign through the form; it starts a minute ago, in the
+	// browser's own zone.
+	must("create", chromedp.Do(ctx,
+		chromedp.Click(css(`[data-testid="new-campaign"]`)),
+		chromedp.WaitVisible(css(`[data-testid="campaign-form"]`)),
+		chromedp.SendKeys(css(`[data-testid="input-title"]`), "Browser sale"),
+		chromedp.SendKeys(css(`[data-testid="input-stock"]`), "5"),
+		chromedp.SendKeys(css(`[data-testid="input-payValue"]`), "100"),
+		chromedp.SendKeys(css(`[data-testid="input-actualValue"]`), "500"),
+		chromedp.Evaluate[chromedp.Void](`(() => {
+			const pad = n => String(n).padStart(2, "0");
+			const d = new Date(Date.now() - 60000);
+			document.querySelector('[data-testid="input-beginTime"]').value =
+				d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" + pad(d.getHours()) + ":" + pad(d.getMinutes());
+		})()`),
+		chromedp.Click(css(`[data-testid="submit"]`)),
+		chromedp.WaitVisible(css(`[data-testid="campaign-title"]`)),
+	))
+	var id int64
+	if _, err := fmt.Sscanf(strings.TrimPrefix(location(), base), "/admin/campaigns/%d?done=create", &id); err != nil {
+		t.Fatalf("after create the browser is at %s", location())
+	}
+	title, err := chromedp.Run(ctx, chromedp.Text(css(`[data-testid="campaign-title"]`)))
+	must("title", err)
+	if title != "Browser sale" {
+		t.Errorf("campaign title %q", title)
+	}
+
+	// The list shows it: 5 remaining, 0 sold.
+	row := `document.querySelector('[data-testid="campaign-row"][data-voucher-id="` + strconv.FormatInt(id, 10) + `"]')`
+	cell := func(tid string) string {
+		return row + `.querySelector('[data-testid="` + tid + `"]').textContent.trim()`
+	}
+	must("open the list", chromedp.Do(ctx, chromedp.Navigate(base+"/admin")))
+	waitFor("the new campaign in the list", row+` !== null && `+cell("remaining")+` === "5" && `+cell("sold")+` === "0"`)
+	// Times read in the viewer's zone: the script replaced the UTC text.
+	local, err := chromedp.Run(ctx, chromedp.Evaluate[string](row+`.querySelector("time").textContent`))
+	must("time", err)
+	if strings.HasSuffix(local, "UTC") {
+		t.Errorf("begin time %q is not localized", local)
+	}
+	// A marker that a reload would lose.
+	must("mark the page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__noReload = 42`)))
+
+	// Buyers buy through GraphQL; the workers persist the orders.
+	for user := int64(1); user <= 3; user++ {
+		if got := e.buy(id, 9000+user); got != "ACCEPTED" {
+			t.Fatalf("buy as %d: %s", 9000+user, got)
+		}
+	}
+	waitFor("remaining 2 and sold 3 without a reload",
+		`window.__noReload === 42 && `+cell("remaining")+` === "2" && `+cell("sold")+` === "3"`)
+
+	// The campaign page follows live too, and the books balance.
+	must("open the campaign", chromedp.Do(ctx, chromedp.Navigate(base+"/admin/campaigns/"+strconv.FormatInt(id, 10))))
+	stat := func(tid string) string {
+		return `document.querySelector('[data-testid="` + tid + `"]').textContent.trim()`
+	}
+	waitFor("the campaign's numbers", stat("stat-remaining")+` === "2" && `+stat("stat-sold")+` === "3"`)
+	must("mark the page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__noReload = 43`)))
+	if got := e.buy(id, 9004); got != "ACCEPTED" {
+		t.Fatalf("fourth buy: %s", got)
+	}
+	waitFor("remaining 1 and sold 4 on the campaign page",
+		`window.__noReload === 43 && `+stat("stat-remaining")+` === "1" && `+stat("stat-sold")+` === "4" && `+
+			`document.querySelector('[data-testid="consistency"]').dataset.state === "ok"`)
+	waitFor("the audit entry of the creation", `document.querySelector('[data-testid="audit-entry"][data-action="create"]') !== null`)
+
+	// The Asynq monitor loads under /admin/queues/ and lists the queue.
+	must("open the monitor", chromedp.Do(ctx, chromedp.Navigate(base+"/admin/queues/")))
+	if loc := location(); loc != base+"/admin/queues/" {
+		t.Fatalf("monitor at %s", loc)
+	}
+	waitFor("asynqmon to list the orders queue", `(() => {
+		const root = document.querySelector("#root");
+		return root !== null && root.innerText.includes("orders");
+	})()`)
+
+	// Sign out: the session is gone.
+	must("sign out", chromedp.Do(ctx,
+		chromedp.Navigate(base+"/admin"),
+		chromedp.Click(css(`[data-testid="logout"]`)),
+		chromedp.WaitVisible(css(`[data-testid="login-form"]`)),
+		chromedp.Navigate(base+"/admin"),
+	))
+	if loc := location(); !strings.HasPrefix(loc, base+"/admin/login") {
+		t.Errorf("after signing out /admin is at %s", loc)
+	}
+}

@@ -1,0 +1,240 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/crypto/bcrypt"
+
+	"seckill/internal/app"
+	"seckill/internal/config"
+	"seckill/internal/store"
+	"seckill/internal/store/storetest"
+)
+
+// dashRedisDB is the Redis database the dashboard's tests own (Asynq's keys
+// are global within a database); each test empties it first, so these tests
+// never run in parallel.
+const dashRedisDB = 5
+
+const (
+	dashAdmin    = "ops"
+	dashPassword = "a long enough password"
+)
+
+func init() { store.BcryptCost = bcrypt.MinCost }
+
+func dashRedisURL(tb testing.TB) string {
+	tb.Helper()
+	base := os.Getenv("SECKILL_TEST_REDIS_URL")
+	if base == "" {
+		base = "redis://127.0.0.1:6379/0"
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("SECKILL_TEST_REDIS_URL: %v", err)
+	}
+	u.Path = "/" + strconv.Itoa(dashRedisDB)
+	return u.String()
+}
+
+// dashEnv is a running seckill as `seckill serve` runs it: the HTTP API and
+// the dashboard on a test server, the workers, the dashboard's sampler.
+type dashEnv struct {
+	t      *testing.T
+	app    *app.App
+	srv    *httptest.Server
+	ctx    context.Context
+	client *http.Client // a browser without JavaScript: cookies, no redirects followed
+}
+
+func newDashEnv(t *testing.T) *dashEnv {
+	t.Helper()
+	vars := map[string]string{
+		"SECKILL_ENV":              "dev",
+		"SECKILL_DATABASE_URL":     storetest.NewDSN(t),
+		"SECKILL_REDIS_URL":        dashRedisURL(t),
+		"SECKILL_SHUTDOWN_TIMEOUT": "5s",
+		"SECKILL_LOG_LEVEL":        "warn",
+		"SECKILL_USER_RATE":        "0",
+		"SECKILL_ADMIN_USER":       dashAdmin,
+		"SECKILL_ADMIN_PASSWORD":   dashPassword,
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logger := slog.New(slog.NewTextHandler(dashLog{t}, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	a, err := app.New(ctx, cfg, logger)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if err := a.Redis.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.EnsureConfiguredAdmin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Admitter.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler(nil))
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := a.RunWorker(ctx); err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}()
+	go func() { defer wg.Done(); _ = a.RunDashboard(ctx) }()
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		cancel()
+		wg.Wait()
+		a.Close()
+	})
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &dashEnv{t: t, app: a, srv: srv, ctx: ctx, client: client}
+}
+
+// dashLog sends logs to the test's log, so they show only on failure.
+type dashLog struct{ t *testing.T }
+
+func (w dashLog) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+func (e *dashEnv) get(path string, hdr ...string) *http.Response {
+	e.t.Helper()
+	req, err := http.NewRequestWithContext(e.ctx, "GET", e.srv.URL+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := e.client.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+// post sends a form as the dashboard's own page would.
+func (e *dashEnv) post(path string, form url.Values, hdr ...string) *http.Response {
+	e.t.Helper()
+	req, err := http.NewRequestWithContext(e.ctx, "POST", e.srv.URL+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", e.srv.URL)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := e.client.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+func (e *dashEnv) login() {
+	e.t.Helper()
+	res := e.post("/admin/login", url.Values{"user": {dashAdmin}, "password": {dashPassword}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin" {
+		e.t.Fatalf("login: %s to %q", res.Status, res.Header.Get("Location"))
+	}
+}
+
+func (e *dashEnv) page(res *http.Response) *goquery.Document {
+	e.t.Helper()
+	d, err := goquery.NewDocumentFromReader(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+// createCampaign fills in the dashboard's create form and returns the new
+// campaign's id.
+func (e *dashEnv) createCampaign(title string, stock int, begin, end time.Time) int64 {
+	e.t.Helper()
+	res := e.post("/admin/campaigns", url.Values{
+		"title": {title}, "shopId": {"1"}, "stock": {strconv.Itoa(stock)}, "payValue": {"100"}, "actualValue": {"500"},
+		"beginTime": {begin.UTC().Format(time.RFC3339)}, "endTime": {end.UTC().Format(time.RFC3339)},
+	})
+	loc := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther {
+		e.t.Fatalf("create: %s: %s", res.Status, e.page(res).Find(`[data-testid^="error-"], [data-testid="form-error"]`).Text())
+	}
+	var id int64
+	if _, err := fmt.Sscanf(loc, "/admin/campaigns/%d?done=create", &id); err != nil {
+		e.t.Fatalf("create redirected to %q", loc)
+	}
+	return id
+}
+
+// buy purchases through GraphQL as a user and returns the outcome.
+func (e *dashEnv) buy(voucherID, userID int64) string {
+	e.t.Helper()
+	tok, err := e.app.Tokens.Issue(userID, false, time.Hour)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"query": `mutation($v: ID!) { seckill(voucherId: $v) { outcome orderId } }`,
+		"variables": map[string]any{"v": strconv.FormatInt(voucherID, 10)}})
+	req, _ := http.NewRequestWithContext(e.ctx, "POST", e.srv.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		Data struct {
+			Seckill struct{ Outcome string } `json:"seckill"`
+		} `json:"data"`
+		Errors []struct{ Message string } `json:"errors"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || len(out.Errors) > 0 {
+		e.t.Fatalf("buy %d as %d: %v %+v", voucherID, userID, err, out.Errors)
+	}
+	return out.Data.Seckill.Outcome
+}
+
+func dashEventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,149 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/seckill"
+	"seckill/jobs"
+	"seckill/web"
+)
+
+// dashboard is the web edge's parts that live as long as the App: the
+// handler, the sampler behind its charts, and the per-instance outcome
+// counter the purchase path feeds.
+type dashboard struct {
+	handler  *web.Handler
+	sampler  *web.Sampler
+	outcomes *web.OutcomeCounter
+}
+
+// newDashboard builds the dashboard on the app's connections. The Asynq
+// monitor and the queue numbers share the app's Redis client, so there is
+// nothing of theirs to close.
+func (a *App) newDashboard() *dashboard {
+	inspector := asynq.NewInspectorFromRedisClient(a.Redis)
+	queues := web.NewQueueStats(inspector, []string{jobs.QueueOrders}, web.DefaultQueueTTL)
+	d := &dashboard{outcomes: a.outcomes}
+	d.sampler = web.NewSampler(web.SamplerConfig{
+		Campaigns: a.Store, Live: a.Admitter, Queues: queues, Outcomes: a.outcomes, Logger: a.Logger,
+	})
+	monitor := asynqmon.New(asynqmon.Options{RootPath: "/admin/queues", RedisConnOpt: sharedRedis{a.Redis}})
+	d.handler = web.New(web.Config{
+		Service:  a.Service,
+		Records:  a.Store,
+		Sessions: a.Store,
+		Live:     a.Admitter,
+		Limiter:  newLoginLimiter(a.Redis, web.DefaultLoginLimits),
+		Queues:   queues,
+		Sampler:  d.sampler,
+		Monitor:  monitor,
+		Logger:   a.Logger.With("component", "dashboard"),
+	})
+	return d
+}
+
+// RunDashboard samples the campaigns for the dashboard's charts until ctx
+// ends. Serve runs it; without it the pages show no history.
+func (a *App) RunDashboard(ctx context.Context) error {
+	return a.dashboard.sampler.Run(ctx)
+}
+
+// EnsureConfiguredAdmin creates the operator named by SECKILL_ADMIN_USER with
+// SECKILL_ADMIN_PASSWORD, or resets its password, when they are set (a
+// development convenience; production operators use `seckill admin create`).
+func (a *App) EnsureConfiguredAdmin(ctx context.Context) error {
+	if a.Config.AdminUser == "" {
+		return nil
+	}
+	changed, err := a.Store.EnsureAdmin(ctx, a.Config.AdminUser, a.Config.AdminPassword)
+	if err != nil {
+		return adminConfigError(err)
+	}
+	if changed {
+		a.Logger.Info("dashboard admin set from the environment", "admin", a.Config.AdminUser)
+	}
+	return nil
+}
+
+func adminConfigError(err error) error {
+	switch seckill.ErrorField(err) {
+	case "user":
+		return configErr("SECKILL_ADMIN_USER", err)
+	case "password":
+		return configErr("SECKILL_ADMIN_PASSWORD", err)
+	}
+	return err
+}
+
+func configErr(name string, err error) error {
+	return errors.New(name + ": " + seckill.ErrorMessage(err))
+}
+
+// sharedRedis hands asynqmon the app's Redis client instead of a new pool.
+// asynqmon's Close would close it, so the monitor is never closed: the app
+// closes the client.
+type sharedRedis struct{ c *redis.Client }
+
+func (s sharedRedis) MakeRedisClient() any { return s.c }
+
+// countOutcomes feeds the dashboard's per-campaign outcome counter from the
+// purchase path.
+type countOutcomes struct {
+	seckill.Admitter
+	c *web.OutcomeCounter
+}
+
+func (o countOutcomes) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
+	out, adm, err := o.Admitter.Admit(ctx, voucherID, userID)
+	if err == nil {
+		o.c.Add(voucherID, out)
+	}
+	return out, adm, err
+}
+
+// loginLimiter limits sign-in attempts in Redis (GCRA), so the budget is
+// shared by every instance.
+type loginLimiter struct {
+	l      *redis_rate.Limiter
+	limits web.LoginLimits
+}
+
+func newLoginLimiter(rdb *redis.Client, limits web.LoginLimits) *loginLimiter {
+	return &loginLimiter{l: redis_rate.NewLimiter(rdb), limits: limits}
+}
+
+// AllowLogin implements web.LoginLimiter.
+func (l *loginLimiter) AllowLogin(ctx context.Context, ip, user string) (time.Duration, error) {
+	user = strings.ToLower(user)
+	if len(user) > 128 {
+		user = user[:128]
+	}
+	for _, c := range []struct {
+		key   string
+		limit web.Limit
+	}{{"seckill:login:ip:" + ip, l.limits.PerIP}, {"seckill:login:user:" + user, l.limits.PerUser}} {
+		res, err := l.l.Allow(ctx, c.key, redis_rate.Limit{Rate: c.limit.Rate, Burst: c.limit.Burst, Period: c.limit.Period})
+		if err != nil {
+			return 0, err
+		}
+		if res.Allowed == 0 {
+			return max(res.RetryAfter, time.Second), nil
+		}
+	}
+	return 0, nil
+}
+
+// mountDashboard adds the dashboard to the app's routes.
+func (a *App) mountDashboard(mux *http.ServeMux) {
+	mux.Handle("/admin", a.dashboard.handler)
+	mux.Handle("/admin/", a.dashboard.handler)
+}

@@ -1,0 +1,292 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/bcrypt"
+
+	"seckill/internal/seckill"
+	"seckill/internal/store"
+	"seckill/internal/store/storetest"
+)
+
+func init() { store.BcryptCost = bcrypt.MinCost }
+
+func TestAdmins(t *testing.T) {
+	db := storetest.NewDB(t)
+	s := store.New(db)
+	ctx := t.Context()
+
+	a, err := s.CreateAdmin(ctx, "alice", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID == 0 || a.Name != "alice" || a.CreatedAt.IsZero() {
+		t.Errorf("CreateAdmin = %+v", a)
+	}
+	var hash string
+	if err := db.NewRaw("SELECT password_hash FROM admin_user WHERE id = ?", a.ID).Scan(ctx, &hash); err != nil {
+		t.Fatal(err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(hash), []byte("correct horse battery")) != nil {
+		t.Errorf("stored hash %q is not a bcrypt hash of the password", hash)
+	}
+
+	for _, tt := range []struct {
+		name, user, password, code string
+	}{
+		{"taken", "alice", "another long password", seckill.ECONFLICT},
+		{"short password", "bob", "short", seckill.EINVALID},
+		{"bad name", "bob smith", "another long password", seckill.EINVALID},
+	} {
+		t.Run("create/"+tt.name, func(t *testing.T) {
+			if _, err := s.CreateAdmin(ctx, tt.user, tt.password); seckill.ErrorCode(err) != tt.code {
+				t.Errorf("err = %v, want code %s", err, tt.code)
+			}
+		})
+	}
+
+	t.Run("authenticate", func(t *testing.T) {
+		got, err := s.AuthenticateAdmin(ctx, "alice", "correct horse battery")
+		if err != nil || got.ID != a.ID {
+			t.Fatalf("AuthenticateAdmin = %+v, %v", got, err)
+		}
+		for _, c := range [][2]string{{"alice", "wrong password!"}, {"nobody", "correct horse battery"}, {"", ""}} {
+			_, err := s.AuthenticateAdmin(ctx, c[0], c[1])
+			if seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED || seckill.ErrorMessage(err) != "wrong user name or password" {
+				t.Errorf("AuthenticateAdmin(%q, %q): %v", c[0], c[1], err)
+			}
+		}
+	})
+
+	t.Run("sessions", func(t *testing.T) {
+		token, expires, err := s.CreateAdminSession(ctx, a.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(token) < 40 || time.Until(expires) < 59*time.Minute || time.Until(expires) > 61*time.Minute {
+			t.Errorf("token %q expires %v", token, expires)
+		}
+		var stored int
+		if err := db.NewRaw("SELECT count(*) FROM admin_session WHERE token_hash = convert_to(?, 'UTF8')", token).Scan(ctx, &stored); err != nil {
+			t.Fatal(err)
+		}
+		if stored != 0 {
+			t.Error("the token is stored in clear")
+		}
+		got, err := s.AdminBySession(ctx, token)
+		if err != nil || got.Name != "alice" {
+			t.Fatalf("AdminBySession = %+v, %v", got, err)
+		}
+		if _, err := s.AdminBySession(ctx, token+"x"); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
+			t.Errorf("wrong token: %v", err)
+		}
+		if err := s.DeleteAdminSession(ctx, token); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AdminBySession(ctx, token); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
+			t.Errorf("deleted session: %v", err)
+		}
+
+		// An expired session opens nothing, and the next new session
+		// sweeps it away.
+		old, _, err := s.CreateAdminSession(ctx, a.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "UPDATE admin_session SET created_at = now() - interval '2 hours', expires_at = now() - interval '1 second'"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AdminBySession(ctx, old); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
+			t.Errorf("expired session: %v", err)
+		}
+		if _, _, err := s.CreateAdminSession(ctx, a.ID, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := db.NewRaw("SELECT count(*) FROM admin_session").Scan(ctx, &n); err != nil || n != 1 {
+			t.Errorf("%d sessions after the sweep (%v), want 1", n, err)
+		}
+		if _, _, err := s.CreateAdminSession(ctx, a.ID+100, time.Hour); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+			t.Errorf("session of no admin: %v", err)
+		}
+	})
+
+	t.Run("ensure", func(t *testing.T) {
+		token, _, err := s.CreateAdminSession(ctx, a.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changed, err := s.EnsureAdmin(ctx, "alice", "correct horse battery"); err != nil || changed {
+			t.Errorf("same password: changed %v, %v", changed, err)
+		}
+		if _, err := s.AdminBySession(ctx, token); err != nil {
+			t.Errorf("an unchanged password ended the session: %v", err)
+		}
+		if changed, err := s.EnsureAdmin(ctx, "alice", "a new long password"); err != nil || !changed {
+			t.Errorf("new password: changed %v, %v", changed, err)
+		}
+		if _, err := s.AdminBySession(ctx, token); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
+			t.Errorf("a new password left the old session open: %v", err)
+		}
+		if _, err := s.AuthenticateAdmin(ctx, "alice", "a new long password"); err != nil {
+			t.Errorf("new password refused: %v", err)
+		}
+		if changed, err := s.EnsureAdmin(ctx, "carol", "carols long password"); err != nil || !changed {
+			t.Errorf("new admin: changed %v, %v", changed, err)
+		}
+		if _, err := s.EnsureAdmin(ctx, "carol", "short"); seckill.ErrorField(err) != "password" {
+			t.Errorf("short password: %v", err)
+		}
+	})
+}
+
+func TestChangeCampaign(t *testing.T) {
+	db := storetest.NewDB(t)
+	s := store.New(db)
+	ctx := t.Context()
+	v := storetest.CreateCampaign(t, db, 10)
+	persist(t, s, adm(v.ID, 1, 1), adm(v.ID, 2, 2))
+
+	begin := v.Campaign.BeginTime.Add(time.Minute)
+	got, err := s.ChangeCampaign(ctx, v.ID, func(w *seckill.Voucher) (seckill.AuditEntry, error) {
+		if w.Campaign.Stock != 8 {
+			t.Errorf("change sees stock %d, want 8", w.Campaign.Stock)
+		}
+		w.Title, w.SubTitle, w.Rules = "new title", "new sub", "new rules"
+		w.Campaign.InitialStock += 5
+		w.Campaign.Stock += 5
+		w.Campaign.Paused = true
+		w.Campaign.BeginTime = begin
+		return seckill.AuditEntry{Actor: "alice", Action: seckill.AuditEdit, Detail: "everything"}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.Voucher(ctx, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Title != "new title" || stored.SubTitle != "new sub" || stored.Rules != "new rules" ||
+		stored.Campaign.InitialStock != 15 || stored.Campaign.Stock != 13 || !stored.Campaign.Paused ||
+		!stored.Campaign.BeginTime.Equal(begin) {
+		t.Errorf("stored %+v %+v", stored, stored.Campaign)
+	}
+	if got.Title != stored.Title || got.Campaign.Stock != stored.Campaign.Stock {
+		t.Errorf("returned %+v, stored %+v", got, stored)
+	}
+
+	// A refusal from change writes nothing, the audit entry included.
+	refused := seckill.Errorf(seckill.ECONFLICT, "no")
+	_, err = s.ChangeCampaign(ctx, v.ID, func(w *seckill.Voucher) (seckill.AuditEntry, error) {
+		w.Title = "never"
+		return seckill.AuditEntry{}, refused
+	})
+	if !errors.Is(err, refused) {
+		t.Errorf("refusal: %v", err)
+	}
+	// A result the database rejects is EINVALID.
+	_, err = s.ChangeCampaign(ctx, v.ID, func(w *seckill.Voucher) (seckill.AuditEntry, error) {
+		w.Campaign.EndTime = w.Campaign.BeginTime
+		return seckill.AuditEntry{Actor: "alice", Action: "bad"}, nil
+	})
+	if seckill.ErrorCode(err) != seckill.EINVALID {
+		t.Errorf("window the database rejects: %v", err)
+	}
+	if _, err := s.ChangeCampaign(ctx, v.ID+1000, nil); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("missing voucher: %v", err)
+	}
+
+	entries, err := s.AuditLog(ctx, v.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Actor != "alice" || entries[0].Action != seckill.AuditEdit ||
+		entries[0].Detail != "everything" || entries[0].VoucherID != v.ID || entries[0].At.IsZero() {
+		t.Errorf("audit log %+v", entries)
+	}
+	if err := s.AddAudit(ctx, seckill.AuditEntry{VoucherID: v.ID, Actor: "bob", Action: seckill.AuditPause}); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ = s.AuditLog(ctx, v.ID, 1); len(entries) != 1 || entries[0].Actor != "bob" {
+		t.Errorf("newest entry first, limited: %+v", entries)
+	}
+}
+
+func TestCampaignsAndOrders(t *testing.T) {
+	db := storetest.NewDB(t)
+	s := store.New(db)
+	ctx := t.Context()
+	old := storetest.CreateCampaign(t, db, 5, func(v *seckill.Voucher) {
+		v.Campaign.BeginTime = v.Campaign.BeginTime.Add(-5 * time.Hour)
+		v.Campaign.EndTime = v.Campaign.EndTime.Add(-3 * time.Hour)
+	})
+	normal := &seckill.Voucher{ShopID: 1, Title: "plain", PayValue: 1, ActualValue: 1, Type: seckill.VoucherNormal}
+	if err := s.CreateVoucher(ctx, normal); err != nil {
+		t.Fatal(err)
+	}
+	v := storetest.CreateCampaign(t, db, 3)
+
+	all, err := s.Campaigns(ctx, seckill.CampaignFilter{})
+	if err != nil || len(all) != 2 || all[0].ID != v.ID || all[1].ID != old.ID || all[0].Campaign == nil {
+		t.Fatalf("Campaigns = %+v, %v", all, err)
+	}
+	if page, _ := s.Campaigns(ctx, seckill.CampaignFilter{Before: v.ID}); len(page) != 1 || page[0].ID != old.ID {
+		t.Errorf("before %d: %+v", v.ID, page)
+	}
+	if live, _ := s.Campaigns(ctx, seckill.CampaignFilter{EndedAfter: time.Now().Add(-time.Hour)}); len(live) != 1 || live[0].ID != v.ID {
+		t.Errorf("ended after an hour ago: %+v", live)
+	}
+
+	// Three sold, one failed (user 1 twice), one failed for lack of stock.
+	persist(t, s, adm(v.ID, 1, 1), adm(v.ID, 2, 2), adm(v.ID, 3, 1), adm(v.ID, 4, 3), adm(v.ID, 5, 4), adm(old.ID, 1, 1))
+	totals, err := s.CampaignTotals(ctx, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (seckill.CampaignTotals{InitialStock: 3, Stock: 0, Orders: 3, Failures: 2}); totals != want {
+		t.Errorf("CampaignTotals = %+v, want %+v", totals, want)
+	}
+	if _, err := s.CampaignTotals(ctx, normal.ID); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("totals of a NORMAL voucher: %v", err)
+	}
+
+	ids := func(orders []*seckill.Order) []int64 {
+		out := []int64{}
+		for _, o := range orders {
+			out = append(out, o.ID&0xffffffff)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		f    seckill.OrderFilter
+		want []int64
+	}{
+		{"all, newest first", seckill.OrderFilter{}, []int64{5, 4, 3, 2, 1}},
+		{"page", seckill.OrderFilter{Limit: 2}, []int64{5, 4}},
+		{"next page", seckill.OrderFilter{Limit: 2, Before: seckill.OrderID(v.ID, 4)}, []int64{3, 2}},
+		{"order id", seckill.OrderFilter{OrderID: seckill.OrderID(v.ID, 3)}, []int64{3}},
+		{"another campaign's order", seckill.OrderFilter{OrderID: seckill.OrderID(old.ID, 1)}, []int64{}},
+		{"user", seckill.OrderFilter{UserID: 1}, []int64{3, 1}},
+		{"user, no orders", seckill.OrderFilter{UserID: 99}, []int64{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.f.VoucherID = v.ID
+			got, err := s.CampaignOrders(ctx, tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
+				t.Errorf("CampaignOrders(%+v) (-want +got):\n%s", tt.f, diff)
+			}
+		})
+	}
+	got, _ := s.CampaignOrders(ctx, seckill.OrderFilter{VoucherID: v.ID, OrderID: seckill.OrderID(v.ID, 3)})
+	if len(got) != 1 || got[0].Status != seckill.OrderFailed || got[0].FailureReason != store.ReasonUserHasOrder || got[0].UserID != 1 {
+		t.Errorf("failed order %+v", got)
+	}
+}

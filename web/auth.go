@@ -1,0 +1,291 @@
+package web
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"seckill/internal/seckill"
+	"seckill/web/views"
+)
+
+// SessionCookie is the name of the session cookie.
+const SessionCookie = "seckill_admin"
+
+// LoginLimiter bounds sign-in attempts.
+type LoginLimiter interface {
+	// AllowLogin takes one attempt from the client address's budget and
+	// from the user name's. It returns how long to wait when either is
+	// spent, or 0 when the attempt may go ahead.
+	AllowLogin(ctx context.Context, ip, user string) (retryAfter time.Duration, err error)
+}
+
+// Limit is a budget of Burst attempts that refills at Rate a Period.
+type Limit struct {
+	Rate   int
+	Burst  int
+	Period time.Duration
+}
+
+// LoginLimits are the budgets of sign-in attempts.
+type LoginLimits struct {
+	PerIP   Limit // per client address: a proxy or an office shares one
+	PerUser Limit // per user name: guessing one operator's password
+}
+
+// DefaultLoginLimits allow bursts of 20 attempts per address and 5 per user
+// name, refilled at 20 and 5 a minute.
+var DefaultLoginLimits = LoginLimits{
+	PerIP:   Limit{Rate: 20, Burst: 20, Period: time.Minute},
+	PerUser: Limit{Rate: 5, Burst: 5, Period: time.Minute},
+}
+
+// MemoryLimiter is a LoginLimiter of one process: token buckets by key.
+type MemoryLimiter struct {
+	limits LoginLimits
+	now    func() time.Time
+	mu     sync.Mutex
+	ips    map[string]*tokenBucket
+	users  map[string]*tokenBucket
+}
+
+type tokenBucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// NewMemoryLimiter returns a limiter with these limits.
+func NewMemoryLimiter(limits LoginLimits) *MemoryLimiter {
+	return &MemoryLimiter{limits: limits, now: time.Now, ips: map[string]*tokenBucket{}, users: map[string]*tokenBucket{}}
+}
+
+// AllowLogin implements LoginLimiter. An attempt is taken from both budgets
+// only when both have one.
+func (m *MemoryLimiter) AllowLogin(_ context.Context, ip, user string) (time.Duration, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	bi := refill(m.ips, ip, m.limits.PerIP, now)
+	bu := refill(m.users, strings.ToLower(user), m.limits.PerUser, now)
+	wait := max(bi.wait(m.limits.PerIP), bu.wait(m.limits.PerUser))
+	if wait > 0 {
+		return wait, nil
+	}
+	bi.tokens--
+	bu.tokens--
+	if len(m.ips)+len(m.users) > 100_000 {
+		m.sweep(now)
+	}
+	return 0, nil
+}
+
+func refill(buckets map[string]*tokenBucket, key string, l Limit, now time.Time) *tokenBucket {
+	b, ok := buckets[key]
+	if !ok {
+		b = &tokenBucket{tokens: float64(l.Burst), last: now}
+		buckets[key] = b
+	}
+	perSec := float64(l.Rate) / l.Period.Seconds()
+	b.tokens = math.Min(float64(l.Burst), b.tokens+now.Sub(b.last).Seconds()*perSec)
+	b.last = now
+	return b
+}
+
+func (b *tokenBucket) wait(l Limit) time.Duration {
+	if b.tokens >= 1 {
+		return 0
+	}
+	perSec := float64(l.Rate) / l.Period.Seconds()
+	return time.Duration((1 - b.tokens) / perSec * float64(time.Second))
+}
+
+// sweep forgets full buckets, so memory stays bounded by recent attempts.
+func (m *MemoryLimiter) sweep(now time.Time) {
+	for _, set := range []struct {
+		buckets map[string]*tokenBucket
+		l       Limit
+	}{{m.ips, m.limits.PerIP}, {m.users, m.limits.PerUser}} {
+		for k, b := range set.buckets {
+			refill(set.buckets, k, set.l, now)
+			if b.tokens >= float64(set.l.Burst) {
+				delete(set.buckets, k)
+			}
+		}
+	}
+}
+
+// clientIP is the address the request came from. X-Forwarded-For is not
+// trusted: anyone can send it.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// secure reports whether the client reached us over TLS, directly or
+// through a proxy that says so.
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func (h *Handler) setSessionCookie(w http.ResponseWriter, r *http.Request, token string, expires time.Time) {
+	http.SetCookie(w, &http.Cookie{
+		Name:     SessionCookie,
+		Value:    token,
+		Path:     "/admin",
+		Expires:  expires,
+		MaxAge:   int(math.Max(1, time.Until(expires).Seconds())),
+		HttpOnly: true,
+		Secure:   secure(r),
+		SameSite: http.SameSiteLaxMode,
+	})
+}
+
+func clearSessionCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{
+		Name: SessionCookie, Value: "", Path: "/admin", MaxAge: -1,
+		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// sessionAdmin returns the operator of the request's session, or nil.
+func (h *Handler) sessionAdmin(r *http.Request) (*seckill.Admin, error) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" {
+		return nil, nil
+	}
+	a, err := h.cfg.Sessions.AdminBySession(r.Context(), c.Value)
+	if seckill.ErrorCode(err) == seckill.EUNAUTHENTICATED {
+		return nil, nil
+	}
+	return a, err
+}
+
+// requireSession lets only requests with a live session through, with the
+// operator in their context as an admin user. Others are sent to sign in
+// (GET, HEAD) or refused with 401.
+func (h *Handler) requireSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, err := h.sessionAdmin(r)
+		if err != nil {
+			h.logger.Error("read session", "err", err)
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		if a == nil {
+			setCommonHeaders(w.Header())
+			w.Header().Set("Cache-Control", "no-store")
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				http.Redirect(w, r, "/admin/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			http.Error(w, "sign in first", http.StatusUnauthorized)
+			return
+		}
+		u := &seckill.User{ID: a.ID, Admin: true, Name: a.Name}
+		next.ServeHTTP(w, r.WithContext(seckill.NewContextWithUser(r.Context(), u)))
+	})
+}
+
+// safeNext keeps a post-sign-in destination only when it is a dashboard
+// path on this site: never another origin.
+func safeNext(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || next == "" || u.Scheme != "" || u.Host != "" || u.Opaque != "" ||
+		strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") ||
+		!(u.Path == "/admin" || strings.HasPrefix(u.Path, "/admin/")) ||
+		strings.HasPrefix(u.Path, "/admin/login") || strings.HasPrefix(u.Path, "/admin/live/") ||
+		strings.HasSuffix(u.Path, "/live") {
+		return "/admin"
+	}
+	return u.RequestURI()
+}
+
+func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
+	pageHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next := safeNext(r.URL.Query().Get("next"))
+		if a, err := h.sessionAdmin(r); err == nil && a != nil {
+			http.Redirect(w, r, next, http.StatusSeeOther)
+			return
+		}
+		h.render(w, r, http.StatusOK, views.Login(views.LoginPage{Meta: views.Meta{Title: "Sign in"}, Next: next}))
+	})).ServeHTTP(w, r)
+}
+
+// login checks the credentials and starts a new session; the session the
+// browser had before, if any, ends (a fresh token at every sign-in).
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	pageHeaders(http.HandlerFunc(h.doLogin)).ServeHTTP(w, r)
+}
+
+func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	user := strings.TrimSpace(r.PostFormValue("user"))
+	password := r.PostFormValue("password")
+	page := views.LoginPage{Meta: views.Meta{Title: "Sign in"}, User: user, Next: safeNext(r.PostFormValue("next"))}
+	ip := clientIP(r)
+
+	wait, err := h.limiter.AllowLogin(ctx, ip, user)
+	if err != nil {
+		h.logger.Error("login rate limit", "err", err)
+		page.Error = "Signing in is unavailable right now; try again in a moment."
+		h.render(w, r, http.StatusServiceUnavailable, views.Login(page))
+		return
+	}
+	if wait > 0 {
+		secs := int(math.Ceil(wait.Seconds()))
+		h.logger.Warn("login rate limited", "ip", ip, "user", user)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		page.Error = "Too many sign-in attempts. Try again in " + strconv.Itoa(secs) + " s."
+		h.render(w, r, http.StatusTooManyRequests, views.Login(page))
+		return
+	}
+	a, err := h.cfg.Sessions.AuthenticateAdmin(ctx, user, password)
+	if seckill.ErrorCode(err) == seckill.EUNAUTHENTICATED {
+		h.logger.Warn("login failed", "ip", ip, "user", user)
+		page.Error = "Wrong user name or password."
+		h.render(w, r, http.StatusUnauthorized, views.Login(page))
+		return
+	} else if err != nil {
+		page.Error = h.messageOf(r, err)
+		h.render(w, r, statusOf(err), views.Login(page))
+		return
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		if err := h.cfg.Sessions.DeleteAdminSession(ctx, c.Value); err != nil {
+			h.logger.Warn("end previous session", "err", err)
+		}
+	}
+	token, expires, err := h.cfg.Sessions.CreateAdminSession(ctx, a.ID, h.cfg.SessionTTL)
+	if err != nil {
+		page.Error = h.messageOf(r, err)
+		h.render(w, r, statusOf(err), views.Login(page))
+		return
+	}
+	h.setSessionCookie(w, r, token, expires)
+	h.logger.Info("admin signed in", "admin", a.Name, "ip", ip)
+	http.Redirect(w, r, page.Next, http.StatusSeeOther)
+}
+
+// logout ends the session in the database, so the cookie is worthless even
+// if it was copied, and clears it.
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		if err := h.cfg.Sessions.DeleteAdminSession(r.Context(), c.Value); err != nil {
+			h.logger.Error("end session", "err", err)
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+	}
+	clearSessionCookie(w, r)
+	setCommonHeaders(w.Header())
+	http.Redirect(w, r, "/admin/login", http.StatusSeeOther)
+}

@@ -1,0 +1,247 @@
+package web
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"seckill/internal/seckill"
+)
+
+// Outcomes are the admission outcomes the charts count, in their order.
+// RATE_LIMITED never reaches admission, so it is not counted per campaign.
+var Outcomes = []seckill.Outcome{
+	seckill.OutcomeAccepted, seckill.OutcomeSoldOut, seckill.OutcomeAlreadyPurchased,
+	seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomePaused,
+}
+
+// outcomeCounts are cumulative counts of each outcome, in Outcomes' order.
+type outcomeCounts [6]int64
+
+func outcomeIndex(o seckill.Outcome) int {
+	for i, x := range Outcomes {
+		if x == o {
+			return i
+		}
+	}
+	return -1
+}
+
+// OutcomeCounter counts admission outcomes per campaign in this process,
+// for the charts: with several API instances each counts its own, so the
+// outcome rates a dashboard shows are those of the instance serving it.
+// Add is cheap enough for the purchase path: a map read and an atomic add.
+type OutcomeCounter struct {
+	m sync.Map // voucher id -> *[6]atomic.Int64
+}
+
+// NewOutcomeCounter returns an empty counter.
+func NewOutcomeCounter() *OutcomeCounter { return &OutcomeCounter{} }
+
+// Add counts one outcome of a purchase of voucherID.
+func (c *OutcomeCounter) Add(voucherID int64, o seckill.Outcome) {
+	i := outcomeIndex(o)
+	if c == nil || i < 0 {
+		return
+	}
+	v, ok := c.m.Load(voucherID)
+	if !ok {
+		v, _ = c.m.LoadOrStore(voucherID, new([6]atomic.Int64))
+	}
+	v.(*[6]atomic.Int64)[i].Add(1)
+}
+
+// counts returns the cumulative counts of a campaign.
+func (c *OutcomeCounter) counts(voucherID int64) outcomeCounts {
+	var out outcomeCounts
+	if c == nil {
+		return out
+	}
+	if v, ok := c.m.Load(voucherID); ok {
+		for i := range out {
+			out[i] = v.(*[6]atomic.Int64)[i].Load()
+		}
+	}
+	return out
+}
+
+// Sample is one second (one interval) of a campaign.
+type Sample struct {
+	At        time.Time
+	Remaining int64 // Redis, at At
+	Queued    int64 // Redis, at At
+	Sold      int64 // Postgres, at At
+	// Taken is units taken per second over the interval, by every
+	// instance: the change of sold + queued.
+	Taken float64
+	// Persisted is orders written to Postgres per second.
+	Persisted float64
+	// Outcomes are admissions per second by outcome, in Outcomes' order,
+	// of this instance only.
+	Outcomes [6]float64
+	// QueueDepth is the tasks waiting or running in Asynq (every queue).
+	QueueDepth int64
+}
+
+// CampaignLister lists campaigns (the store).
+type CampaignLister interface {
+	Campaigns(ctx context.Context, f seckill.CampaignFilter) ([]*seckill.Voucher, error)
+}
+
+// SamplerConfig configures a Sampler.
+type SamplerConfig struct {
+	Campaigns CampaignLister
+	Live      LiveCounter
+	Queues    *QueueStats     // nil: depth 0
+	Outcomes  *OutcomeCounter // nil: no outcome rates
+	Interval  time.Duration   // 0 means one second
+	Window    time.Duration   // history kept; 0 means ten minutes
+	Logger    *slog.Logger
+}
+
+// Sampler keeps, in memory, the last Window of per-interval samples of every
+// campaign that has not ended (or ended within Window): the history behind
+// the charts and sparklines. Each process keeps its own.
+type Sampler struct {
+	cfg SamplerConfig
+
+	mu     sync.RWMutex
+	series map[int64]*history
+}
+
+type history struct {
+	samples []Sample // a ring: next is the oldest once full
+	next    int
+	full    bool
+	last    outcomeCounts
+}
+
+// NewSampler returns a sampler; Run starts it.
+func NewSampler(cfg SamplerConfig) *Sampler {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = 10 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Sampler{cfg: cfg, series: map[int64]*history{}}
+}
+
+// Window is the history the sampler keeps.
+func (s *Sampler) Window() time.Duration { return s.cfg.Window }
+
+// Run samples every interval until ctx ends; it returns nil then.
+func (s *Sampler) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := s.Sample(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("dashboard sample", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Sample takes one sample of every live campaign at now.
+func (s *Sampler) Sample(ctx context.Context, now time.Time) error {
+	vs, err := s.cfg.Campaigns.Campaigns(ctx, seckill.CampaignFilter{Limit: 1000, EndedAfter: now.Add(-s.cfg.Window)})
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, 0, len(vs))
+	for _, v := range vs {
+		ids = append(ids, v.ID)
+	}
+	live, err := s.cfg.Live.LiveCounts(ctx, ids)
+	if err != nil {
+		return err
+	}
+	var depth int64
+	if s.cfg.Queues != nil {
+		if depth, err = s.cfg.Queues.Depth(); err != nil {
+			s.cfg.Logger.Warn("dashboard sample: queue depth", "err", err)
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keep := make(map[int64]bool, len(vs))
+	for _, v := range vs {
+		keep[v.ID] = true
+		lc := live[v.ID]
+		smp := Sample{At: now, Remaining: lc.Remaining, Queued: lc.Queued, Sold: v.Campaign.Sold(), QueueDepth: depth}
+		counts := s.cfg.Outcomes.counts(v.ID)
+		h, ok := s.series[v.ID]
+		if !ok {
+			h = &history{samples: make([]Sample, 0, int(s.cfg.Window/s.cfg.Interval)+1)}
+			s.series[v.ID] = h
+		} else if prev, ok := h.latest(); ok {
+			secs := now.Sub(prev.At).Seconds()
+			if secs > 0 {
+				smp.Persisted = max(0, float64(smp.Sold-prev.Sold)/secs)
+				smp.Taken = max(0, float64(smp.Sold+smp.Queued-prev.Sold-prev.Queued)/secs)
+				for i := range smp.Outcomes {
+					smp.Outcomes[i] = max(0, float64(counts[i]-h.last[i])/secs)
+				}
+			}
+		}
+		h.last = counts
+		h.add(smp)
+	}
+	for id := range s.series {
+		if !keep[id] {
+			delete(s.series, id)
+		}
+	}
+	return nil
+}
+
+func (h *history) add(smp Sample) {
+	if len(h.samples) < cap(h.samples) {
+		h.samples = append(h.samples, smp)
+		return
+	}
+	h.samples[h.next] = smp
+	h.next = (h.next + 1) % len(h.samples)
+	h.full = true
+}
+
+func (h *history) latest() (Sample, bool) {
+	if len(h.samples) == 0 {
+		return Sample{}, false
+	}
+	if !h.full {
+		return h.samples[len(h.samples)-1], true
+	}
+	return h.samples[(h.next+len(h.samples)-1)%len(h.samples)], true
+}
+
+// Samples returns a campaign's samples since since, oldest first.
+func (s *Sampler) Samples(voucherID int64, since time.Time) []Sample {
+	if s == nil {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h, ok := s.series[voucherID]
+	if !ok {
+		return nil
+	}
+	out := make([]Sample, 0, len(h.samples))
+	for i := range h.samples {
+		smp := h.samples[(h.next+i)%len(h.samples)]
+		if !smp.At.Before(since) {
+			out = append(out, smp)
+		}
+	}
+	return out
+}

@@ -1,0 +1,74 @@
+package views
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// num formats an integer with thousands separators: 1234567 -> "1,234,567".
+func num[T ~int | ~int64](n T) string {
+	s := strconv.FormatInt(int64(n), 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// money formats cents: 12345 -> "123.45".
+func money(cents int64) string {
+	return fmt.Sprintf("%s.%02d", num(cents/100), cents%100)
+}
+
+// rate formats a per-second rate.
+func rate(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return num(int64(math.Round(v)))
+}
+
+// utc is the fallback text and the hover title of a time.
+func utc(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// iso is a time's datetime attribute.
+func iso(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// latency formats a queue's oldest task's age.
+func latency(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "—"
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	}
+	return d.Round(time.Second).String()
+}
+
+// statusClass is the CSS class of a status badge.
+func statusClass(s string) string { return "badge " + strings.ToLower(s) }
+
+// statusText is a status as people read it.
+func statusText(s string) string { return strings.ReplaceAll(strings.ToLower(s), "_", " ") }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func campaignURL(id int64) string { return "/admin/campaigns/" + itoa(id) }

@@ -1,0 +1,204 @@
+// Package views renders the dashboard's pages with templ. Each page has its
+// view model here; the handlers in package web build them from the domain.
+// Every element a test or a script looks for carries a data-testid.
+package views
+
+import "time"
+
+// Meta is what every page's frame needs.
+type Meta struct {
+	Title string
+	Admin string // the signed-in operator; empty on the login page
+	Nav   string // the active navigation item: NavCampaigns or NavQueues
+}
+
+// Navigation items.
+const (
+	NavCampaigns = "campaigns"
+	NavQueues    = "queues"
+)
+
+// LoginPage is the sign-in form.
+type LoginPage struct {
+	Meta
+	User  string
+	Next  string
+	Error string
+}
+
+// CampaignsPage lists campaigns, newest first.
+type CampaignsPage struct {
+	Meta
+	Live  CampaignsLive
+	Older string // URL of the next (older) page; empty on the last
+	Newer string // URL of the first page; empty on it
+}
+
+// CampaignsLive is the part of the campaigns page that refreshes itself.
+type CampaignsLive struct {
+	Src    string // URL of this fragment
+	Rows   []CampaignRow
+	Queues QueuesLive
+}
+
+// CampaignRow is one campaign in the list.
+type CampaignRow struct {
+	ID        int64
+	Title     string
+	SubTitle  string
+	Status    string // a seckill.CampaignStatus
+	Begin     time.Time
+	End       time.Time
+	Initial   int64
+	Remaining int64
+	Known     bool // admission holds the campaign; Remaining and Queued are live
+	Queued    int64
+	Sold      int64
+	Spark     Spark
+}
+
+// QueuesPage shows the Asynq queues.
+type QueuesPage struct {
+	Meta
+	Live QueuesLive
+}
+
+// QueuesLive is the part of the queues page that refreshes itself.
+type QueuesLive struct {
+	Src   string
+	Rows  []QueueRow
+	Error string
+	At    time.Time // when the numbers were read
+}
+
+// QueueRow is one Asynq queue.
+type QueueRow struct {
+	Name        string
+	Pending     int
+	Active      int
+	Scheduled   int
+	Retry       int
+	Archived    int
+	Completed   int
+	Aggregating int
+	Processed   int // today
+	Failed      int // today
+	Latency     time.Duration
+	Paused      bool
+	MonitorURL  string
+}
+
+// Depth is the work a queue holds: everything not archived or completed.
+func (q QueueRow) Depth() int { return q.Pending + q.Active + q.Scheduled + q.Retry + q.Aggregating }
+
+// CampaignPage is one campaign: live numbers, charts, orders and audit log.
+type CampaignPage struct {
+	Meta
+	Campaign CampaignView
+	Live     CampaignLive
+	Orders   OrdersView
+	Audit    []AuditRow
+	Notice   string // what the last action did
+	Error    string // why the last action failed
+	// StockError and StockValue re-show the add-stock form after a refusal.
+	StockError string
+	StockValue string
+}
+
+// CampaignView is a campaign's settings.
+type CampaignView struct {
+	ID          int64
+	ShopID      int64
+	Title       string
+	SubTitle    string
+	Rules       string
+	PayValue    int64
+	ActualValue int64
+	Status      string
+	Begin       time.Time
+	End         time.Time
+	Paused      bool
+	Editable    bool // it has not started: texts and times may change
+	Ended       bool
+}
+
+// CampaignLive is the part of the campaign page that refreshes itself.
+type CampaignLive struct {
+	Src       string
+	Status    string
+	Initial   int64
+	Remaining int64
+	Queued    int64
+	Sold      int64
+	Failed    int64
+	Known     bool
+	Balance   Balance
+	Charts    []Chart
+}
+
+// Balance is the consistency check: initial stock = remaining (Redis) +
+// queued (Redis) + sold (Postgres).
+type Balance struct {
+	State     string // BalanceOK, BalanceSettling, BalanceMismatch or BalanceUnknown
+	Initial   int64
+	Remaining int64
+	Queued    int64
+	Sold      int64
+	Failed    int64
+	Orders    int64 // rows in voucher_order; must equal Sold
+	Diff      int64 // remaining + queued + sold - initial
+	Message   string
+}
+
+// Balance states.
+const (
+	BalanceOK       = "ok"
+	BalanceSettling = "settling"
+	BalanceMismatch = "mismatch"
+	BalanceUnknown  = "unknown"
+)
+
+// OrdersView is one page of a campaign's orders.
+type OrdersView struct {
+	Action string // URL of the search form
+	By     string // "order" or "user"
+	Query  string
+	Rows   []OrderRow
+	Error  string
+	Older  string // URL of the next page
+	Newer  string // URL of the first page
+}
+
+// OrderRow is one order.
+type OrderRow struct {
+	ID     int64
+	UserID int64
+	Status string // a seckill.OrderStatus
+	At     time.Time
+	Reason string
+}
+
+// AuditRow is one entry of the audit log.
+type AuditRow struct {
+	At     time.Time
+	Actor  string
+	Action string
+	Detail string
+}
+
+// FormPage creates or edits a campaign.
+type FormPage struct {
+	Meta
+	Action string // where the form posts
+	Edit   bool
+	ID     int64
+	// Values are the fields as submitted or stored, by input name.
+	Values map[string]string
+	// Begin and End are the stored or submitted times, shown in the
+	// viewer's zone by the script.
+	Begin time.Time
+	End   time.Time
+	// Errors are messages by field name, shown next to the field.
+	Errors map[string]string
+	Error  string
+}

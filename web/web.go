@@ -1,0 +1,282 @@
+// Package web is the dashboard edge: server-rendered pages (templ, in
+// views/) under /admin for the operators of a flash sale, their sign-in and
+// sessions, the live fragments the pages poll, the metrics sampler behind
+// the charts, and the Asynq monitor mounted at /admin/queues/.
+//
+// Security: every page but the sign-in form and the static files needs a
+// session (a random token in an HttpOnly, SameSite=Lax cookie, Secure behind
+// TLS; only its hash is stored, and signing out deletes it). Bearer tokens
+// are ignored here: an API token, even an admin's, opens nothing. Every
+// state change is a POST, and every non-safe request, sign-in included,
+// passes http.CrossOriginProtection. Sign-in attempts are rate-limited per
+// client address and per user name.
+package web
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"seckill/internal/seckill"
+	"seckill/web/views"
+)
+
+// Service is the domain the dashboard drives (seckill.Service).
+type Service interface {
+	// AddSeckillVoucher creates a campaign. EINVALID names the field.
+	AddSeckillVoucher(ctx context.Context, in seckill.NewSeckillVoucher) (*seckill.Voucher, error)
+	// Voucher returns a voucher with its live stock. ENOTFOUND.
+	Voucher(ctx context.Context, id int64) (*seckill.Voucher, error)
+	// Order returns an order, queued ones included. ENOTFOUND.
+	Order(ctx context.Context, id int64) (*seckill.Order, error)
+	// UpdateCampaign, PauseCampaign, ResumeCampaign, EndCampaign and
+	// AddStock manage a campaign: EINVALID (with the field), ECONFLICT,
+	// ENOTFOUND, EUNAVAILABLE.
+	UpdateCampaign(ctx context.Context, id int64, e seckill.CampaignEdit) (*seckill.Voucher, error)
+	PauseCampaign(ctx context.Context, id int64) (*seckill.Voucher, error)
+	ResumeCampaign(ctx context.Context, id int64) (*seckill.Voucher, error)
+	EndCampaign(ctx context.Context, id int64) (*seckill.Voucher, error)
+	AddStock(ctx context.Context, id, n int64) (*seckill.Voucher, error)
+}
+
+// Records reads what the dashboard shows from the system of record.
+type Records interface {
+	// Campaigns returns seckill vouchers, newest first.
+	Campaigns(ctx context.Context, f seckill.CampaignFilter) ([]*seckill.Voucher, error)
+	// CampaignTotals reads stock and order counts in one snapshot. ENOTFOUND.
+	CampaignTotals(ctx context.Context, voucherID int64) (seckill.CampaignTotals, error)
+	// CampaignOrders returns persisted orders, newest first.
+	CampaignOrders(ctx context.Context, f seckill.OrderFilter) ([]*seckill.Order, error)
+	// AuditLog returns a campaign's audit entries, newest first.
+	AuditLog(ctx context.Context, voucherID int64, limit int) ([]seckill.AuditEntry, error)
+}
+
+// Sessions signs operators in and out.
+type Sessions interface {
+	// AuthenticateAdmin checks a name and password. EUNAUTHENTICATED.
+	AuthenticateAdmin(ctx context.Context, name, password string) (*seckill.Admin, error)
+	// CreateAdminSession starts a session; it returns the cookie's token.
+	CreateAdminSession(ctx context.Context, adminID int64, ttl time.Duration) (string, time.Time, error)
+	// AdminBySession returns the operator of a live session. EUNAUTHENTICATED.
+	AdminBySession(ctx context.Context, token string) (*seckill.Admin, error)
+	// DeleteAdminSession ends a session.
+	DeleteAdminSession(ctx context.Context, token string) error
+}
+
+// LiveCounter reads admission's live numbers (Redis).
+type LiveCounter interface {
+	LiveCounts(ctx context.Context, voucherIDs []int64) (map[int64]seckill.LiveCounts, error)
+}
+
+// DefaultSessionTTL is how long a session lasts.
+const DefaultSessionTTL = 12 * time.Hour
+
+// Config is the dashboard's dependencies and settings.
+type Config struct {
+	Service  Service
+	Records  Records
+	Sessions Sessions
+	Live     LiveCounter
+	// Limiter bounds sign-in attempts; nil means an in-memory limiter with
+	// DefaultLoginLimits (per process).
+	Limiter LoginLimiter
+	// Queues reads Asynq's queues; nil shows none.
+	Queues *QueueStats
+	// Sampler keeps the charts' history; nil draws no charts.
+	Sampler *Sampler
+	// Monitor is the Asynq monitor, served at /admin/queues/ behind the
+	// session (asynqmon with RootPath "/admin/queues"); nil answers 404.
+	Monitor http.Handler
+	// SessionTTL is how long a session lasts; 0 means DefaultSessionTTL.
+	SessionTTL time.Duration
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Handler serves the dashboard under /admin.
+type Handler struct {
+	cfg     Config
+	limiter LoginLimiter
+	logger  *slog.Logger
+	next    http.Handler
+}
+
+// New returns the dashboard's handler. Mount it at /admin and /admin/.
+func New(cfg Config) *Handler {
+	h := &Handler{cfg: cfg, limiter: cfg.Limiter, logger: cfg.Logger}
+	if h.cfg.SessionTTL <= 0 {
+		h.cfg.SessionTTL = DefaultSessionTTL
+	}
+	if h.limiter == nil {
+		h.limiter = NewMemoryLimiter(DefaultLoginLimits)
+	}
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	if h.cfg.Now == nil {
+		h.cfg.Now = time.Now
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/login", h.loginPage)
+	mux.HandleFunc("POST /admin/login", h.login)
+	mux.HandleFunc("POST /admin/logout", h.logout)
+	mux.Handle("GET /admin/static/", staticHandler())
+
+	page := func(pattern string, f http.HandlerFunc) { mux.Handle(pattern, h.requireSession(pageHeaders(f))) }
+	page("GET /admin", h.campaignsPage)
+	page("GET /admin/{$}", h.campaignsPage)
+	page("GET /admin/live/campaigns", h.campaignsFragment)
+	page("GET /admin/campaigns/new", h.newCampaignForm)
+	page("POST /admin/campaigns", h.createCampaign)
+	page("GET /admin/campaigns/{id}", h.campaignPage)
+	page("GET /admin/campaigns/{id}/live", h.campaignFragment)
+	page("GET /admin/campaigns/{id}/edit", h.editCampaignForm)
+	page("POST /admin/campaigns/{id}/edit", h.editCampaign)
+	page("POST /admin/campaigns/{id}/pause", h.pauseCampaign)
+	page("POST /admin/campaigns/{id}/resume", h.resumeCampaign)
+	page("POST /admin/campaigns/{id}/end", h.endCampaign)
+	page("POST /admin/campaigns/{id}/stock", h.addStock)
+	page("GET /admin/jobs", h.queuesPage)
+	page("GET /admin/jobs/live", h.queuesFragment)
+
+	monitor := cfg.Monitor
+	if monitor == nil {
+		monitor = http.NotFoundHandler()
+	}
+	// asynqmon sees the full path (its RootPath is /admin/queues); its
+	// own pages need inline scripts, so they get no content policy.
+	mux.Handle("/admin/queues/", h.requireSession(frameHeaders(monitor)))
+	mux.Handle("/admin/queues", h.requireSession(frameHeaders(http.RedirectHandler("/admin/queues/", http.StatusSeeOther))))
+	// Anything else under /admin: sign in first, then 404.
+	mux.Handle("/admin/", h.requireSession(pageHeaders(http.HandlerFunc(h.notFound))))
+
+	h.next = http.NewCrossOriginProtection().Handler(limitBody(mux))
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.next.ServeHTTP(w, r) }
+
+// maxFormBytes bounds a form's body: the largest field (rules) is 4 KiB.
+const maxFormBytes = 64 << 10
+
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Body != nil && !isMonitor(r) {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isMonitor(r *http.Request) bool {
+	p := r.URL.Path
+	return p == "/admin/queues" || len(p) > len("/admin/queues/") && p[:len("/admin/queues/")] == "/admin/queues/"
+}
+
+// contentPolicy lets the dashboard's pages load only their own files: no
+// inline script, no inline style, nothing from another origin.
+const contentPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+func pageHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hdr := w.Header()
+		hdr.Set("Content-Security-Policy", contentPolicy)
+		hdr.Set("Cache-Control", "no-store")
+		setCommonHeaders(hdr)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func frameHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hdr := w.Header()
+		hdr.Set("Content-Security-Policy", "frame-ancestors 'none'")
+		hdr.Set("Cache-Control", "no-store")
+		setCommonHeaders(hdr)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func setCommonHeaders(hdr http.Header) {
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("X-Frame-Options", "DENY")
+	hdr.Set("Referrer-Policy", "same-origin")
+}
+
+// render writes a component with a status; it renders into a buffer first so
+// that a failure is a clean 500, not half a page.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
+	var buf bytes.Buffer
+	if err := c.Render(r.Context(), &buf); err != nil {
+		h.logger.Error("render page", "path", r.URL.Path, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// statusOf maps a domain error to an HTTP status, in one place.
+func statusOf(err error) int {
+	switch seckill.ErrorCode(err) {
+	case seckill.EINVALID:
+		return http.StatusUnprocessableEntity
+	case seckill.ENOTFOUND:
+		return http.StatusNotFound
+	case seckill.ECONFLICT:
+		return http.StatusConflict
+	case seckill.EUNAUTHENTICATED:
+		return http.StatusUnauthorized
+	case seckill.EFORBIDDEN:
+		return http.StatusForbidden
+	case seckill.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// messageOf is what the operator reads about err; internal errors are logged
+// once here and shown as "internal error".
+func (h *Handler) messageOf(r *http.Request, err error) string {
+	if seckill.ErrorCode(err) == seckill.EINTERNAL {
+		h.logger.Error("dashboard request", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	return seckill.ErrorMessage(err)
+}
+
+// fail answers a request that cannot show its page.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	msg := h.messageOf(r, err)
+	h.render(w, r, statusOf(err), views.ErrorPage(h.meta(r, "Error", ""), msg))
+}
+
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusNotFound, views.ErrorPage(h.meta(r, "Not found", ""), "There is no such page."))
+}
+
+// meta is the frame of a page for the signed-in operator.
+func (h *Handler) meta(r *http.Request, title, nav string) views.Meta {
+	m := views.Meta{Title: title, Nav: nav}
+	if u := seckill.UserFromContext(r.Context()); u != nil {
+		m.Admin = u.Name
+	}
+	return m
+}
+
+// pathID reads the {id} of a route: a positive integer, else ENOTFOUND.
+func pathID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, seckill.Errorf(seckill.ENOTFOUND, "campaign %q not found", r.PathValue("id"))
+	}
+	return id, nil
+}

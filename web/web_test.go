@@ -1,0 +1,491 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/google/go-cmp/cmp"
+	"github.com/hibiken/asynq"
+
+	"seckill/internal/seckill"
+	"seckill/web"
+)
+
+type dash struct {
+	h        *web.Handler
+	svc      *fakeService
+	sessions *fakeSessions
+	live     *fakeLive
+	monitor  atomic.Int64 // requests that reached the Asynq monitor
+}
+
+func newDash(t *testing.T, limits web.LoginLimits) *dash {
+	t.Helper()
+	d := &dash{svc: newFakeService(), sessions: newFakeSessions(), live: &fakeLive{}}
+	d.h = web.New(web.Config{
+		Service: d.svc, Records: fakeRecords{d.svc}, Sessions: d.sessions, Live: d.live,
+		Limiter: web.NewMemoryLimiter(limits),
+		Queues:  web.NewQueueStats(&fakeInspector{info: map[string]asynq.QueueInfo{}}, []string{"orders"}, 0),
+		Monitor: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			d.monitor.Add(1)
+			_, _ = w.Write([]byte("asynqmon at " + r.URL.Path))
+		}),
+		Now: func() time.Time { return testNow },
+	})
+	return d
+}
+
+var generous = web.LoginLimits{
+	PerIP:   web.Limit{Rate: 1000, Burst: 1000, Period: time.Minute},
+	PerUser: web.Limit{Rate: 1000, Burst: 1000, Period: time.Minute},
+}
+
+// do sends a request as a browser on the same site would.
+func (d *dash) do(method, target string, form url.Values, cookie *http.Cookie, hdr map[string]string) *http.Response {
+	var body *strings.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	} else {
+		body = strings.NewReader("")
+	}
+	r := httptest.NewRequest(method, "http://dash.example"+target, body)
+	if form != nil {
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if method == http.MethodPost {
+		r.Header.Set("Sec-Fetch-Site", "same-origin")
+		r.Header.Set("Origin", "http://dash.example")
+	}
+	for k, v := range hdr {
+		if v == "" {
+			r.Header.Del(k)
+		} else {
+			r.Header.Set(k, v)
+		}
+	}
+	if cookie != nil {
+		r.AddCookie(cookie)
+	}
+	w := httptest.NewRecorder()
+	d.h.ServeHTTP(w, r)
+	return w.Result()
+}
+
+func sessionCookie(res *http.Response) *http.Cookie {
+	for _, c := range res.Cookies() {
+		if c.Name == web.SessionCookie {
+			return c
+		}
+	}
+	return nil
+}
+
+func (d *dash) login(t *testing.T) *http.Cookie {
+	t.Helper()
+	res := d.do("POST", "/admin/login", url.Values{"user": {testAdmin}, "password": {testPassword}}, nil, nil)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login: %s", res.Status)
+	}
+	c := sessionCookie(res)
+	if c == nil || c.Value == "" {
+		t.Fatal("login set no session cookie")
+	}
+	return c
+}
+
+func doc(t *testing.T, res *http.Response) *goquery.Document {
+	t.Helper()
+	defer res.Body.Close()
+	d, err := goquery.NewDocumentFromReader(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Every dashboard URL, the Asynq monitor's included.
+var pages = []string{
+	"/admin", "/admin/", "/admin/campaigns/new", "/admin/campaigns/1", "/admin/campaigns/1/edit",
+	"/admin/campaigns/1/live", "/admin/live/campaigns", "/admin/jobs", "/admin/jobs/live",
+	"/admin/queues", "/admin/queues/", "/admin/queues/api/queues", "/admin/queues/queues/orders", "/admin/no-such-page",
+}
+
+var actions = []string{
+	"/admin/campaigns", "/admin/campaigns/1/edit", "/admin/campaigns/1/pause", "/admin/campaigns/1/resume",
+	"/admin/campaigns/1/end", "/admin/campaigns/1/stock", "/admin/queues/api/queues/orders:pause",
+}
+
+func TestNoSessionNoDashboard(t *testing.T) {
+	d := newDash(t, generous)
+	d.svc.add("sale", testNow.Add(time.Hour), testNow.Add(2*time.Hour))
+	for _, tt := range []struct {
+		name string
+		hdr  map[string]string
+		c    *http.Cookie
+	}{
+		{"no session", nil, nil},
+		{"unknown session", nil, &http.Cookie{Name: web.SessionCookie, Value: "forged"}},
+		// API tokens, even an admin's, open nothing here.
+		{"bearer token", map[string]string{"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.admin.token"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, p := range pages {
+				res := d.do("GET", p, nil, tt.c, tt.hdr)
+				loc := res.Header.Get("Location")
+				if res.StatusCode != http.StatusSeeOther || loc != "/admin/login?next="+url.QueryEscape(p) {
+					t.Errorf("GET %s: %s, Location %q; want a redirect to sign in", p, res.Status, loc)
+				}
+			}
+			for _, p := range actions {
+				res := d.do("POST", p, url.Values{"stock": {"5"}}, tt.c, tt.hdr)
+				if res.StatusCode != http.StatusUnauthorized {
+					t.Errorf("POST %s: %s, want 401", p, res.Status)
+				}
+			}
+		})
+	}
+	if n := d.monitor.Load(); n != 0 {
+		t.Errorf("the Asynq monitor served %d requests without a session", n)
+	}
+	if calls := d.svc.called(); len(calls) != 0 {
+		t.Errorf("actions ran without a session: %v", calls)
+	}
+}
+
+func TestSignedInPages(t *testing.T) {
+	d := newDash(t, generous)
+	v := d.svc.add("sale", testNow.Add(time.Hour), testNow.Add(2*time.Hour))
+	d.live.set(v.ID, seckill.LiveCounts{Remaining: 7, Queued: 1, Known: true})
+	c := d.login(t)
+	for _, p := range pages {
+		res := d.do("GET", p, nil, c, nil)
+		want := http.StatusOK
+		switch p {
+		case "/admin/queues":
+			want = http.StatusSeeOther
+		case "/admin/no-such-page":
+			want = http.StatusNotFound
+		}
+		if res.StatusCode != want {
+			t.Errorf("GET %s: %s, want %d", p, res.Status, want)
+		}
+		if strings.HasPrefix(p, "/admin/queues/") {
+			continue
+		}
+		if csp := res.Header.Get("Content-Security-Policy"); want == http.StatusOK && !strings.Contains(csp, "script-src 'self'") {
+			t.Errorf("GET %s: Content-Security-Policy %q", p, csp)
+		}
+		if res.Header.Get("X-Frame-Options") != "DENY" || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: headers %v", p, res.Header)
+		}
+	}
+	if n := d.monitor.Load(); n != 3 {
+		t.Errorf("the monitor served %d requests, want 3", n)
+	}
+	// The monitor sees the full path: asynqmon's RootPath is /admin/queues.
+	res := d.do("GET", "/admin/queues/queues/orders", nil, c, nil)
+	if body := doc(t, res).Text(); body != "asynqmon at /admin/queues/queues/orders" {
+		t.Errorf("monitor body %q", body)
+	}
+
+	page := doc(t, d.do("GET", "/admin", nil, c, nil))
+	row := page.Find(`[data-testid="campaign-row"][data-voucher-id="1"]`)
+	if got := strings.TrimSpace(row.Find(`[data-testid="remaining"]`).Text()); got != "7" {
+		t.Errorf("remaining %q", got)
+	}
+	if got := page.Find(`[data-testid="whoami"]`).Text(); got != testAdmin {
+		t.Errorf("whoami %q", got)
+	}
+	// The fragment the page polls is the same table.
+	frag := doc(t, d.do("GET", "/admin/live/campaigns", nil, c, nil))
+	if frag.Find(`[data-testid="campaign-row"]`).Length() != 1 || frag.Find("html body header").Length() != 0 {
+		t.Error("the live fragment is not the bare table")
+	}
+}
+
+func TestCrossSitePostsRefused(t *testing.T) {
+	d := newDash(t, generous)
+	d.svc.add("sale", testNow.Add(-time.Hour), testNow.Add(time.Hour))
+	c := d.login(t)
+	crossSite := []map[string]string{
+		{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"},
+		{"Sec-Fetch-Site": "same-site", "Origin": "https://evil.dash.example"},
+		{"Sec-Fetch-Site": "", "Origin": "https://evil.example"}, // an older browser
+	}
+	for _, hdr := range crossSite {
+		for _, p := range append(actions, "/admin/login", "/admin/logout") {
+			res := d.do("POST", p, url.Values{"stock": {"5"}, "user": {testAdmin}, "password": {testPassword}}, c, hdr)
+			if res.StatusCode != http.StatusForbidden {
+				t.Errorf("cross-site POST %s with %v: %s, want 403", p, hdr, res.Status)
+			}
+		}
+	}
+	if calls := d.svc.called(); len(calls) != 0 {
+		t.Errorf("cross-site posts ran actions: %v", calls)
+	}
+	if n := d.monitor.Load(); n != 0 {
+		t.Errorf("cross-site posts reached the monitor %d times", n)
+	}
+	if _, err := d.sessions.AdminBySession(context.Background(), c.Value); err != nil {
+		t.Error("a cross-site logout ended the session")
+	}
+	// The same POST from the dashboard itself goes through.
+	if res := d.do("POST", "/admin/campaigns/1/pause", nil, c, nil); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("same-origin pause: %s", res.Status)
+	}
+	// GET never changes anything.
+	if res := d.do("GET", "/admin/campaigns/1/pause", nil, c, nil); res.StatusCode != http.StatusNotFound && res.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET pause: %s", res.Status)
+	}
+	if diff := cmp.Diff([]string{"pause"}, d.svc.called()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestLogin(t *testing.T) {
+	d := newDash(t, generous)
+
+	page := doc(t, d.do("GET", "/admin/login?next=/admin/jobs", nil, nil, nil))
+	if v, _ := page.Find(`input[name="next"]`).Attr("value"); v != "/admin/jobs" {
+		t.Errorf("next %q", v)
+	}
+
+	res := d.do("POST", "/admin/login", url.Values{"user": {testAdmin}, "password": {"wrong"}}, nil, nil)
+	if res.StatusCode != http.StatusUnauthorized || sessionCookie(res) != nil {
+		t.Errorf("wrong password: %s, cookie %v", res.Status, sessionCookie(res))
+	}
+	if msg := doc(t, res).Find(`[data-testid="login-error"]`).Text(); msg != "Wrong user name or password." {
+		t.Errorf("error %q", msg)
+	}
+
+	res = d.do("POST", "/admin/login", url.Values{"user": {testAdmin}, "password": {testPassword}, "next": {"/admin/jobs"}}, nil, nil)
+	c := sessionCookie(res)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/jobs" || c == nil {
+		t.Fatalf("login: %s to %q, cookie %v", res.Status, res.Header.Get("Location"), c)
+	}
+	if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/admin" || c.Secure || c.MaxAge <= 0 || c.MaxAge > int(web.DefaultSessionTTL.Seconds()) {
+		t.Errorf("cookie %+v", c)
+	}
+
+	// Behind TLS the cookie is Secure; a new sign-in ends the old session.
+	res = d.do("POST", "/admin/login", url.Values{"user": {testAdmin}, "password": {testPassword}}, c,
+		map[string]string{"X-Forwarded-Proto": "https", "Origin": "https://dash.example"})
+	c2 := sessionCookie(res)
+	if res.StatusCode != http.StatusSeeOther || c2 == nil || !c2.Secure || c2.Value == c.Value {
+		t.Fatalf("second login: %s, cookie %+v", res.Status, c2)
+	}
+	if _, err := d.sessions.AdminBySession(context.Background(), c.Value); err == nil {
+		t.Error("signing in again kept the old session")
+	}
+
+	// Signed in, the login page sends the operator on.
+	if res := d.do("GET", "/admin/login", nil, c2, nil); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin" {
+		t.Errorf("login page when signed in: %s to %q", res.Status, res.Header.Get("Location"))
+	}
+
+	// next never leads off the dashboard.
+	for _, next := range []string{"//evil.example/admin", "https://evil.example/admin", "/elsewhere", `/\evil.example`, "/admin/login", "/admin/live/campaigns", "javascript:alert(1)"} {
+		res := d.do("POST", "/admin/login", url.Values{"user": {testAdmin}, "password": {testPassword}, "next": {next}}, nil, nil)
+		if loc := res.Header.Get("Location"); loc != "/admin" {
+			t.Errorf("next %q: redirect to %q", next, loc)
+		}
+	}
+}
+
+func TestLogoutRevokesSession(t *testing.T) {
+	d := newDash(t, generous)
+	c := d.login(t)
+	if res := d.do("GET", "/admin", nil, c, nil); res.StatusCode != http.StatusOK {
+		t.Fatalf("signed in: %s", res.Status)
+	}
+	res := d.do("POST", "/admin/logout", nil, c, nil)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/login" {
+		t.Errorf("logout: %s to %q", res.Status, res.Header.Get("Location"))
+	}
+	if cleared := sessionCookie(res); cleared == nil || cleared.MaxAge >= 0 {
+		t.Errorf("logout left the cookie: %+v", cleared)
+	}
+	// The old cookie, replayed, opens nothing: the session is gone.
+	if res := d.do("GET", "/admin", nil, c, nil); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("after logout: %s", res.Status)
+	}
+}
+
+func TestLoginRateLimit(t *testing.T) {
+	d := newDash(t, web.LoginLimits{
+		PerIP:   web.Limit{Rate: 5, Burst: 5, Period: time.Hour},
+		PerUser: web.Limit{Rate: 3, Burst: 3, Period: time.Hour},
+	})
+	attempt := func(user, password, ip string) *http.Response {
+		r := httptest.NewRequest("POST", "http://dash.example/admin/login",
+			strings.NewReader(url.Values{"user": {user}, "password": {password}}.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("Sec-Fetch-Site", "same-origin")
+		r.RemoteAddr = ip + ":4000"
+		w := httptest.NewRecorder()
+		d.h.ServeHTTP(w, r)
+		return w.Result()
+	}
+	for i := range 3 {
+		if res := attempt(testAdmin, "guess", "192.0.2.1"); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("attempt %d: %s", i+1, res.Status)
+		}
+	}
+	// The user name's budget is spent: even the right password waits, from
+	// any address.
+	res := attempt(strings.ToUpper(testAdmin), testPassword, "198.51.100.7")
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" || sessionCookie(res) != nil {
+		t.Errorf("4th attempt for the user: %s, Retry-After %q", res.Status, res.Header.Get("Retry-After"))
+	}
+	if msg := doc(t, res).Find(`[data-testid="login-error"]`).Text(); !strings.Contains(msg, "Too many sign-in attempts") {
+		t.Errorf("message %q", msg)
+	}
+	// One address guessing many names runs out too.
+	for i, user := range []string{"u1", "u2"} {
+		if res := attempt(user, "guess", "192.0.2.1"); res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("name %d from the address: %s", i, res.Status)
+		}
+	}
+	if res := attempt("u3", "guess", "192.0.2.1"); res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("6th attempt from the address: %s", res.Status)
+	}
+}
+
+func TestCreateCampaignForm(t *testing.T) {
+	d := newDash(t, generous)
+	c := d.login(t)
+	form := url.Values{
+		"title": {"  "}, "subTitle": {""}, "rules": {""}, "shopId": {"1"}, "stock": {"100"},
+		"payValue": {"100"}, "actualValue": {"200"},
+		"beginTime": {testNow.Add(time.Hour).Format(time.RFC3339)}, "endTime": {testNow.Add(2 * time.Hour).Format(time.RFC3339)},
+	}
+	for _, tt := range []struct {
+		field, value, msg string
+	}{
+		// The messages are the domain's, as the GraphQL mutation gives them.
+		{"title", "  ", "title is required"},
+		{"stock", "0", "stock must be between 1 and 10000000"},
+		{"stock", "many", "stock must be a whole number"},
+		{"shopId", "x", "shopId must be a positive integer id"},
+		{"actualValue", "50", "actualValue must be at least payValue"},
+		{"endTime", testNow.Add(-time.Hour).Format(time.RFC3339), "endTime must be after beginTime"},
+		{"beginTime", "yesterday", "beginTime must be a date and time"},
+	} {
+		t.Run(tt.field+"="+tt.value, func(t *testing.T) {
+			f := url.Values{}
+			for k, v := range form {
+				f[k] = v
+			}
+			f.Set("title", "Sale")
+			f.Set(tt.field, tt.value)
+			res := d.do("POST", "/admin/campaigns", f, c, nil)
+			if res.StatusCode != http.StatusUnprocessableEntity {
+				t.Errorf("status %s", res.Status)
+			}
+			page := doc(t, res)
+			if got := page.Find(`[data-testid="error-` + tt.field + `"]`).Text(); got != tt.msg {
+				t.Errorf("error next to %s: %q, want %q", tt.field, got, tt.msg)
+			}
+			if got := page.Find(`[data-testid="input-stock"]`).AttrOr("value", ""); got != f.Get("stock") {
+				t.Errorf("the form forgot stock: %q", got)
+			}
+		})
+	}
+
+	// Without the script, the visible datetime-local value is read as UTC.
+	f := url.Values{"title": {"Sale"}, "shopId": {"1"}, "stock": {"100"}, "payValue": {"100"}, "actualValue": {"200"},
+		"beginTime": {""}, "beginTimeLocal": {"2026-12-01T11:00"}, "endTime": {""}, "endTimeLocal": {"2026-12-01T12:30"}}
+	res := d.do("POST", "/admin/campaigns", f, c, nil)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/campaigns/1?done=create" {
+		t.Fatalf("create: %s to %q", res.Status, res.Header.Get("Location"))
+	}
+	v, _ := d.svc.Voucher(context.Background(), 1)
+	if !v.Campaign.BeginTime.Equal(time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)) {
+		t.Errorf("begin %v", v.Campaign.BeginTime)
+	}
+	page := doc(t, d.do("GET", "/admin/campaigns/1?done=create", nil, c, nil))
+	if page.Find(`[data-testid="notice"]`).Length() != 1 {
+		t.Error("no notice after creating")
+	}
+}
+
+func TestCampaignActions(t *testing.T) {
+	d := newDash(t, generous)
+	d.svc.add("running", testNow.Add(-time.Hour), testNow.Add(time.Hour))
+	d.svc.add("scheduled", testNow.Add(time.Hour), testNow.Add(2*time.Hour))
+	c := d.login(t)
+
+	for _, a := range []string{"pause", "resume", "end"} {
+		res := d.do("POST", "/admin/campaigns/1/"+a, nil, c, nil)
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/campaigns/1?done="+a {
+			t.Errorf("%s: %s to %q", a, res.Status, res.Header.Get("Location"))
+		}
+	}
+	res := d.do("POST", "/admin/campaigns/1/stock", url.Values{"stock": {"25"}}, c, nil)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Errorf("add stock: %s", res.Status)
+	}
+	for _, bad := range []string{"", "ten", "0"} {
+		res := d.do("POST", "/admin/campaigns/1/stock", url.Values{"stock": {bad}}, c, nil)
+		if res.StatusCode != http.StatusUnprocessableEntity {
+			t.Errorf("add %q: %s", bad, res.Status)
+		}
+		if msg := doc(t, res).Find(`[data-testid="stock-form"] [data-testid="error-stock"]`).Text(); msg == "" {
+			t.Errorf("add %q: no error next to the field", bad)
+		}
+	}
+	if res := d.do("POST", "/admin/campaigns/99/pause", nil, c, nil); res.StatusCode != http.StatusNotFound {
+		t.Errorf("pause of a missing campaign: %s", res.Status)
+	}
+
+	// Edit: only before the start.
+	if res := d.do("GET", "/admin/campaigns/1/edit", nil, c, nil); res.StatusCode != http.StatusConflict {
+		t.Errorf("edit form of a running campaign: %s", res.Status)
+	}
+	edit := url.Values{"title": {"Renamed"}, "beginTime": {testNow.Add(30 * time.Minute).Format(time.RFC3339)},
+		"endTime": {testNow.Add(3 * time.Hour).Format(time.RFC3339)}}
+	if res := d.do("POST", "/admin/campaigns/2/edit", edit, c, nil); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("edit: %s", res.Status)
+	}
+	edit.Set("title", "")
+	res = d.do("POST", "/admin/campaigns/2/edit", edit, c, nil)
+	if msg := doc(t, res).Find(`[data-testid="error-title"]`).Text(); res.StatusCode != http.StatusUnprocessableEntity || msg != "title is required" {
+		t.Errorf("edit without title: %s %q", res.Status, msg)
+	}
+
+	want := []string{"pause", "resume", "end", "stock", "edit Renamed 2026-12-01T10:30:00Z"}
+	if diff := cmp.Diff(want, d.svc.called()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+
+	// A refusal is shown on the campaign page with its status.
+	d.svc.err = seckill.Errorf(seckill.ECONFLICT, "campaign 1 has ended")
+	res = d.do("POST", "/admin/campaigns/1/pause", nil, c, nil)
+	if msg := doc(t, res).Find(`[data-testid="action-error"]`).Text(); res.StatusCode != http.StatusConflict || msg != "campaign 1 has ended" {
+		t.Errorf("refused pause: %s %q", res.Status, msg)
+	}
+	d.svc.err = seckill.Errorf(seckill.EUNAVAILABLE, "admission is unavailable, so nothing was changed; try again")
+	if res := d.do("POST", "/admin/campaigns/1/end", nil, c, nil); res.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("end with admission down: %s", res.Status)
+	}
+}
+
+func TestStatic(t *testing.T) {
+	d := newDash(t, generous)
+	for _, p := range []string{"/admin/static/app.css", "/admin/static/app.js"} {
+		res := d.do("GET", p, nil, nil, nil)
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %s", p, res.Status)
+		}
+	}
+	if res := d.do("GET", "/admin/static/static.go", nil, nil, nil); res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET static.go: %s", res.Status)
+	}
+}
