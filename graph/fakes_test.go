@@ -252,7 +252,7 @@ func (a *memAdmitter) Ack(_ context.Context, adms []seckill.Admission) error {
 	return nil
 }
 
-func (a *memAdmitter) Release(_ context.Context, adm seckill.Admission) (bool, error) {
+func (a *memAdmitter) Release(_ context.Context, adm seckill.Admission, keepBuyer bool) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.pending[adm.OrderID]; !ok {
@@ -261,7 +261,9 @@ func (a *memAdmitter) Release(_ context.Context, adm seckill.Admission) (bool, e
 	delete(a.pending, adm.OrderID)
 	if c, ok := a.campaigns[adm.VoucherID]; ok {
 		c.left++
-		delete(c.buyers, adm.UserID)
+		if !keepBuyer {
+			delete(c.buyers, adm.UserID)
+		}
 	}
 	return true, nil
 }

@@ -481,12 +481,13 @@ func (a *Admitter) runPipelined(ctx context.Context, script *redis.Script, calls
 	return nil
 }
 
-// Release gives a failed admission's unit and buyer slot back, and tells
-// every process that the campaign may admit again. It reports false when
+// Release gives a failed admission's unit back (and its buyer slot unless
+// keepBuyer is set), and tells every process that the campaign may admit
+// again. It reports false when
 // the admission was not pending (released or acknowledged before), so
 // concurrent or repeated calls give back exactly one unit. ECONFLICT when
 // the order is pending for another user than adm.UserID.
-func (a *Admitter) Release(ctx context.Context, adm seckill.Admission) (bool, error) {
+func (a *Admitter) Release(ctx context.Context, adm seckill.Admission, keepBuyer bool) (bool, error) {
 	voucherID, seq := seckill.SplitOrderID(adm.OrderID)
 	if adm.OrderID <= 0 || !validVoucherID(voucherID) || seq == 0 {
 		return false, seckill.Invalidf("orderId", "order id %d is malformed", adm.OrderID)
@@ -494,7 +495,11 @@ func (a *Admitter) Release(ctx context.Context, adm seckill.Admission) (bool, er
 	if adm.UserID <= 0 {
 		return false, seckill.Invalidf("userId", "user id must be positive")
 	}
-	n, err := releaseScript.Run(ctx, a.rdb, a.keys.admit(voucherID), seq, adm.UserID).Int64()
+	keep := 0
+	if keepBuyer {
+		keep = 1
+	}
+	n, err := releaseScript.Run(ctx, a.rdb, a.keys.admit(voucherID), seq, adm.UserID, keep).Int64()
 	if err != nil {
 		return false, redisError("release", err, nil)
 	}

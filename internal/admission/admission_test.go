@@ -368,7 +368,7 @@ func TestReleaseConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
-			ok, err := a.Release(ctx, adm)
+			ok, err := a.Release(ctx, adm, false)
 			if err != nil {
 				t.Error(err)
 			}
@@ -401,6 +401,30 @@ func TestReleaseConcurrent(t *testing.T) {
 	}
 }
 
+// TestReleaseKeepBuyer: a user who holds another order gets the unit back
+// but stays a buyer.
+func TestReleaseKeepBuyer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	const voucherID = 14
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 2)})
+	_, adm := mustAdmit(t, a, voucherID, 5)
+	if ok, err := a.Release(ctx, adm, true); err != nil || !ok {
+		t.Fatalf("Release = %v, %v", ok, err)
+	}
+	rem, _ := a.Remaining(ctx, []int64{voucherID})
+	if rem[voucherID] != 2 {
+		t.Errorf("remaining %d, want the unit back (2)", rem[voucherID])
+	}
+	if !rdb.SIsMember(ctx, admission.BuyersKey(a, voucherID), 5).Val() {
+		t.Error("user 5 lost their buyer slot")
+	}
+	if o, _ := mustAdmit(t, a, voucherID, 5); o != seckill.OutcomeAlreadyPurchased {
+		t.Errorf("user 5 again: %s, want ALREADY_PURCHASED", o)
+	}
+}
+
 func TestReleaseOtherUser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -409,7 +433,7 @@ func TestReleaseOtherUser(t *testing.T) {
 	_, adm := mustAdmit(t, a, 1, 5)
 	wrong := adm
 	wrong.UserID = 6
-	if _, err := a.Release(ctx, wrong); seckill.ErrorCode(err) != seckill.ECONFLICT {
+	if _, err := a.Release(ctx, wrong, false); seckill.ErrorCode(err) != seckill.ECONFLICT {
 		t.Errorf("release for another user: %v, want CONFLICT", err)
 	}
 	if _, err := a.Pending(ctx, adm.OrderID); err != nil {
@@ -458,7 +482,7 @@ func TestAck(t *testing.T) {
 		t.Errorf("queued (-want +got):\n%s", diff)
 	}
 	// An acknowledged admission cannot be released any more.
-	if ok, err := a.Release(ctx, adms[0]); err != nil || ok {
+	if ok, err := a.Release(ctx, adms[0], false); err != nil || ok {
 		t.Errorf("release after ack: %v %v, want false", ok, err)
 	}
 }
@@ -662,7 +686,7 @@ func TestSoldOutMark(t *testing.T) {
 
 func release(t *testing.T, a *admission.Admitter, adm seckill.Admission) {
 	t.Helper()
-	if ok, err := a.Release(context.Background(), adm); err != nil || !ok {
+	if ok, err := a.Release(context.Background(), adm, false); err != nil || !ok {
 		t.Fatalf("release: %v %v", ok, err)
 	}
 }

@@ -67,10 +67,12 @@ func TestScriptArgumentValidation(t *testing.T) {
 		{"warm: paused yes", warmScript, campaign, []any{1, 0, 1, 2, "yes"}},
 		{"warm: paused missing", warmScript, campaign, []any{1, 0, 1, 2}},
 
-		{"release: seq zero", releaseScript, admitKeys, []any{"0", 1}},
-		{"release: seq not a number", releaseScript, admitKeys, []any{"x", 1}},
+		{"release: seq zero", releaseScript, admitKeys, []any{"0", 1, 0}},
+		{"release: seq not a number", releaseScript, admitKeys, []any{"x", 1, 0}},
 		{"release: user missing", releaseScript, admitKeys, []any{1}},
-		{"release: user negative", releaseScript, admitKeys, []any{1, -1}},
+		{"release: user negative", releaseScript, admitKeys, []any{1, -1, 0}},
+		{"release: keep missing", releaseScript, admitKeys, []any{1, 1}},
+		{"release: keep not a flag", releaseScript, admitKeys, []any{1, 1, 2}},
 
 		// The first seq is pending and valid: a script that wrote before
 		// validating all of them would forget it.

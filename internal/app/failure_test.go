@@ -160,3 +160,39 @@ func TestAuthRules(t *testing.T) {
 		t.Fatalf("forged token: %+v %v", res, err)
 	}
 }
+
+// TestSecondOrderOfAUserFailsAndKeepsTheSlot: Redis forgot a buyer (say, a
+// partial data loss) and admitted them again; Postgres refuses the second
+// order, the unit goes back, and the user stays a buyer.
+func TestSecondOrderOfAUserFailsAndKeepsTheSlot(t *testing.T) {
+	e := newTestEnv(t, "")
+	e.worker()
+	voucher := e.createCampaign(5)
+	user := asUser(e.ctx, 91, false)
+	first, err := e.app.Service.Purchase(user, voucher)
+	if err != nil || first.Outcome != seckill.OutcomeAccepted {
+		t.Fatalf("first purchase: %+v %v", first, err)
+	}
+	eventually(t, 20*time.Second, "first order persisted", func() bool { return e.rows(voucher) == 1 })
+	if err := e.app.Redis.SRem(e.ctx, "seckill:{v"+strconv.FormatInt(voucher, 10)+"}:buyers", 91).Err(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.app.Service.Purchase(user, voucher)
+	if err != nil || second.Outcome != seckill.OutcomeAccepted {
+		t.Fatalf("second purchase after Redis forgot the buyer: %+v %v", second, err)
+	}
+	eventually(t, 20*time.Second, "second order failed", func() bool {
+		o, err := e.app.Service.Order(user, second.OrderID)
+		return err == nil && o.Status == seckill.OrderFailed && o.FailureReason == seckill.FailureUserHasOrder
+	})
+	if r := e.remaining(voucher); r != 4 {
+		t.Fatalf("remaining %d, want 4 (the failed order's unit back)", r)
+	}
+	third, err := e.app.Service.Purchase(user, voucher)
+	if err != nil || third.Outcome != seckill.OutcomeAlreadyPurchased {
+		t.Fatalf("third purchase: %+v %v, want ALREADY_PURCHASED", third, err)
+	}
+	if n := e.rows(voucher); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
+}

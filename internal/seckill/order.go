@@ -87,6 +87,14 @@ type PurchaseResult struct {
 	OrderID int64 // set when Outcome is ACCEPTED
 }
 
+// Reasons an admission can never be persisted (PersistOutcome.Reason).
+const (
+	FailureUserHasOrder = "user already holds an order for this voucher"
+	FailureNoStock      = "no stock left"
+	FailureNoCampaign   = "campaign not found"
+	FailureInvalid      = "invalid admission"
+)
+
 // PersistOutcome is what the store did with one admission.
 type PersistOutcome struct {
 	Admission Admission

@@ -49,9 +49,10 @@ type Admitter interface {
 	Pending(ctx context.Context, orderID int64) (*Admission, error)
 	// Ack forgets admissions that Postgres now holds.
 	Ack(ctx context.Context, adms []Admission) error
-	// Release gives a failed admission's unit and buyer slot back; it
-	// reports false when the admission was not pending (released before).
-	Release(ctx context.Context, adm Admission) (bool, error)
+	// Release gives a failed admission's unit back, and its buyer slot
+	// unless keepBuyer is set (the user holds another order); it reports
+	// false when the admission was not pending (released before).
+	Release(ctx context.Context, adm Admission, keepBuyer bool) (bool, error)
 	// Stale returns up to limit admissions pending for longer than age.
 	Stale(ctx context.Context, age time.Duration, limit int) ([]Admission, error)
 	// Warmed reports whether Redis still holds the marker set by MarkWarmed;

@@ -290,7 +290,10 @@ func (s *Service) PersistAdmissions(ctx context.Context, adms []Admission) error
 		case OrderFailed:
 			// Postgres recorded the failure; give the unit and the buyer
 			// slot back so someone (or the same user) can buy it.
-			if _, err := s.Admitter.Release(ctx, o.Admission); err != nil {
+			// A user who holds another order keeps their buyer slot: the
+			// failure was a second order for them, not a lost purchase.
+			keepBuyer := o.Reason == FailureUserHasOrder
+			if _, err := s.Admitter.Release(ctx, o.Admission, keepBuyer); err != nil {
 				errs = append(errs, fmt.Errorf("release order %d: %w", o.Admission.OrderID, err))
 				continue
 			}

@@ -15,14 +15,15 @@ import (
 	"seckill/internal/seckill"
 )
 
-// Reasons recorded for admissions that can never be persisted.
+// Reasons recorded for admissions that can never be persisted; the domain
+// owns them because the service acts on them.
 const (
-	ReasonUserHasOrder = "user already holds an order for this voucher"
-	ReasonNoStock      = "no stock left"
-	ReasonNoCampaign   = "campaign not found"
+	ReasonUserHasOrder = seckill.FailureUserHasOrder
+	ReasonNoStock      = seckill.FailureNoStock
+	ReasonNoCampaign   = seckill.FailureNoCampaign
 	// ReasonInvalid is reported, not recorded, for an admission whose ids
 	// are not positive or whose order id does not carry its voucher id.
-	ReasonInvalid = "invalid admission"
+	ReasonInvalid = seckill.FailureInvalid
 )
 
 var (
