@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"seckill/internal/app"
+	"seckill/internal/bench"
 	"seckill/internal/config"
 )
 
@@ -26,6 +27,7 @@ Usage:
   seckill token --user ID [--admin] [--ttl 24h]
   seckill token --users 1-1000 [--out tokens.txt] [--ttl 24h]
   seckill admin create --user NAME [--password-stdin]   a dashboard operator (password prompted or from stdin)
+  seckill bench [--url URL] [--users 1000 --stock 200] [--rate R --duration D] [--compare sync,ceiling] [--json]
 
 Configuration comes from SECKILL_* environment variables; see the README.
 `
@@ -86,6 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return token(args, stdout, stderr)
 	case "admin":
 		return admin(ctx, args, stdout, stderr)
+	case "bench":
+		return bench.Command(ctx, args, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown subcommand %q", cmd)
