@@ -286,6 +286,10 @@ type memQueue struct {
 	adms []seckill.Admission
 }
 
+func (q *memQueue) RequeuePersist(ctx context.Context, adm seckill.Admission) error {
+	return q.EnqueuePersist(ctx, adm)
+}
+
 func (q *memQueue) EnqueuePersist(_ context.Context, adm seckill.Admission) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -315,13 +319,15 @@ type memSub struct {
 
 func newMemBus() *memBus { return &memBus{subs: map[int64]map[*memSub]bool{}} }
 
-func (b *memBus) Publish(_ context.Context, ev seckill.StatusEvent) error {
+func (b *memBus) Publish(_ context.Context, evs ...seckill.StatusEvent) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for s := range b.subs[ev.OrderID] {
-		select {
-		case s.ch <- ev:
-		default: // a slow subscriber misses it, as with Redis
+	for _, ev := range evs {
+		for s := range b.subs[ev.OrderID] {
+			select {
+			case s.ch <- ev:
+			default: // a slow subscriber misses it, as with Redis
+			}
 		}
 	}
 	return nil

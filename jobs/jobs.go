@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -20,7 +21,11 @@ import (
 
 // Task types.
 const (
+	// TypeOrderPersist persists one admission: the reconciler's requeues.
 	TypeOrderPersist = "order:persist"
+	// TypeOrderPersistBatch persists the admissions one API process
+	// gathered while its previous enqueue was under way.
+	TypeOrderPersistBatch = "order:persist_batch"
 )
 
 // QueueOrders is the queue persistence tasks go to.
@@ -48,37 +53,116 @@ func NewOrderPersistTask(adm seckill.Admission) (*asynq.Task, error) {
 	), nil
 }
 
-// OrderTaskID is the Asynq task id of an order's persistence task.
+// NewOrderPersistBatchTask returns the task that persists a batch of
+// admissions. Its id is derived from the order ids it carries (each order is
+// in one batch only), so enqueuing the same batch twice makes one task.
+func NewOrderPersistBatchTask(adms []seckill.Admission) (*asynq.Task, error) {
+	if len(adms) == 0 {
+		return nil, errors.New("jobs: empty batch")
+	}
+	payload, err := json.Marshal(adms)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: encode admissions: %w", err)
+	}
+	return asynq.NewTask(TypeOrderPersistBatch, payload,
+		asynq.TaskID(BatchTaskID(adms)),
+		asynq.Queue(QueueOrders),
+		asynq.MaxRetry(DefaultMaxRetry),
+		asynq.Timeout(30*time.Second),
+	), nil
+}
+
+// OrderTaskID is the Asynq task id of an order's own persistence task.
 func OrderTaskID(orderID int64) string {
 	return "order:" + strconv.FormatInt(orderID, 10)
 }
 
-// parseAdmission decodes and checks a persistence payload.
+// BatchTaskID is the Asynq task id of a batch: its first order id and its size.
+func BatchTaskID(adms []seckill.Admission) string {
+	return "orders:" + strconv.FormatInt(adms[0].OrderID, 10) + "+" + strconv.Itoa(len(adms))
+}
+
+// checkAdmission rejects an admission no store could persist.
+func checkAdmission(adm seckill.Admission) error {
+	voucherID, seq := seckill.SplitOrderID(adm.OrderID)
+	if adm.OrderID <= 0 || adm.UserID <= 0 || adm.VoucherID != voucherID || seq == 0 || adm.AdmittedAt.IsZero() {
+		return fmt.Errorf("invalid admission %+v: %w", adm, asynq.SkipRetry)
+	}
+	return nil
+}
+
+// parseAdmission decodes and checks a single persistence payload.
 func parseAdmission(payload []byte) (seckill.Admission, error) {
 	var adm seckill.Admission
 	if err := json.Unmarshal(payload, &adm); err != nil {
 		return adm, fmt.Errorf("decode admission: %v: %w", err, asynq.SkipRetry)
 	}
-	voucherID, seq := seckill.SplitOrderID(adm.OrderID)
-	if adm.OrderID <= 0 || adm.UserID <= 0 || adm.VoucherID != voucherID || seq == 0 || adm.AdmittedAt.IsZero() {
-		return adm, fmt.Errorf("invalid admission %+v: %w", adm, asynq.SkipRetry)
-	}
-	return adm, nil
+	return adm, checkAdmission(adm)
 }
 
-// Enqueuer implements seckill.Enqueuer with an Asynq client.
+// parseAdmissions decodes and checks a batch payload.
+func parseAdmissions(payload []byte) ([]seckill.Admission, error) {
+	var adms []seckill.Admission
+	if err := json.Unmarshal(payload, &adms); err != nil {
+		return nil, fmt.Errorf("decode admissions: %v: %w", err, asynq.SkipRetry)
+	}
+	if len(adms) == 0 {
+		return nil, fmt.Errorf("empty batch: %w", asynq.SkipRetry)
+	}
+	for _, adm := range adms {
+		if err := checkAdmission(adm); err != nil {
+			return nil, err
+		}
+	}
+	return adms, nil
+}
+
+// Enqueuer implements seckill.Enqueuer with an Asynq client. Fresh
+// admissions are coalesced: while one enqueue is under way the next ones
+// gather and go as one batch task, so the queue carries one task per batch,
+// not per order, and each worker transaction gets a whole batch.
 type Enqueuer struct {
-	client *asynq.Client
+	client    *asynq.Client
+	coalescer *Coalescer
+	logger    *slog.Logger
 }
 
 var _ seckill.Enqueuer = (*Enqueuer)(nil)
 
-// NewEnqueuer returns an Enqueuer that uses client.
-func NewEnqueuer(client *asynq.Client) *Enqueuer { return &Enqueuer{client: client} }
+// NewEnqueuer returns an Enqueuer using client, putting at most maxBatch
+// admissions in one task. Close flushes what it holds.
+func NewEnqueuer(client *asynq.Client, maxBatch int, logger *slog.Logger) *Enqueuer {
+	e := &Enqueuer{client: client, logger: logger}
+	// Two enqueues at a time: one being sent while the next batch fills.
+	e.coalescer = NewCoalescer(context.Background(), e.enqueueBatch, maxBatch, 2)
+	return e
+}
 
-// EnqueuePersist enqueues an admission's persistence task. A task that
-// exists already (queued, retrying or archived) is not an error.
-func (e *Enqueuer) EnqueuePersist(ctx context.Context, adm seckill.Admission) error {
+// EnqueuePersist hands adm to the next batch and returns at once: the
+// admission is pending in Redis already, and the reconciler requeues it if
+// this enqueue is lost.
+func (e *Enqueuer) EnqueuePersist(_ context.Context, adm seckill.Admission) error {
+	e.coalescer.Submit(adm)
+	return nil
+}
+
+func (e *Enqueuer) enqueueBatch(ctx context.Context, adms []seckill.Admission) error {
+	task, err := NewOrderPersistBatchTask(adms)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err = e.client.EnqueueContext(ctx, task)
+	}
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		e.logger.Warn("enqueue admissions; the reconciler will requeue them", "count", len(adms), "first_order_id", adms[0].OrderID, "err", err)
+		return err
+	}
+	return nil
+}
+
+// RequeuePersist enqueues one admission as its own task and waits. A task
+// that exists already (queued, retrying or archived) is not an error.
+func (e *Enqueuer) RequeuePersist(ctx context.Context, adm seckill.Admission) error {
 	task, err := NewOrderPersistTask(adm)
 	if err != nil {
 		return err
@@ -88,6 +172,10 @@ func (e *Enqueuer) EnqueuePersist(ctx context.Context, adm seckill.Admission) er
 	}
 	return nil
 }
+
+// Close waits until every admission handed over has been enqueued (or
+// failed to be).
+func (e *Enqueuer) Close() { e.coalescer.Wait() }
 
 // RetryDelay backs off exponentially from 1 s to at most 10 minutes.
 func RetryDelay(n int, _ error, _ *asynq.Task) time.Duration {

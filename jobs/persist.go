@@ -7,31 +7,46 @@ import (
 	"github.com/hibiken/asynq"
 )
 
-// OrderPersistHandler persists one admission, batched with the admissions of
-// the tasks running at the same time.
-type OrderPersistHandler struct {
-	batcher *Batcher
+// PersistHandler persists admissions from both task types through one
+// Coalescer, so the batches of concurrently running tasks merge into fewer,
+// larger Postgres transactions.
+type PersistHandler struct {
+	coalescer *Coalescer
 }
 
-// NewOrderPersistHandler returns a handler that persists through batcher.
-func NewOrderPersistHandler(batcher *Batcher) *OrderPersistHandler {
-	return &OrderPersistHandler{batcher: batcher}
+// NewPersistHandler returns a handler that writes through coalescer.
+func NewPersistHandler(coalescer *Coalescer) *PersistHandler {
+	return &PersistHandler{coalescer: coalescer}
 }
 
 // ProcessTask implements asynq.Handler. A bad payload is not retried; a
 // failed write is (the store is idempotent, so a retry is always safe).
-func (h *OrderPersistHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
-	adm, err := parseAdmission(t.Payload())
-	if err != nil {
-		return err
-	}
-	if err := h.batcher.Persist(ctx, adm); err != nil {
-		return fmt.Errorf("persist order %d: %w", adm.OrderID, err)
+func (h *PersistHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	switch t.Type() {
+	case TypeOrderPersist:
+		adm, err := parseAdmission(t.Payload())
+		if err != nil {
+			return err
+		}
+		if err := h.coalescer.Do(ctx, adm); err != nil {
+			return fmt.Errorf("persist order %d: %w", adm.OrderID, err)
+		}
+	case TypeOrderPersistBatch:
+		adms, err := parseAdmissions(t.Payload())
+		if err != nil {
+			return err
+		}
+		if err := h.coalescer.Do(ctx, adms...); err != nil {
+			return fmt.Errorf("persist %d orders from %d: %w", len(adms), adms[0].OrderID, err)
+		}
+	default:
+		return fmt.Errorf("unexpected task type %q: %w", t.Type(), asynq.SkipRetry)
 	}
 	return nil
 }
 
 // Register adds every handler to mux.
-func Register(mux *asynq.ServeMux, persist *OrderPersistHandler) {
+func Register(mux *asynq.ServeMux, persist *PersistHandler) {
 	mux.Handle(TypeOrderPersist, persist)
+	mux.Handle(TypeOrderPersistBatch, persist)
 }

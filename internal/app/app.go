@@ -34,6 +34,7 @@ type App struct {
 	Admitter *admission.Admitter
 	Bus      *admission.Bus
 	Queue    *asynq.Client
+	Enqueuer *jobs.Enqueuer
 	Tokens   *auth.Tokens
 	Service  *seckill.Service
 
@@ -91,11 +92,12 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	}
 	a.Bus = admission.NewBus(a.Redis, "", logger)
 	a.Queue = asynq.NewClientFromRedisClient(a.Redis)
+	a.Enqueuer = jobs.NewEnqueuer(a.Queue, cfg.BatchSize, logger)
 	a.Tokens = auth.NewTokens([]byte(cfg.JWTSecret), cfg.JWTIssuer)
 	a.Service = &seckill.Service{
 		Store:    a.Metrics.wrapStore(a.Store),
 		Admitter: a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes}),
-		Queue:    jobs.NewEnqueuer(a.Queue),
+		Queue:    a.Enqueuer,
 		Bus:      a.Bus,
 		Limiter:  a.Metrics.wrapLimiter(seckill.NewUserLimiter(cfg.UserRate, cfg.UserBurst)),
 		Logger:   logger,
@@ -107,8 +109,11 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	return a, nil
 }
 
-// Close releases connections.
+// Close enqueues what is still gathering, then releases connections.
 func (a *App) Close() {
+	if a.Enqueuer != nil {
+		a.Enqueuer.Close()
+	}
 	if a.Bus != nil {
 		_ = a.Bus.Close()
 	}
@@ -124,9 +129,16 @@ func (a *App) Close() {
 // flight get ShutdownTimeout to finish, and any that do not are handed back
 // to the queue (and their admissions stay pending in Redis), so none is lost.
 func (a *App) RunWorker(ctx context.Context) error {
-	batcher := jobs.NewBatcher(a.Service.PersistAdmissions, a.Config.BatchSize, a.Config.BatchWait)
+	persist := func(ctx context.Context, adms []seckill.Admission) error {
+		ctx, cancel := context.WithTimeout(ctx, 25*time.Second)
+		defer cancel()
+		return a.Service.PersistAdmissions(ctx, adms)
+	}
+	// The batch being written is not any one task's: it must outlive a
+	// task that gives up (its store writes are idempotent anyway).
+	coalescer := jobs.NewCoalescer(context.WithoutCancel(ctx), persist, a.Config.BatchSize, a.Config.PersistWriters)
 	mux := asynq.NewServeMux()
-	jobs.Register(mux, jobs.NewOrderPersistHandler(batcher))
+	jobs.Register(mux, jobs.NewPersistHandler(coalescer))
 	srv := asynq.NewServerFromRedisClient(a.Redis, asynq.Config{
 		Concurrency: a.Config.WorkerConcurrency,
 		Queues:      map[string]int{jobs.QueueOrders: 1},
@@ -154,7 +166,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	a.Logger.Info("worker started", "concurrency", a.Config.WorkerConcurrency, "batch_size", a.Config.BatchSize)
+	a.Logger.Info("worker started", "concurrency", a.Config.WorkerConcurrency, "batch_size", a.Config.BatchSize, "writers", a.Config.PersistWriters)
 	<-ctx.Done()
 	a.Logger.Info("worker stopping")
 	srv.Shutdown()

@@ -131,9 +131,9 @@ func TestPersistIsIdempotent(t *testing.T) {
 		adms = append(adms, adm)
 	}
 
-	handler := jobs.NewOrderPersistHandler(jobs.NewBatcher(e.app.Service.PersistAdmissions, 32, 2*time.Millisecond))
+	handler := jobs.NewPersistHandler(jobs.NewCoalescer(e.ctx, e.app.Service.PersistAdmissions, 32, 2))
 	var wg sync.WaitGroup
-	errs := make(chan error, 2*len(adms)+10)
+	errs := make(chan error, 2*len(adms)+20)
 	for _, adm := range adms[:80] {
 		task, err := jobs.NewOrderPersistTask(adm)
 		if err != nil {
@@ -144,10 +144,16 @@ func TestPersistIsIdempotent(t *testing.T) {
 			go func() { defer wg.Done(); errs <- handler.ProcessTask(e.ctx, task) }()
 		}
 	}
-	// Overlapping batches straight through the service, as two workers
-	// would run them after a lease expired.
+	// Overlapping batch tasks, as an API process and the reconciler make
+	// them, and overlapping batches straight through the service, as two
+	// workers would run them after a lease expired.
 	for _, part := range [][]seckill.Admission{adms[60:100], adms[70:120], adms[90:120], adms[:120]} {
-		wg.Add(1)
+		task, err := jobs.NewOrderPersistBatchTask(part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(2)
+		go func() { defer wg.Done(); errs <- handler.ProcessTask(e.ctx, task) }()
 		go func() { defer wg.Done(); errs <- e.app.Service.PersistAdmissions(e.ctx, part) }()
 	}
 	wg.Wait()
@@ -176,7 +182,7 @@ func TestPersistIsIdempotent(t *testing.T) {
 }
 
 // TestEnqueueTwiceMakesOneTask checks that the task id derived from the order
-// id keeps a re-enqueue (the reconciler's) from making a second task.
+// id keeps a requeue (the reconciler's) from making a second task.
 func TestEnqueueTwiceMakesOneTask(t *testing.T) {
 	e := newTestEnv(t, "")
 	voucher := e.createCampaign(5)
@@ -184,9 +190,8 @@ func TestEnqueueTwiceMakesOneTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := jobs.NewEnqueuer(e.app.Queue)
 	for range 3 {
-		if err := q.EnqueuePersist(e.ctx, adm); err != nil {
+		if err := e.app.Enqueuer.RequeuePersist(e.ctx, adm); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -220,7 +225,8 @@ func TestRetriesWhilePostgresUnreachable(t *testing.T) {
 		t.Fatalf("order while Postgres is down: %+v %v", o, err)
 	}
 	inspector := asynq.NewInspectorFromRedisClient(e.app.Redis)
-	task, err := inspector.GetTaskInfo(jobs.QueueOrders, jobs.OrderTaskID(orderID))
+	// A lone purchase goes as a batch of one.
+	task, err := inspector.GetTaskInfo(jobs.QueueOrders, jobs.BatchTaskID([]seckill.Admission{{OrderID: orderID}}))
 	if err != nil {
 		t.Fatal(err)
 	}

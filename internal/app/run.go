@@ -51,6 +51,10 @@ func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, withWor
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); a.RunReconciler(workerCtx) }()
+	if cfg.PprofAddr != "" {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.runPprof(workerCtx) }()
+	}
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = a.RunDashboard(workerCtx) }()
 

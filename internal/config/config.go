@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -33,7 +34,7 @@ type Config struct {
 
 	WorkerConcurrency int
 	BatchSize         int
-	BatchWait         time.Duration
+	PersistWriters    int
 
 	ReconcileInterval time.Duration
 	ReconcileAfter    time.Duration
@@ -48,6 +49,8 @@ type Config struct {
 
 	AdminUser     string
 	AdminPassword string
+
+	PprofAddr string // empty: no profiling endpoint
 
 	// Warnings are non-fatal remarks to log once at start.
 	Warnings []string
@@ -74,9 +77,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		DBMaxConns:    p.int("SECKILL_DB_MAX_CONNS", 20, 1, 1000),
 		RedisPoolSize: p.int("SECKILL_REDIS_POOL_SIZE", 0, 0, 10000),
 
-		WorkerConcurrency: p.int("SECKILL_WORKER_CONCURRENCY", 256, 1, 10000),
-		BatchSize:         p.int("SECKILL_BATCH_SIZE", 200, 1, 10000),
-		BatchWait:         p.duration("SECKILL_BATCH_WAIT", 2*time.Millisecond),
+		WorkerConcurrency: p.int("SECKILL_WORKER_CONCURRENCY", 64, 1, 10000),
+		BatchSize:         p.int("SECKILL_BATCH_SIZE", 1000, 1, 10000),
+		PersistWriters:    p.int("SECKILL_PERSIST_WRITERS", 2, 1, 64),
 
 		ReconcileInterval: p.duration("SECKILL_RECONCILE_INTERVAL", 5*time.Second),
 		ReconcileAfter:    p.duration("SECKILL_RECONCILE_AFTER", 30*time.Second),
@@ -87,6 +90,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		MaxInFlight:     p.int("SECKILL_MAX_IN_FLIGHT", 10000, 1, 1000000),
 		ShutdownTimeout: p.duration("SECKILL_SHUTDOWN_TIMEOUT", 20*time.Second),
 
+		PprofAddr:     p.str("SECKILL_PPROF_ADDR", ""),
 		AdminUser:     p.str("SECKILL_ADMIN_USER", ""),
 		AdminPassword: p.str("SECKILL_ADMIN_PASSWORD", ""),
 	}
@@ -127,14 +131,17 @@ func Load(getenv func(string) string) (*Config, error) {
 	case len(c.JWTSecret) < 32:
 		p.errf("SECKILL_JWT_SECRET must be at least 32 characters")
 	}
-	if c.BatchWait <= 0 || c.BatchWait > time.Second {
-		p.errf("SECKILL_BATCH_WAIT must be between 1ns and 1s")
-	}
 	if c.ReconcileInterval <= 0 || c.ReconcileAfter <= 0 {
 		p.errf("SECKILL_RECONCILE_INTERVAL and SECKILL_RECONCILE_AFTER must be positive")
 	}
 	if c.UserRate < 0 {
 		p.errf("SECKILL_USER_RATE must be 0 (no limit) or more")
+	}
+	if c.PprofAddr != "" {
+		host, _, err := net.SplitHostPort(c.PprofAddr)
+		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+			p.errf("SECKILL_PPROF_ADDR must be a loopback address such as 127.0.0.1:6060, not %q", c.PprofAddr)
+		}
 	}
 	if (c.AdminUser == "") != (c.AdminPassword == "") {
 		p.errf("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together")

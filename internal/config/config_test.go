@@ -3,7 +3,6 @@ package config
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 func env(m map[string]string) func(string) string {
@@ -37,9 +36,10 @@ func TestLoadErrors(t *testing.T) {
 		{"bad env", map[string]string{"SECKILL_ENV": "staging"}, "SECKILL_ENV must be dev or prod"},
 		{"bad int", map[string]string{"SECKILL_ENV": "dev", "SECKILL_DB_MAX_CONNS": "lots"}, "SECKILL_DB_MAX_CONNS must be an integer"},
 		{"int out of range", map[string]string{"SECKILL_ENV": "dev", "SECKILL_WORKER_CONCURRENCY": "0"}, "SECKILL_WORKER_CONCURRENCY must be an integer from 1"},
-		{"bad duration", map[string]string{"SECKILL_ENV": "dev", "SECKILL_BATCH_WAIT": "soon"}, "SECKILL_BATCH_WAIT must be a duration"},
+		{"bad duration", map[string]string{"SECKILL_ENV": "dev", "SECKILL_RECONCILE_AFTER": "soon"}, "SECKILL_RECONCILE_AFTER must be a duration"},
 		{"bad db url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_DATABASE_URL": "mysql://x"}, "SECKILL_DATABASE_URL must be a postgres"},
 		{"bad redis url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_URL": "http://x"}, "SECKILL_REDIS_URL must be a redis"},
+		{"public pprof", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PPROF_ADDR": ":6060"}, "SECKILL_PPROF_ADDR must be a loopback"},
 		{"admin pair", map[string]string{"SECKILL_ENV": "dev", "SECKILL_ADMIN_USER": "root"}, "go together"},
 		{"bad log level", map[string]string{"SECKILL_ENV": "dev", "SECKILL_LOG_LEVEL": "loud"}, "SECKILL_LOG_LEVEL"},
 	}
@@ -54,11 +54,11 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestLoadReportsEveryProblem(t *testing.T) {
-	_, err := Load(env(map[string]string{"SECKILL_DB_MAX_CONNS": "x", "SECKILL_BATCH_WAIT": "y"}))
+	_, err := Load(env(map[string]string{"SECKILL_DB_MAX_CONNS": "x", "SECKILL_RECONCILE_AFTER": "y"}))
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, want := range []string{"SECKILL_JWT_SECRET", "SECKILL_DB_MAX_CONNS", "SECKILL_BATCH_WAIT"} {
+	for _, want := range []string{"SECKILL_JWT_SECRET", "SECKILL_DB_MAX_CONNS", "SECKILL_RECONCILE_AFTER"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s: %v", want, err)
 		}
@@ -68,13 +68,13 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 func TestLoadProd(t *testing.T) {
 	c, err := Load(env(map[string]string{
 		"SECKILL_JWT_SECRET":      strings.Repeat("s", 32),
-		"SECKILL_BATCH_WAIT":      "5ms",
+		"SECKILL_PERSIST_WRITERS": "4",
 		"SECKILL_ALLOWED_ORIGINS": "https://shop.example, https://admin.example",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Dev() || c.LogFormat != "json" || c.Playground || c.BatchWait != 5*time.Millisecond || len(c.Warnings) != 0 {
+	if c.Dev() || c.LogFormat != "json" || c.Playground || c.PersistWriters != 4 || len(c.Warnings) != 0 {
 		t.Fatalf("unexpected prod config: %+v", c)
 	}
 	if len(c.AllowedOrigins) != 2 || c.AllowedOrigins[1] != "https://admin.example" {

@@ -63,15 +63,21 @@ type Admitter interface {
 
 // Enqueuer hands admissions to the persistence workers (Asynq).
 type Enqueuer interface {
-	// EnqueuePersist enqueues one admission; enqueuing an admission that is
-	// already queued is not an error.
+	// EnqueuePersist hands one fresh admission over, to be enqueued soon,
+	// batched with others, without waiting; a failure shows up later as a
+	// stale admission, which the reconciler requeues.
 	EnqueuePersist(ctx context.Context, adm Admission) error
+	// RequeuePersist enqueues one admission on its own, as a task whose id
+	// is derived from the order id, and waits: requeuing an admission whose
+	// task is still queued (or retrying, or archived) makes no second task.
+	RequeuePersist(ctx context.Context, adm Admission) error
 }
 
 // StatusBus carries order status changes between processes (Redis pub/sub).
 // Delivery is at most once: subscribers read the current state first.
 type StatusBus interface {
-	Publish(ctx context.Context, ev StatusEvent) error
+	// Publish sends events, in one message where the bus can.
+	Publish(ctx context.Context, evs ...StatusEvent) error
 	// Subscribe delivers events for orderID until cancel is called or ctx
 	// ends; the channel is closed then.
 	Subscribe(ctx context.Context, orderID int64) (events <-chan StatusEvent, cancel func(), err error)

@@ -282,41 +282,38 @@ func (s *Service) PersistAdmissions(ctx context.Context, adms []Admission) error
 		return fmt.Errorf("persist orders: %w", err)
 	}
 	created := make([]Admission, 0, len(outcomes))
+	events := make([]StatusEvent, 0, len(outcomes))
 	var errs []error
 	for _, o := range outcomes {
 		switch o.Status {
 		case OrderCreated:
 			created = append(created, o.Admission)
+			events = append(events, StatusEvent{OrderID: o.Admission.OrderID, Status: OrderCreated, At: o.CreatedAt})
 		case OrderFailed:
-			// Postgres recorded the failure; give the unit and the buyer
-			// slot back so someone (or the same user) can buy it.
-			// A user who holds another order keeps their buyer slot: the
-			// failure was a second order for them, not a lost purchase.
+			// Postgres recorded the failure; give the unit back so someone
+			// can buy it, and the buyer slot too unless the user holds
+			// another order (then this was a second order, not a loss).
 			keepBuyer := o.Reason == FailureUserHasOrder
 			if _, err := s.Admitter.Release(ctx, o.Admission, keepBuyer); err != nil {
 				errs = append(errs, fmt.Errorf("release order %d: %w", o.Admission.OrderID, err))
 				continue
 			}
 			s.Logger.Warn("order failed", "order_id", o.Admission.OrderID, "voucher_id", o.Admission.VoucherID, "reason", o.Reason)
-			s.publish(ctx, StatusEvent{OrderID: o.Admission.OrderID, Status: OrderFailed, At: s.now(), Reason: o.Reason})
+			events = append(events, StatusEvent{OrderID: o.Admission.OrderID, Status: OrderFailed, At: s.now(), Reason: o.Reason})
 		}
 	}
 	if err := s.Admitter.Ack(ctx, created); err != nil {
 		errs = append(errs, fmt.Errorf("ack admissions: %w", err))
 	}
-	for _, o := range outcomes {
-		if o.Status == OrderCreated {
-			s.publish(ctx, StatusEvent{OrderID: o.Admission.OrderID, Status: OrderCreated, At: o.CreatedAt})
-		}
-	}
+	s.publish(ctx, events...)
 	return errors.Join(errs...)
 }
 
-func (s *Service) publish(ctx context.Context, ev StatusEvent) {
-	if err := s.Bus.Publish(ctx, ev); err != nil {
+func (s *Service) publish(ctx context.Context, evs ...StatusEvent) {
+	if err := s.Bus.Publish(ctx, evs...); err != nil {
 		// Subscribers read the current state when they start, and the
 		// status is in Postgres: a lost event delays nobody for long.
-		s.Logger.Warn("publish order status", "order_id", ev.OrderID, "err", err)
+		s.Logger.Warn("publish order status", "count", len(evs), "err", err)
 	}
 }
 
@@ -330,7 +327,7 @@ func (s *Service) Reconcile(ctx context.Context, age time.Duration, limit int) (
 	}
 	n := 0
 	for _, adm := range stale {
-		if err := s.Queue.EnqueuePersist(ctx, adm); err != nil {
+		if err := s.Queue.RequeuePersist(ctx, adm); err != nil {
 			return n, fmt.Errorf("re-enqueue order %d: %w", adm.OrderID, err)
 		}
 		n++
