@@ -10,7 +10,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,12 +23,8 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/store"
 	"seckill/internal/store/storetest"
+	"seckill/internal/testenv"
 )
-
-// dashRedisDB is the Redis database the dashboard's tests own (Asynq's keys
-// are global within a database); each test empties it first, so these tests
-// never run in parallel.
-const dashRedisDB = 5
 
 const (
 	dashAdmin    = "ops"
@@ -37,20 +32,6 @@ const (
 )
 
 func init() { store.BcryptCost = bcrypt.MinCost }
-
-func dashRedisURL(tb testing.TB) string {
-	tb.Helper()
-	base := os.Getenv("SECKILL_TEST_REDIS_URL")
-	if base == "" {
-		base = "redis://127.0.0.1:6379/0"
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		tb.Fatalf("SECKILL_TEST_REDIS_URL: %v", err)
-	}
-	u.Path = "/" + strconv.Itoa(dashRedisDB)
-	return u.String()
-}
 
 // dashEnv is a running seckill as `seckill serve` runs it: the HTTP API and
 // the dashboard on a test server, the workers, the dashboard's sampler.
@@ -67,7 +48,7 @@ func newDashEnv(t *testing.T) *dashEnv {
 	vars := map[string]string{
 		"SECKILL_ENV":              "dev",
 		"SECKILL_DATABASE_URL":     storetest.NewDSN(t),
-		"SECKILL_REDIS_URL":        dashRedisURL(t),
+		"SECKILL_REDIS_URL":        testenv.RedisURL(t, testenv.RedisDBDashboard),
 		"SECKILL_SHUTDOWN_TIMEOUT": "5s",
 		"SECKILL_LOG_LEVEL":        "warn",
 		"SECKILL_USER_RATE":        "0",

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -20,25 +18,8 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/seckill"
 	"seckill/internal/store/storetest"
+	"seckill/internal/testenv"
 )
-
-// testRedisDB is the Redis database this package's tests own: Asynq's queue
-// keys are global within a database, so no other package may share it.
-const testRedisDB = 3
-
-func testRedisURL(tb testing.TB) string {
-	tb.Helper()
-	base := os.Getenv("SECKILL_TEST_REDIS_URL")
-	if base == "" {
-		base = "redis://127.0.0.1:6379/0"
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		tb.Fatalf("SECKILL_TEST_REDIS_URL: %v", err)
-	}
-	u.Path = "/" + strconv.Itoa(testRedisDB)
-	return u.String()
-}
 
 // testEnv is a running seckill: real Postgres (a fresh database), real Redis
 // (this package's database, emptied first), the HTTP API on a test server,
@@ -61,7 +42,7 @@ func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
 	vars := map[string]string{
 		"SECKILL_ENV":                "dev",
 		"SECKILL_DATABASE_URL":       dsn,
-		"SECKILL_REDIS_URL":          testRedisURL(t),
+		"SECKILL_REDIS_URL":          testenv.RedisURL(t, testenv.RedisDBApp),
 		"SECKILL_RECONCILE_INTERVAL": "200ms",
 		"SECKILL_RECONCILE_AFTER":    "1s",
 		"SECKILL_SHUTDOWN_TIMEOUT":   "5s",

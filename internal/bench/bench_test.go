@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,41 +17,28 @@ import (
 	"seckill/internal/bench"
 	"seckill/internal/config"
 	"seckill/internal/store/storetest"
+	"seckill/internal/testenv"
 )
-
-// redisDB is the Redis database this package's tests own: they flush it.
-const redisDB = 6
 
 const secret = "bench-integration-secret-long-enough-0123456789"
 
-// testRedisURL returns SECKILL_TEST_REDIS_URL with the database set to
-// redisDB, flushed.
+// testRedisURL returns the URL of the Redis database this package's tests
+// own, flushed.
 func testRedisURL(t *testing.T) string {
 	t.Helper()
-	raw := os.Getenv("SECKILL_TEST_REDIS_URL")
-	if raw == "" {
-		raw = "redis://127.0.0.1:6379/0"
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatalf("SECKILL_TEST_REDIS_URL: %v", err)
-	}
-	u.Path = "/6"
-	opt, err := redis.ParseURL(u.String())
+	raw := testenv.RedisURL(t, testenv.RedisDBBench)
+	opt, err := redis.ParseURL(raw)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if opt.DB != redisDB {
-		t.Fatalf("redis URL %s selects DB %d", u.Redacted(), opt.DB)
 	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if err := rdb.FlushDB(ctx).Err(); err != nil {
-		t.Fatalf("flush redis DB %d: %v", redisDB, err)
+		t.Fatalf("flush redis DB %d: %v", opt.DB, err)
 	}
-	return u.String()
+	return raw
 }
 
 // startServer runs the real seckill server in process: the HTTP API on an

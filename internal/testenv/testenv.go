@@ -1,0 +1,35 @@
+// Package testenv tells tests where the real services they run against are.
+// It is imported by tests only.
+package testenv
+
+import (
+	"net/url"
+	"os"
+	"strconv"
+	"testing"
+)
+
+// Redis databases owned by the test packages that run Asynq: its queue keys
+// are global within a database, so two such packages never share one. Tests
+// that only use key prefixes stay on the database of SECKILL_TEST_REDIS_URL.
+const (
+	RedisDBApp       = 3 // internal/app: the purchase path end to end
+	RedisDBDashboard = 5 // internal/app: the dashboard
+	RedisDBBench     = 6 // internal/bench
+)
+
+// RedisURL returns SECKILL_TEST_REDIS_URL (default the local server) with its
+// database set to db.
+func RedisURL(tb testing.TB, db int) string {
+	tb.Helper()
+	base := os.Getenv("SECKILL_TEST_REDIS_URL")
+	if base == "" {
+		base = "redis://127.0.0.1:6379/0"
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("SECKILL_TEST_REDIS_URL: %v", err)
+	}
+	u.Path = "/" + strconv.Itoa(db)
+	return u.String()
+}
