@@ -55,7 +55,13 @@ ensure_postgres() {
 		if [[ -z $bindir ]]; then
 			apt_install postgresql
 			bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
+			# Debian's package may have started its own cluster on the port,
+			# with password authentication: stop it, ours trusts local users.
+			pg_lsclusters -h 2>/dev/null | awk -v p="$port" '$3 == p {print $1, $2}' |
+				while read -r ver name; do pg_ctlcluster "$ver" "$name" stop || true; done
 		fi
+	fi
+	if ! tcp_open "$host" "$port"; then
 		local data="$run/postgres" as=()
 		# initdb and postgres refuse to run as root.
 		if [[ $(id -u) == 0 ]]; then as=(runuser -u postgres --); mkdir -p "$run"; chown postgres "$run"; fi
@@ -85,7 +91,9 @@ ensure_redis() {
 	host=$(url_part "$redis_url" host); port=$(url_part "$redis_url" port); port=${port:-6379}
 	if ! tcp_open "$host" "$port"; then
 		is_local "$host" || die "Redis at $host:$port is not reachable"
-		command -v redis-server >/dev/null || apt_install redis-server
+		command -v redis-server >/dev/null || { apt_install redis-server; sleep 1; }
+	fi
+	if ! tcp_open "$host" "$port"; then
 		mkdir -p "$run/redis"
 		log "starting a private Redis on 127.0.0.1:$port (append-only file in $run/redis)"
 		redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --dir "$run/redis" \
