@@ -28,6 +28,7 @@ type testEnv struct {
 	t      *testing.T
 	app    *App
 	srv    *httptest.Server
+	url    string // the API's base URL
 	ctx    context.Context
 	worker func() // starts the workers; stopped at cleanup
 }
@@ -71,7 +72,7 @@ func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
 	srv := httptest.NewServer(a.Handler(nil))
 	var wg sync.WaitGroup
 	var once sync.Once
-	e := &testEnv{t: t, app: a, srv: srv, ctx: ctx}
+	e := &testEnv{t: t, app: a, srv: srv, url: srv.URL, ctx: ctx}
 	e.worker = func() {
 		once.Do(func() {
 			wg.Add(1)
@@ -129,7 +130,7 @@ func (r *gqlResponse) code() string {
 // gql posts a GraphQL request through the real HTTP handler.
 func (e *testEnv) gql(client *http.Client, token, query string, vars map[string]any, data any) (*gqlResponse, error) {
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/graphql", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, e.url+"/graphql", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func (e *testEnv) gql(client *http.Client, token, query string, vars map[string]
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if client == nil {
-		client = e.srv.Client()
+		client = http.DefaultClient
 	}
 	res, err := client.Do(req)
 	if err != nil {

@@ -113,6 +113,14 @@ func (a *App) RunHTTP(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	cancelBase()
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Requests still running after the budget (or connections that
+		// never sent one) are cut; their admissions, if any, are pending
+		// in Redis and the reconciler hands them to the workers.
+		a.Logger.Warn("http drain exceeded the shutdown timeout; closing the rest", "timeout", a.Config.ShutdownTimeout)
+		_ = srv.Close()
+		return nil
+	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("http shutdown: %w", err)
 	}

@@ -22,7 +22,7 @@ type wsMessage struct {
 
 func (e *testEnv) dialWS(t *testing.T, ctx context.Context, subprotocol string) *websocket.Conn {
 	t.Helper()
-	url := "ws" + strings.TrimPrefix(e.srv.URL, "http") + "/graphql"
+	url := "ws" + strings.TrimPrefix(e.url, "http") + "/graphql"
 	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{subprotocol}})
 	if err != nil {
 		t.Fatal(err)
