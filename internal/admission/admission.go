@@ -172,17 +172,6 @@ func (a *Admitter) Start(ctx context.Context) error {
 	return nil
 }
 
-// Run is Start, then waits until ctx ends and the listener has stopped. It
-// returns nil after ctx ends.
-func (a *Admitter) Run(ctx context.Context) error {
-	if err := a.Start(ctx); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	<-a.subDone
-	return nil
-}
-
 // subscribe opens a PubSub on channel and waits for Redis to confirm it, so
 // that a message published after it returns is not lost.
 func subscribe(ctx context.Context, rdb redis.UniversalClient, channel string) (*redis.PubSub, error) {

@@ -698,21 +698,18 @@ func addStock(t *testing.T, a *admission.Admitter, adm seckill.Admission) {
 	}
 }
 
-func TestRunStops(t *testing.T) {
+func TestListenerStopsWithContext(t *testing.T) {
 	t.Parallel()
 	a, _ := newAdmitter(t, admission.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	time.Sleep(50 * time.Millisecond)
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	cancel()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("run: %v", err)
-		}
+	case <-admission.ListenerDone(a):
 	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after cancel")
+		t.Fatal("the listener did not stop after its context ended")
 	}
 	if err := a.Start(context.Background()); err == nil {
 		t.Error("second Start succeeded")

@@ -86,3 +86,6 @@ func BuyersKey(a *Admitter, voucherID int64) string { return a.keys.buyers(vouch
 
 // PendingAtKey returns the key of a campaign's pending_at sorted set.
 func PendingAtKey(a *Admitter, voucherID int64) string { return a.keys.pendingAt(voucherID) }
+
+// ListenerDone is closed when the stock_returned listener has stopped.
+func ListenerDone(a *Admitter) <-chan struct{} { return a.subDone }
