@@ -2,10 +2,6 @@ package auth
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -223,66 +219,6 @@ func TestFromHeader(t *testing.T) {
 	}
 }
 
-func TestMiddleware(t *testing.T) {
-	tok, _ := newTestTokens(t)
-	tok.Now = nil // the test server runs on the real clock
-	h := tok.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u := seckill.UserFromContext(r.Context()); u != nil {
-			fmt.Fprintf(w, "user %d admin=%v", u.ID, u.Admin)
-			return
-		}
-		io.WriteString(w, "anonymous")
-	}))
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-
-	admin, err := tok.Issue(8, true, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const unauthorized = `{"errors":[{"message":"invalid token","extensions":{"code":"UNAUTHENTICATED"}}]}` + "\n"
-	tests := []struct {
-		name, header string
-		status       int
-		body         string
-	}{
-		{"no header", "", http.StatusOK, "anonymous"},
-		{"valid", "Bearer " + admin, http.StatusOK, "user 8 admin=true"},
-		{"invalid", "Bearer " + admin + "x", http.StatusUnauthorized, unauthorized},
-		{"not bearer", "Basic dXNlcjpwYXNz", http.StatusUnauthorized, unauthorized},
-		{"empty bearer", "Bearer ", http.StatusUnauthorized, unauthorized},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-			if tc.header != "" {
-				req.Header.Set("Authorization", tc.header)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tc.status {
-				t.Errorf("status = %d, want %d", resp.StatusCode, tc.status)
-			}
-			if diff := cmp.Diff(tc.body, string(body)); diff != "" {
-				t.Errorf("body (-want +got):\n%s", diff)
-			}
-			if tc.status == http.StatusUnauthorized {
-				if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-					t.Errorf("Content-Type = %q", ct)
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkParse compares verifying a token with the jwt parser, with the
-// fast path for the tokens Issue makes (fast.go), and with the cache of
-// verified tokens in front, on one goroutine and on all of them. Every
-// buyer of a flash sale is new, so "fast" is the purchase path's case.
 func BenchmarkParse(b *testing.B) {
 	for _, variant := range []string{"jwt", "fast", "fast+cache"} {
 		tok := NewTokens(testSecret, testIssuer)
