@@ -172,6 +172,8 @@ type memAdmitter struct {
 	mu        sync.Mutex
 	campaigns map[int64]*memCampaign
 	pending   map[int64]seckill.Admission
+	// failMode makes Admit fail (see setFailure).
+	failMode string
 }
 
 type memCampaign struct {
@@ -198,6 +200,9 @@ func (a *memAdmitter) Warm(_ context.Context, st seckill.WarmState) (bool, error
 func (a *memAdmitter) Admit(_ context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if out, err, ok := a.failure(); ok {
+		return out, seckill.Admission{}, err
+	}
 	c, ok := a.campaigns[voucherID]
 	if !ok {
 		return "", seckill.Admission{}, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
