@@ -90,6 +90,7 @@ type Admitter struct {
 	keys   keys
 	logger *slog.Logger
 	local  *local
+	admits *pipeline // the admit script, pipelined
 
 	startMu sync.Mutex
 	subDone chan struct{} // closed when the stock_returned listener exits
@@ -113,6 +114,7 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 		keys:   keys{prefix: opts.Prefix},
 		logger: logger,
 		local:  newLocal(ttl),
+		admits: newPipeline(rdb, admitScript, defaultPipelines, defaultMaxPipeline),
 	}
 }
 
@@ -218,7 +220,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.
 		keys = a.keys.admit(voucherID)
 	}
 
-	res, err := admitScript.Run(ctx, a.rdb, keys, userID).Slice()
+	res, err := a.admits.run(ctx, keys, userID)
 	if err != nil {
 		return "", seckill.Admission{}, redisError("admit", err, nil)
 	}

@@ -13,24 +13,38 @@ import (
 // BenchmarkAdmit measures the accepted path: every call is a new user, so
 // every call is one EVALSHA that writes. Many goroutines per core keep many
 // requests in flight, as an API server does.
+//
+// "pipelined" is the Admitter as it runs; "alone" sends every EVALSHA by
+// itself, as before pipelining.
 func BenchmarkAdmit(b *testing.B) {
-	a, _ := newAdmitter(b, admission.Options{})
-	const voucherID = 1
-	mustWarm(b, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 1e12)})
-	ctx := context.Background()
-	var users atomic.Int64
-	b.SetParallelism(32)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			o, _, err := a.Admit(ctx, voucherID, users.Add(1))
-			if err != nil || o != seckill.OutcomeAccepted {
-				b.Errorf("admit: %s %v", o, err)
-				return
-			}
-		}
-	})
+	for _, bm := range []struct {
+		name  string
+		setup func(*admission.Admitter)
+	}{
+		{"pipelined", func(*admission.Admitter) {}},
+		{"alone", admission.Unpipelined},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			a, _ := newAdmitter(b, admission.Options{})
+			bm.setup(a)
+			const voucherID = 1
+			mustWarm(b, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 1e12)})
+			ctx := context.Background()
+			var users atomic.Int64
+			b.SetParallelism(32)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					o, _, err := a.Admit(ctx, voucherID, users.Add(1))
+					if err != nil || o != seckill.OutcomeAccepted {
+						b.Errorf("admit: %s %v", o, err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 // BenchmarkAdmitSoldOut measures refusals after the sell-out: "local" is the

@@ -89,3 +89,9 @@ func PendingAtKey(a *Admitter, voucherID int64) string { return a.keys.pendingAt
 
 // ListenerDone is closed when the stock_returned listener has stopped.
 func ListenerDone(a *Admitter) <-chan struct{} { return a.subDone }
+
+// Unpipelined makes every admission of a go to Redis alone, at once, as
+// before pipelining (benchmarks compare the two).
+func Unpipelined(a *Admitter) {
+	a.admits = newPipeline(a.rdb, admitScript, 1<<20, 1)
+}
