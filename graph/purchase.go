@@ -106,7 +106,7 @@ func (p *purchasePath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req purchaseRequest
-	plan, voucherID, ok := (*purchasePlan)(nil), "", json.Unmarshal(body, &req) == nil
+	plan, voucherID, ok := (*purchasePlan)(nil), "", decodePurchaseRequest(body, &req) == nil
 	if ok {
 		plan = p.plan(r.Context(), req.Query)
 		voucherID, ok = plan.voucherID(&req)
