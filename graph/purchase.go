@@ -100,8 +100,12 @@ func (p *purchasePath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := readBody(r)
 	if err != nil {
-		// Let gqlgen meet the same error and answer it its way.
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+		// Not read whole: gqlgen reads the same bytes, then the rest of
+		// the body or the same error, and answers its way.
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		p.next.ServeHTTP(w, r)
 		return
 	}
@@ -142,6 +146,8 @@ func (p *purchasePath) supports(r *http.Request) bool {
 
 // readBody reads the whole body; net/http (and limitBody) end it at
 // Content-Length, so a known length is read into a buffer of that size.
+// An error means the body was not read whole: what was read is returned
+// with it, and the rest (if any) is still in r.Body.
 func readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength <= 0 {
 		return io.ReadAll(r.Body)
@@ -160,10 +166,6 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 var errLongBody = errors.New("request body longer than its Content-Length")
-
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // plan returns the plan of query, recognising it the first time it is
 // seen; nil means gqlgen answers it.
@@ -310,9 +312,8 @@ func (p *purchasePath) call(ctx context.Context, voucherID string) (res *model.S
 }
 
 // fieldErrors presents a resolver error, a recovered panic or a missing
-// result through
-// gqlgen's own error functions, in a context that carries the operation
-// and the field as gqlgen's executor would.
+// result through gqlgen's own error functions, in a context that carries
+// the operation and the field as gqlgen's executor would.
 func (p *purchasePath) fieldErrors(ctx context.Context, plan *purchasePlan, err error, panicked any) gqlerror.List {
 	ctx = graphql.WithOperationContext(ctx, &graphql.OperationContext{
 		OperationName: plan.opName,
@@ -331,7 +332,7 @@ func (p *purchasePath) fieldErrors(ctx context.Context, plan *purchasePlan, err 
 	case err != nil:
 		graphql.AddError(ctx, graphql.AddFieldLocationToError(ctx, err))
 	default:
-		graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		graphql.AddInvalidNullError(ctx, "SeckillResult!")
 	}
 	return graphql.GetErrors(ctx)
 }

@@ -2,10 +2,12 @@ package graph
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +16,11 @@ import (
 	"testing"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
 
+	"seckill/graph/generated"
+	"seckill/graph/model"
 	"seckill/internal/seckill"
 )
 
@@ -358,3 +364,93 @@ func TestNeedsEscaping(t *testing.T) {
 		}
 	}
 }
+
+// TestPurchaseFastPathOddBodies compares the two paths on bodies the fast
+// path cannot read whole: one that fails mid-read and one longer than its
+// Content-Length. Both go to gqlgen, which must meet the same bytes and
+// the same error it would have met alone.
+func TestPurchaseFastPathOddBodies(t *testing.T) {
+	tw := newTwinEnvs(t)
+	body := `{"query":` + quote(buyDoc) + `,"variables":{"voucherId":"1"}}`
+	for _, c := range []struct {
+		name string
+		req  func() *http.Request
+	}{
+		{"read fails", func() *http.Request {
+			r := httptest.NewRequest(http.MethodPost, "/", io.MultiReader(strings.NewReader(body[:20]), errReader{errors.New("connection reset")}))
+			r.ContentLength = int64(len(body))
+			return r
+		}},
+		{"longer than Content-Length", func() *http.Request {
+			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body+`   `))
+			r.ContentLength = int64(len(body))
+			return r
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			serve := func(h http.Handler) answer {
+				req := c.req()
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+tw.tokens["user"])
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				var hb bytes.Buffer
+				_ = w.Header().Write(&hb)
+				return answer{status: w.Code, header: hb.String(), body: w.Body.String()}
+			}
+			before := tw.fastHits.Load()
+			got, want := serve(tw.fast.handler), serve(tw.generic.handler)
+			if got != want {
+				t.Errorf("fast path answered\n%v\ngqlgen answered\n%v", got, want)
+			}
+			if tw.fastHits.Load() != before {
+				t.Error("the fast path answered a body it could not read whole")
+			}
+		})
+	}
+}
+
+// TestPurchaseFastPathNoResult: a resolver that returns neither a result
+// nor an error gets the answer gqlgen gives to a null non-null field.
+func TestPurchaseFastPathNoResult(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	opts := Options{Logger: log}.withDefaults()
+	schema := generated.NewExecutableSchema(generated.Config{Resolvers: nilRoot{&Resolver{}}})
+	gql := handler.New(schema)
+	gql.AddTransport(transport.POST{})
+	gql.SetRecoverFunc(recoverFunc(log))
+	gql.SetErrorPresenter(presentError(log))
+	p := newPurchasePath(schema, &Resolver{}, opts, gql)
+	p.resolve = nilMutation{}.Seckill
+	served := false
+	p.onServe = func() { served = true }
+
+	body := `{"query":` + quote(buyDoc) + `,"variables":{"voucherId":"1"}}`
+	answer := func(h http.Handler) string {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Body.String()
+	}
+	got, want := answer(p), answer(gql)
+	if !served {
+		t.Fatal("the fast path did not answer")
+	}
+	if got != want || !strings.Contains(got, `"data":null`) {
+		t.Fatalf("fast path answered\n%s\ngqlgen answered\n%s", got, want)
+	}
+}
+
+// nilRoot resolves Mutation.seckill to nothing at all.
+type nilRoot struct{ *Resolver }
+
+func (r nilRoot) Mutation() generated.MutationResolver { return nilMutation{} }
+
+type nilMutation struct{ generated.MutationResolver }
+
+func (nilMutation) Seckill(context.Context, string) (*model.SeckillResult, error) { return nil, nil }
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
