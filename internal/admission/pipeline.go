@@ -118,8 +118,9 @@ func (p *pipeline) send(ctx context.Context, b *pipeBatch) {
 		c.res, c.err = cmds[i].Slice()
 		if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
 			// Redis lost its script cache (a restart, SCRIPT FLUSH): the
-			// script did not run, so running it with EVAL is safe.
-			c.res, c.err = p.script.Eval(ctx, p.rdb, c.keys, c.arg).Slice()
+			// script did not run, so running it again is safe. Run loads
+			// it with EVAL once; the calls after that find it again.
+			c.res, c.err = p.script.Run(ctx, p.rdb, c.keys, c.arg).Slice()
 		}
 	}
 }
