@@ -62,21 +62,7 @@ func (v *pgVerifier) counts(ctx context.Context, voucherID, userLo, userHi int64
 
 // orderIDs returns the ids of the run's orders.
 func (v *pgVerifier) orderIDs(ctx context.Context, voucherID, userLo, userHi int64) ([]int64, error) {
-	rows, err := v.db.QueryContext(ctx, `SELECT id FROM voucher_order WHERE voucher_id = ? AND user_id BETWEEN ? AND ?`,
-		voucherID, userLo, userHi)
-	if err != nil {
-		return nil, fmt.Errorf("read order ids: %w", err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return v.runIDs(ctx, "voucher_order", voucherID, userLo, userHi)
 }
 
 // failedIDs returns the ids of the run's admissions recorded as FAILED.
@@ -84,10 +70,16 @@ func (v *pgVerifier) failedIDs(ctx context.Context, voucherID, userLo, userHi in
 	if !v.failures {
 		return nil, nil
 	}
-	rows, err := v.db.QueryContext(ctx, `SELECT id FROM order_failure WHERE voucher_id = ? AND user_id BETWEEN ? AND ?`,
+	return v.runIDs(ctx, "order_failure", voucherID, userLo, userHi)
+}
+
+// runIDs returns the ids in table (one of ours, never input) of the run's
+// buyers of voucherID.
+func (v *pgVerifier) runIDs(ctx context.Context, table string, voucherID, userLo, userHi int64) ([]int64, error) {
+	rows, err := v.db.QueryContext(ctx, `SELECT id FROM `+table+` WHERE voucher_id = ? AND user_id BETWEEN ? AND ?`,
 		voucherID, userLo, userHi)
 	if err != nil {
-		return nil, fmt.Errorf("read failed order ids: %w", err)
+		return nil, fmt.Errorf("read ids from %s: %w", table, err)
 	}
 	defer rows.Close()
 	var ids []int64
