@@ -155,7 +155,13 @@ func (s *memStore) PersistOrders(_ context.Context, adms []seckill.Admission) ([
 	return out, nil
 }
 
-func (s *memStore) WarmStates(context.Context) ([]seckill.WarmState, error) { return nil, nil }
+func (s *memStore) LiveCampaigns(context.Context) ([]int64, error) { return nil, nil }
+func (s *memStore) RebuildCampaign(_ context.Context, id int64) (seckill.WarmState, error) {
+	return seckill.WarmState{}, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", id)
+}
+func (s *memStore) CampaignEpoch(_ context.Context, id int64) (int64, error) {
+	return 0, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", id)
+}
 
 func cloneVoucher(v *seckill.Voucher) *seckill.Voucher {
 	c := *v
@@ -193,7 +199,7 @@ func (a *memAdmitter) Warm(_ context.Context, st seckill.WarmState) (bool, error
 	if _, ok := a.campaigns[st.Campaign.VoucherID]; ok {
 		return false, nil
 	}
-	a.campaigns[st.Campaign.VoucherID] = &memCampaign{c: st.Campaign, left: st.Campaign.Stock, seq: st.MaxSeq, buyers: map[int64]bool{}}
+	a.campaigns[st.Campaign.VoucherID] = &memCampaign{c: st.Campaign, left: st.Campaign.Stock, seq: 0, buyers: map[int64]bool{}}
 	return true, nil
 }
 
@@ -276,8 +282,14 @@ func (a *memAdmitter) Release(_ context.Context, adm seckill.Admission, keepBuye
 func (a *memAdmitter) Stale(context.Context, time.Duration, int) ([]seckill.Admission, error) {
 	return nil, nil
 }
-func (a *memAdmitter) Warmed(context.Context) (bool, error) { return true, nil }
-func (a *memAdmitter) MarkWarmed(context.Context) error     { return nil }
+func (a *memAdmitter) NeedsRebuild(context.Context, []int64) ([]int64, error) { return nil, nil }
+func (a *memAdmitter) BeginRebuild(context.Context, int64) (string, bool, error) {
+	return "", false, nil
+}
+func (a *memAdmitter) PendingOf(context.Context, int64) ([]seckill.Admission, error) { return nil, nil }
+func (a *memAdmitter) FinishRebuild(context.Context, string, seckill.WarmState) (bool, error) {
+	return false, nil
+}
 
 func (a *memAdmitter) count() int {
 	a.mu.Lock()

@@ -43,6 +43,10 @@ const (
 	DefaultInitTimeout       = 10 * time.Second
 )
 
+// RetryAfterSeconds is the hint (extensions.retryAfter) that comes with an
+// UNAVAILABLE error: the sale is being restored, or Redis is out of reach.
+const RetryAfterSeconds = 1
+
 // WebSocket close codes for a refused connection_init, as the graphql-ws
 // clients expect them: they do not reconnect after either.
 const (
@@ -339,6 +343,10 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 			setExtension(gerr, "code", derr.Code)
 			if derr.Field != "" {
 				setExtension(gerr, "field", derr.Field)
+			}
+			if derr.Code == seckill.EUNAVAILABLE {
+				// Retryable: a hint, in seconds, for clients and proxies.
+				setExtension(gerr, "retryAfter", RetryAfterSeconds)
 			}
 			return gerr
 		}

@@ -37,6 +37,22 @@ var Update string
 //go:embed add_stock.lua
 var AddStock string
 
+// RebuildBegin takes a campaign's rebuild lock and stops its admissions.
+//
+//go:embed rebuild_begin.lua
+var RebuildBegin string
+
+// Rebuild installs a campaign from Postgres in a new epoch and ends the
+// rebuild.
+//
+//go:embed rebuild.lua
+var Rebuild string
+
+// Stamp stops a campaign whose state another Redis server installed.
+//
+//go:embed stamp.lua
+var Stamp string
+
 // All maps each script's file name to its source.
 var All = map[string]string{
 	"admit.lua":     Admit,
@@ -45,4 +61,8 @@ var All = map[string]string{
 	"ack.lua":       Ack,
 	"update.lua":    Update,
 	"add_stock.lua": AddStock,
+
+	"rebuild_begin.lua": RebuildBegin,
+	"rebuild.lua":       Rebuild,
+	"stamp.lua":         Stamp,
 }

@@ -1,11 +1,14 @@
 -- warm installs a campaign unless Redis holds it already. The caller adds the
 -- campaign's buyers to its buyers set BEFORE running this script, so the
--- campaign never admits a user who holds a unit.
+-- campaign never admits a user who holds a unit. It records the run_id of
+-- this Redis server beside the state: after a restart or a failover the id
+-- differs, and the campaign is rebuilt before it admits again (stamp.lua).
 --
--- KEYS[1] -> <p>seckill:{v<voucher>}:campaign   hash: stock, seq, begin_ms, end_ms, paused
+-- KEYS[1] -> <p>seckill:{v<voucher>}:campaign   hash: stock, seq, begin_ms, end_ms, paused,
+--                                               epoch, rid
 -- --
 -- ARGV[1] -> stock: units left to sell (integer, 0 <= stock <= 10^15)
--- ARGV[2] -> seq: highest order sequence used so far (0 <= seq < 2^32)
+-- ARGV[2] -> epoch: the campaign's order id epoch in Postgres (0 <= epoch < 1024)
 -- ARGV[3] -> begin_ms: start of the sale, Unix milliseconds (>= 0)
 -- ARGV[4] -> end_ms: end of the sale, Unix milliseconds (> begin_ms)
 -- ARGV[5] -> paused: "0" or "1"
@@ -29,9 +32,9 @@ local stock = int(ARGV[1], 0, 1e15)
 if not stock then
   return redis.error_reply('ERR warm: ARGV[1] stock must be an integer >= 0')
 end
-local seq = int(ARGV[2], 0, 4294967294)
-if not seq then
-  return redis.error_reply('ERR warm: ARGV[2] seq must be an integer in [0, 2^32-1)')
+local epoch = int(ARGV[2], 0, 1023)
+if not epoch then
+  return redis.error_reply('ERR warm: ARGV[2] epoch must be an integer in [0, 1024)')
 end
 local begin_ms = int(ARGV[3], 0, 1e15)
 if not begin_ms then
@@ -49,10 +52,13 @@ end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
+local rid = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 redis.call('HSET', KEYS[1],
   'stock', string.format('%d', stock),
-  'seq', string.format('%d', seq),
+  'seq', '0',
+  'epoch', string.format('%d', epoch),
   'begin_ms', string.format('%d', begin_ms),
   'end_ms', string.format('%d', end_ms),
-  'paused', paused)
+  'paused', paused,
+  'rid', rid)
 return 1

@@ -6,12 +6,19 @@
 //
 // Keys, with a configurable prefix <p>:
 //
-//	<p>seckill:{v42}:campaign    hash: stock, seq, begin_ms, end_ms, paused
-//	<p>seckill:{v42}:buyers      set of user ids holding a unit
-//	<p>seckill:{v42}:pending     hash: seq -> "<user>:<admitted_ms>"
-//	<p>seckill:{v42}:pending_at  zset: seq scored by admitted_ms
-//	<p>seckill:campaigns         set of warmed voucher ids (for Stale)
-//	<p>seckill:warm              marker set by MarkWarmed
+//	<p>seckill:{v42}:campaign      hash: stock, seq, begin_ms, end_ms, paused,
+//	                               epoch, rid (the run_id of the server that
+//	                               installed it), state (set while it must
+//	                               not admit: "stale", "rebuilding")
+//	<p>seckill:{v42}:buyers        set of user ids holding a unit
+//	<p>seckill:{v42}:pending       hash: id -> "<user>:<admitted_ms>"
+//	<p>seckill:{v42}:pending_at    zset: id scored by admitted_ms
+//	<p>seckill:{v42}:rebuild       the rebuild lock (a token, with a TTL)
+//	<p>seckill:{v42}:buyers_staged the buyers a rebuild is about to install
+//	<p>seckill:campaigns           set of warmed voucher ids (for Stale and
+//	                               ConnectHook; it lists, it decides nothing)
+//
+// (id is the low 32 bits of the order id: epoch and sequence)
 //
 // and the pub/sub channels <p>seckill:order_status (Bus) and
 // <p>seckill:stock_returned (voucher ids whose local sold-out marks must go).
@@ -45,8 +52,12 @@ var (
 	ackScript      = redis.NewScript(lua.Ack)
 	updateScript   = redis.NewScript(lua.Update)
 	addStockScript = redis.NewScript(lua.AddStock)
+	beginScript    = redis.NewScript(lua.RebuildBegin)
+	rebuildScript  = redis.NewScript(lua.Rebuild)
+	stampScript    = redis.NewScript(lua.Stamp)
 
-	allScripts = []*redis.Script{admitScript, warmScript, releaseScript, ackScript, updateScript, addStockScript}
+	allScripts = []*redis.Script{admitScript, warmScript, releaseScript, ackScript, updateScript, addStockScript,
+		beginScript, rebuildScript, stampScript}
 )
 
 // DefaultSoldOutTTL is how long a process answers SOLD_OUT or ENDED for a
@@ -278,8 +289,8 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 		return false, seckill.Invalidf("voucherId", "voucher id %d out of range", id)
 	case c.Stock < 0:
 		return false, seckill.Invalidf("stock", "stock must be 0 or more")
-	case st.MaxSeq < 0 || st.MaxSeq >= maxSeq:
-		return false, seckill.Invalidf("maxSeq", "max seq %d out of range", st.MaxSeq)
+	case c.Epoch < 0 || c.Epoch > seckill.MaxEpoch:
+		return false, seckill.Invalidf("epoch", "epoch %d out of range", c.Epoch)
 	case c.BeginTime.UnixMilli() < 0:
 		return false, seckill.Invalidf("beginTime", "beginTime is required")
 	case c.EndTime.UnixMilli() <= c.BeginTime.UnixMilli():
@@ -307,7 +318,7 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 		return false, redisError("warm: add buyers", err, nil)
 	}
 	n, err := warmScript.Run(ctx, a.rdb, []string{a.keys.campaign(id)},
-		c.Stock, st.MaxSeq, c.BeginTime.UnixMilli(), c.EndTime.UnixMilli(), boolArg(c.Paused)).Int64()
+		c.Stock, c.Epoch, c.BeginTime.UnixMilli(), c.EndTime.UnixMilli(), boolArg(c.Paused)).Int64()
 	if err != nil {
 		return false, redisError("warm", err, nil)
 	}
@@ -608,21 +619,6 @@ func (a *Admitter) Stale(ctx context.Context, age time.Duration, limit int) ([]s
 		out = append(out, *adm)
 	}
 	return out, nil
-}
-
-// Warmed reports whether Redis still holds the marker set by MarkWarmed.
-func (a *Admitter) Warmed(ctx context.Context) (bool, error) {
-	n, err := a.rdb.Exists(ctx, a.keys.warm()).Result()
-	if err != nil {
-		return false, redisError("warmed", err, nil)
-	}
-	return n == 1, nil
-}
-
-// MarkWarmed sets the marker that Warmed looks for; it has no expiry, so it
-// is gone only when Redis lost its data.
-func (a *Admitter) MarkWarmed(ctx context.Context) error {
-	return redisError("mark warmed", a.rdb.Set(ctx, a.keys.warm(), "1", 0).Err(), nil)
 }
 
 // UpdateCampaign changes the window and the pause of a campaign Redis holds,

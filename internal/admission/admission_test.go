@@ -3,9 +3,11 @@ package admission_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,9 +83,9 @@ func TestAdmitOutcomes(t *testing.T) {
 		{name: "paused before not started", user: 1, want: seckill.OutcomePaused, warm: &seckill.WarmState{
 			Campaign: seckill.Campaign{Stock: 5, BeginTime: now.Add(time.Hour), EndTime: now.Add(2 * time.Hour), Paused: true}}},
 		{name: "already purchased", user: 7, want: seckill.OutcomeAlreadyPurchased, warm: &seckill.WarmState{
-			Campaign: liveCampaign(0, 5), Buyers: []int64{3, 7, 9}, MaxSeq: 3}},
+			Campaign: liveCampaign(0, 5), Buyers: []int64{3, 7, 9}}},
 		{name: "already purchased before sold out", user: 7, want: seckill.OutcomeAlreadyPurchased, warm: &seckill.WarmState{
-			Campaign: liveCampaign(0, 0), Buyers: []int64{7}, MaxSeq: 1}},
+			Campaign: liveCampaign(0, 0), Buyers: []int64{7}}},
 		{name: "sold out", user: 1, want: seckill.OutcomeSoldOut, warm: &seckill.WarmState{Campaign: liveCampaign(0, 0)}},
 		{name: "accepted", user: 1, want: seckill.OutcomeAccepted, warm: &seckill.WarmState{Campaign: liveCampaign(0, 5)}},
 	}
@@ -114,7 +116,9 @@ func TestAdmitAcceptedDistinctIDs(t *testing.T) {
 	ctx := context.Background()
 	a, _ := newAdmitter(t, admission.Options{})
 	const voucherID = 42
-	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 3), MaxSeq: 10})
+	c := liveCampaign(voucherID, 3)
+	c.Epoch = 3
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
 
 	before := time.Now().Add(-time.Second)
 	var got []seckill.Admission
@@ -138,9 +142,9 @@ func TestAdmitAcceptedDistinctIDs(t *testing.T) {
 		got = append(got, adm)
 	}
 	want := []seckill.Admission{
-		{OrderID: seckill.OrderID(voucherID, 11), VoucherID: voucherID, UserID: 1},
-		{OrderID: seckill.OrderID(voucherID, 12), VoucherID: voucherID, UserID: 2},
-		{OrderID: seckill.OrderID(voucherID, 13), VoucherID: voucherID, UserID: 3},
+		{OrderID: seckill.OrderID(voucherID, 3<<22|1), VoucherID: voucherID, UserID: 1},
+		{OrderID: seckill.OrderID(voucherID, 3<<22|2), VoucherID: voucherID, UserID: 2},
+		{OrderID: seckill.OrderID(voucherID, 3<<22|3), VoucherID: voucherID, UserID: 3},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("admissions (-want +got):\n%s", diff)
@@ -277,7 +281,8 @@ func TestWarmNeverOverwrites(t *testing.T) {
 	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 5)})
 	mustAdmit(t, a, voucherID, 1)
 
-	again := seckill.WarmState{Campaign: liveCampaign(voucherID, 100), MaxSeq: 1000}
+	again := seckill.WarmState{Campaign: liveCampaign(voucherID, 100)}
+	again.Campaign.Epoch = 9
 	again.Campaign.Paused = true
 	ok, err := a.Warm(ctx, again)
 	if err != nil {
@@ -309,7 +314,7 @@ func TestWarmBuyersBlocked(t *testing.T) {
 	for i := range buyers {
 		buyers[i] = int64(i + 1)
 	}
-	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 10), Buyers: buyers, MaxSeq: int64(len(buyers))})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 10), Buyers: buyers})
 	if n := rdb.SCard(ctx, admission.BuyersKey(a, voucherID)).Val(); n != int64(len(buyers)) {
 		t.Errorf("%d buyers in Redis, want %d", n, len(buyers))
 	}
@@ -319,8 +324,8 @@ func TestWarmBuyersBlocked(t *testing.T) {
 		}
 	}
 	o, adm := mustAdmit(t, a, voucherID, 12_346)
-	if o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(voucherID, 12_346) {
-		t.Errorf("new user: %s %d, want ACCEPTED with seq 12346", o, adm.OrderID)
+	if o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(voucherID, 1) {
+		t.Errorf("new user: %s %d, want ACCEPTED with seq 1", o, adm.OrderID)
 	}
 }
 
@@ -336,7 +341,8 @@ func TestWarmInvalid(t *testing.T) {
 	}{
 		{"voucher id", seckill.WarmState{Campaign: liveCampaign(0, 1)}, "voucherId"},
 		{"stock", seckill.WarmState{Campaign: liveCampaign(1, -1)}, "stock"},
-		{"max seq", seckill.WarmState{Campaign: liveCampaign(1, 1), MaxSeq: 1 << 32}, "maxSeq"},
+		{"epoch", seckill.WarmState{Campaign: seckill.Campaign{VoucherID: 1, Stock: 1, Epoch: seckill.MaxEpoch + 1,
+			BeginTime: now, EndTime: now.Add(time.Hour)}}, "epoch"},
 		{"window", seckill.WarmState{Campaign: seckill.Campaign{VoucherID: 1, BeginTime: now, EndTime: now}}, "endTime"},
 		{"buyer", seckill.WarmState{Campaign: liveCampaign(1, 1), Buyers: []int64{4, 0}}, "buyers"},
 	}
@@ -814,19 +820,107 @@ func TestForget(t *testing.T) {
 	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 10)})
 }
 
-func TestWarmedMarker(t *testing.T) {
+// TestRebuild walks a campaign through a rebuild: the lock is exclusive, the
+// campaign admits nobody meanwhile (and writes nothing), the pending
+// admissions can be read for persisting, and the installed state replaces
+// everything in a new epoch.
+func TestRebuild(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, _ := newAdmitter(t, admission.Options{})
-	ok, err := a.Warmed(ctx)
-	if err != nil || ok {
-		t.Fatalf("warmed before mark: %v %v", ok, err)
+	a, rdb := newAdmitter(t, admission.Options{})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 10)})
+	_, adm1 := mustAdmit(t, a, 1, 1)
+	_, adm2 := mustAdmit(t, a, 1, 2)
+
+	if need, err := a.NeedsRebuild(ctx, []int64{1, 999}); err != nil || !slices.Equal(need, []int64{999}) {
+		t.Fatalf("NeedsRebuild = %v, %v; want [999]", need, err)
 	}
-	if err := a.MarkWarmed(ctx); err != nil {
+	token, ok, err := a.BeginRebuild(ctx, 1)
+	if err != nil || !ok {
+		t.Fatalf("BeginRebuild = %v, %v", ok, err)
+	}
+	if _, ok, err := a.BeginRebuild(ctx, 1); err != nil || ok {
+		t.Fatalf("second BeginRebuild = %v, %v; want the lock taken", ok, err)
+	}
+	before := rdb.HGetAll(ctx, admission.CampaignKey(a, 1)).Val()
+	if _, _, err := a.Admit(ctx, 1, 3); !errors.Is(err, seckill.ErrRebuildNeeded) {
+		t.Fatalf("admit while rebuilding: %v, want ErrRebuildNeeded", err)
+	}
+	if diff := cmp.Diff(before, rdb.HGetAll(ctx, admission.CampaignKey(a, 1)).Val()); diff != "" {
+		t.Errorf("admit while rebuilding wrote (-before +after):\n%s", diff)
+	}
+	if need, _ := a.NeedsRebuild(ctx, []int64{1}); !slices.Equal(need, []int64{1}) {
+		t.Errorf("NeedsRebuild while rebuilding = %v, want [1]", need)
+	}
+	pending, err := a.PendingOf(ctx, 1)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := a.Warmed(ctx); err != nil || !ok {
-		t.Errorf("warmed after mark: %v %v", ok, err)
+	if diff := cmp.Diff([]seckill.Admission{adm1, adm2}, pending); diff != "" {
+		t.Errorf("PendingOf (-want +got):\n%s", diff)
+	}
+
+	st := seckill.WarmState{Campaign: liveCampaign(1, 7), Buyers: []int64{1, 50}}
+	st.Campaign.Epoch = 4
+	if ok, err := a.FinishRebuild(ctx, "not the token", st); err != nil || ok {
+		t.Fatalf("FinishRebuild with a foreign token = %v, %v; want false", ok, err)
+	}
+	if ok, err := a.FinishRebuild(ctx, token, st); err != nil || !ok {
+		t.Fatalf("FinishRebuild = %v, %v", ok, err)
+	}
+	if need, _ := a.NeedsRebuild(ctx, []int64{1}); len(need) != 0 {
+		t.Errorf("NeedsRebuild after = %v, want none", need)
+	}
+	if q, _ := a.Queued(ctx, []int64{1}); q[1] != 0 {
+		t.Errorf("queued after = %d, want 0", q[1])
+	}
+	for _, u := range []int64{1, 50} {
+		if o, _ := mustAdmit(t, a, 1, u); o != seckill.OutcomeAlreadyPurchased {
+			t.Errorf("buyer %d after rebuild: %s", u, o)
+		}
+	}
+	o, adm := mustAdmit(t, a, 1, 2) // not a buyer in Postgres: Redis lost it
+	if o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(1, 4<<22|1) {
+		t.Errorf("after rebuild: %s %d, want ACCEPTED as the first order of epoch 4", o, adm.OrderID)
+	}
+	if rem, _ := a.Remaining(ctx, []int64{1}); rem[1] != 6 {
+		t.Errorf("remaining = %d, want 6", rem[1])
+	}
+	// The lock is free again.
+	if _, ok, err := a.BeginRebuild(ctx, 1); err != nil || !ok {
+		t.Errorf("BeginRebuild after = %v, %v", ok, err)
+	}
+}
+
+// TestConnectHook: a process that connects to a Redis server it has not
+// seen stops every campaign that another server installed (as after a
+// restart or a failover), and only those, before the connection carries
+// anything else.
+func TestConnectHook(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	prefix := admission.Prefix(a)
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 10)})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(2, 10)})
+	// Campaign 2's state came from another server (a replica's old
+	// master, or this server before it restarted).
+	if err := rdb.HSet(ctx, admission.CampaignKey(a, 2), "rid", strings.Repeat("ab", 20)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	opt := *rdb.Options()
+	opt.OnConnect = admission.ConnectHook(admission.Options{Prefix: prefix})
+	fresh := redis.NewClient(&opt)
+	t.Cleanup(func() { fresh.Close() })
+	b := admission.New(fresh, admission.Options{Prefix: prefix})
+	if o, _, err := b.Admit(ctx, 1, 5); err != nil || o != seckill.OutcomeAccepted {
+		t.Errorf("campaign of this server: %s %v, want ACCEPTED", o, err)
+	}
+	if _, _, err := b.Admit(ctx, 2, 5); !errors.Is(err, seckill.ErrRebuildNeeded) {
+		t.Errorf("campaign of another server: %v, want ErrRebuildNeeded", err)
+	}
+	if need, _ := b.NeedsRebuild(ctx, []int64{1, 2}); !slices.Equal(need, []int64{2}) {
+		t.Errorf("NeedsRebuild = %v, want [2]", need)
 	}
 }
 
@@ -840,10 +934,10 @@ func TestRedisDown(t *testing.T) {
 	if err == nil {
 		t.Fatal("admit without Redis succeeded")
 	}
-	if code := seckill.ErrorCode(err); code != seckill.EINTERNAL {
-		t.Errorf("code %s, want INTERNAL", code)
+	if code := seckill.ErrorCode(err); code != seckill.EUNAVAILABLE {
+		t.Errorf("code %s, want UNAVAILABLE", code)
 	}
-	if !strings.HasPrefix(err.Error(), "admission: admit: ") || errors.Unwrap(err) == nil {
+	if !strings.HasPrefix(err.Error(), "admission: admit: ") || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("error %q does not wrap its cause with context", err)
 	}
 }

@@ -1,8 +1,12 @@
 package admission
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 
@@ -18,6 +22,7 @@ const (
 	codeEnded            = 4
 	codeAlreadyPurchased = 5
 	codeSoldOut          = 6
+	codeRebuild          = 7
 )
 
 // toOutcome maps an admit script code to the outcome of the purchase: the
@@ -38,19 +43,54 @@ func toOutcome(voucherID, code int64) (seckill.Outcome, error) {
 		return seckill.OutcomeAlreadyPurchased, nil
 	case codeSoldOut:
 		return seckill.OutcomeSoldOut, nil
+	case codeRebuild:
+		return "", seckill.ErrRebuildNeeded
 	}
 	return "", fmt.Errorf("admission: admit voucher %d: unexpected script code %d", voucherID, code)
 }
 
 // redisError translates a Redis error once. redis.Nil (a missing key or
 // field) becomes notFound when the caller gives one, because absence means
-// something there; anything else is an internal error wrapped with op.
+// something there. Redis out of reach (refused or broken connections,
+// timeouts, a full pool, a server still loading its data or read-only after
+// a failover) is EUNAVAILABLE, which clients may retry; anything else is an
+// internal error wrapped with op.
 func redisError(op string, err error, notFound *seckill.Error) error {
 	switch {
 	case err == nil:
 		return nil
 	case notFound != nil && errors.Is(err, redis.Nil):
 		return notFound
+	case unreachable(err):
+		return &unavailableError{op: op, err: err}
 	}
 	return fmt.Errorf("admission: %s: %w", op, err)
+}
+
+// unavailableError is EUNAVAILABLE for clients and keeps the cause for the
+// log.
+type unavailableError struct {
+	op  string
+	err error
+}
+
+func (e *unavailableError) Error() string { return fmt.Sprintf("admission: %s: %v", e.op, e.err) }
+
+func (e *unavailableError) Unwrap() []error { return []error{errUnavailable, e.err} }
+
+var errUnavailable = seckill.Errorf(seckill.EUNAVAILABLE, "the sale is unavailable for a moment; try again")
+
+// unreachable reports whether err means that Redis could not answer now.
+func unreachable(err error) bool {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, redis.ErrPoolTimeout),
+		errors.Is(err, redis.ErrClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.As(err, &netErr):
+		return true
+	}
+	return redis.HasErrorPrefix(err, "LOADING") || redis.HasErrorPrefix(err, "READONLY") ||
+		redis.HasErrorPrefix(err, "MASTERDOWN") || redis.HasErrorPrefix(err, "CLUSTERDOWN") ||
+		redis.HasErrorPrefix(err, "TRYAGAIN")
 }

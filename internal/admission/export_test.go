@@ -95,3 +95,6 @@ func ListenerDone(a *Admitter) <-chan struct{} { return a.subDone }
 func Unpipelined(a *Admitter) {
 	a.admits = newPipeline(a.rdb, admitScript, 1<<20, 1)
 }
+
+// Prefix returns the key prefix of an Admitter.
+func Prefix(a *Admitter) string { return a.keys.prefix }

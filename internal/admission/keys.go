@@ -13,24 +13,28 @@ func (k keys) tagged(voucherID int64, suffix string) string {
 	return k.prefix + "seckill:{v" + strconv.FormatInt(voucherID, 10) + "}:" + suffix
 }
 
-// campaign is a hash: stock, seq, begin_ms, end_ms, paused.
+// campaign is a hash: stock, seq, begin_ms, end_ms, paused, epoch, rid,
+// state.
 func (k keys) campaign(voucherID int64) string { return k.tagged(voucherID, "campaign") }
 
 // buyers is a set of the user ids that hold a unit of the campaign.
 func (k keys) buyers(voucherID int64) string { return k.tagged(voucherID, "buyers") }
 
-// pending is a hash: seq -> "<user>:<admitted_ms>" of admissions that
+// pending is a hash: id -> "<user>:<admitted_ms>" of admissions that
 // Postgres does not hold yet.
 func (k keys) pending(voucherID int64) string { return k.tagged(voucherID, "pending") }
 
-// pendingAt is a sorted set of the pending seqs scored by admitted_ms.
+// pendingAt is a sorted set of the pending ids scored by admitted_ms.
 func (k keys) pendingAt(voucherID int64) string { return k.tagged(voucherID, "pending_at") }
 
 // campaigns is a set of the voucher ids ever warmed, for the reconciler.
 func (k keys) campaigns() string { return k.prefix + "seckill:campaigns" }
 
-// warm is the marker that tells a Redis that kept its data from an empty one.
-func (k keys) warm() string { return k.prefix + "seckill:warm" }
+// rebuild is a campaign's rebuild lock: the holder's token, with a TTL.
+func (k keys) rebuild(voucherID int64) string { return k.tagged(voucherID, "rebuild") }
+
+// buyersStaged holds the buyers a rebuild installs when it ends.
+func (k keys) buyersStaged(voucherID int64) string { return k.tagged(voucherID, "buyers_staged") }
 
 // orderStatus is the pub/sub channel of order status events (JSON).
 func (k keys) orderStatus() string { return k.prefix + "seckill:order_status" }

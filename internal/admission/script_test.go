@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -103,25 +104,33 @@ func TestScriptArgumentValidation(t *testing.T) {
 	}
 }
 
-// TestScriptSeqExhausted checks that a campaign whose order sequence reached
-// 32 bits refuses to admit instead of minting colliding order ids.
+// TestScriptSeqExhausted checks that a campaign whose epoch used up its 22
+// bits of sequence stops admitting (it asks for a rebuild, which moves to a
+// new epoch) instead of minting an id of the next epoch, and writes nothing.
 func TestScriptSeqExhausted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb, prefix := MustOpenRedis(t)
 	a := New(rdb, Options{Prefix: prefix})
 	now := time.Now()
-	if _, err := a.Warm(ctx, seckill.WarmState{Campaign: seckill.Campaign{VoucherID: 1, Stock: 10,
-		BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}, MaxSeq: maxSeq - 1}); err != nil {
+	if _, err := a.Warm(ctx, seckill.WarmState{Campaign: seckill.Campaign{VoucherID: 1, Stock: 10, Epoch: 5,
+		BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	const lastSeq = 1<<22 - 1
+	if err := rdb.HSet(ctx, a.keys.campaign(1), "seq", lastSeq-1).Err(); err != nil {
 		t.Fatal(err)
 	}
 	o, adm, err := a.Admit(ctx, 1, 1)
-	if err != nil || o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(1, maxSeq) {
+	if err != nil || o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(1, 5<<22|lastSeq) {
 		t.Fatalf("last seq: %s %d %v", o, adm.OrderID, err)
 	}
+	if got := seckill.OrderEpoch(adm.OrderID); got != 5 {
+		t.Errorf("OrderEpoch = %d, want 5", got)
+	}
 	before := snapshot(t, rdb, a.keys, 1)
-	if _, _, err := a.Admit(ctx, 1, 2); err == nil {
-		t.Fatal("admit beyond 32-bit seq succeeded")
+	if _, _, err := a.Admit(ctx, 1, 2); !errors.Is(err, seckill.ErrRebuildNeeded) {
+		t.Fatalf("admit beyond the epoch's sequence: %v, want ErrRebuildNeeded", err)
 	}
 	if diff := cmp.Diff(before, snapshot(t, rdb, a.keys, 1)); diff != "" {
 		t.Errorf("failed admit wrote (-before +after):\n%s", diff)
@@ -133,9 +142,9 @@ func TestKeys(t *testing.T) {
 	t.Parallel()
 	k := keys{prefix: "p:"}
 	got := []string{k.campaign(42), k.buyers(42), k.pending(42), k.pendingAt(42),
-		k.campaigns(), k.warm(), k.orderStatus(), k.stockReturned()}
+		k.campaigns(), k.rebuild(42), k.orderStatus(), k.stockReturned()}
 	want := []string{"p:seckill:{v42}:campaign", "p:seckill:{v42}:buyers", "p:seckill:{v42}:pending",
-		"p:seckill:{v42}:pending_at", "p:seckill:campaigns", "p:seckill:warm",
+		"p:seckill:{v42}:pending_at", "p:seckill:campaigns", "p:seckill:{v42}:rebuild",
 		"p:seckill:order_status", "p:seckill:stock_returned"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)

@@ -74,6 +74,15 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if cfg.RedisPoolSize > 0 {
 		ropt.PoolSize = cfg.RedisPoolSize
 	}
+	// Redis out of reach is answered UNAVAILABLE within these bounds, not
+	// after go-redis's defaults (3 s reads, 5 s dials, retries).
+	ropt.DialTimeout, ropt.ReadTimeout, ropt.WriteTimeout = cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout
+	ropt.PoolTimeout = cfg.RedisTimeout
+	ropt.MaxRetries = 1
+	// Before a connection to a Redis server this process has not seen (a
+	// restart, a failover) carries anything, stop the campaigns whose
+	// state that server may have lost, until they are rebuilt.
+	ropt.OnConnect = admission.ConnectHook(admission.Options{Logger: logger})
 	a.Redis = redis.NewClient(ropt)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -173,7 +182,8 @@ func (a *App) RunWorker(ctx context.Context) error {
 	return nil
 }
 
-// RunReconciler re-warms campaigns Redis lost and re-enqueues admissions whose
+// RunReconciler rebuilds campaigns Redis lost or must rebuild (from
+// Postgres, in a new epoch) and re-enqueues admissions whose
 // enqueue never happened, every ReconcileInterval until ctx ends. Running it
 // in several processes at once is safe: both steps are idempotent.
 func (a *App) RunReconciler(ctx context.Context) {
@@ -190,13 +200,11 @@ func (a *App) RunReconciler(ctx context.Context) {
 }
 
 func (a *App) reconcileOnce(ctx context.Context) {
-	if n, err := a.Service.Rewarm(ctx, false); err != nil {
-		if ctx.Err() == nil {
-			a.Logger.Error("re-warm campaigns", "err", err)
-		}
-	} else {
-		a.Metrics.Rewarmed.Add(float64(n))
+	n, err := a.Service.RestoreCampaigns(ctx)
+	if err != nil && ctx.Err() == nil {
+		a.Logger.Error("restore campaigns", "err", err)
 	}
+	a.Metrics.Rewarmed.Add(float64(n))
 	if n, err := a.Service.Reconcile(ctx, a.Config.ReconcileAfter, 1000); err != nil {
 		if ctx.Err() == nil {
 			a.Logger.Error("reconcile admissions", "err", err)

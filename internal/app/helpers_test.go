@@ -48,6 +48,7 @@ func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
 		"SECKILL_RECONCILE_AFTER":    "1s",
 		"SECKILL_SHUTDOWN_TIMEOUT":   "5s",
 		"SECKILL_LOG_LEVEL":          "warn",
+		"SECKILL_REDIS_TIMEOUT":      "10s", // a shared, loaded machine: a slow answer is no fault here
 	}
 	for _, o := range opts {
 		o(vars)

@@ -285,8 +285,9 @@ func TestReconcilerLoopFindsStaleAdmissions(t *testing.T) {
 	eventually(t, 20*time.Second, "the loop to persist the stale admission", func() bool { return e.rows(voucher) == 1 })
 }
 
-// TestRewarmAfterRedisLoss empties Redis under a running campaign; the
-// reconciler re-installs it from Postgres and nothing is oversold.
+// TestRewarmAfterRedisLoss empties Redis under a running campaign; the next
+// purchase restores it from Postgres, in a new epoch, and nothing is
+// oversold or handed out twice.
 func TestRewarmAfterRedisLoss(t *testing.T) {
 	e := newTestEnv(t, "")
 	voucher := e.createCampaign(10)
@@ -309,15 +310,18 @@ func TestRewarmAfterRedisLoss(t *testing.T) {
 	if err := e.app.Redis.FlushDB(e.ctx).Err(); err != nil { // Redis restarted empty
 		t.Fatal(err)
 	}
-	if _, err := e.buy(nil, e.token(399, false), voucher); err == nil {
-		t.Fatal("a campaign Redis does not know was sold")
+	p, err := e.buy(nil, e.token(399, false), voucher)
+	if err != nil || p.Outcome != "ACCEPTED" {
+		t.Fatalf("the first purchase after the loss (restores the campaign): %+v %v", p, err)
 	}
-	n, err := e.app.Service.Rewarm(e.ctx, false)
-	if err != nil || n != 1 {
-		t.Fatalf("Rewarm = %d, %v; want 1 campaign", n, err)
+	if id, _ := strconv.ParseInt(*p.OrderID, 10, 64); seckill.OrderEpoch(id) != seckill.OrderEpoch(first[0])+1 {
+		t.Logf("epochs: before %d, after %d", seckill.OrderEpoch(first[0]), seckill.OrderEpoch(id))
+		t.Fatalf("order %d after the loss is not in the next epoch", id)
 	}
-	if r := e.remaining(voucher); r != 6 {
-		t.Fatalf("remaining after re-warm %d, want 6", r)
+	restored, _ := strconv.ParseInt(*p.OrderID, 10, 64)
+	first = append(first, restored)
+	if r := e.remaining(voucher); r != 5 {
+		t.Fatalf("remaining after the restore %d, want 5", r)
 	}
 	for u := range 4 {
 		p, err := e.buy(nil, e.token(int64(300+u), false), voucher)
@@ -325,7 +329,7 @@ func TestRewarmAfterRedisLoss(t *testing.T) {
 			t.Fatalf("earlier buyer %d after re-warm: %+v %v", 300+u, p, err)
 		}
 	}
-	accepted := 0
+	accepted := 1
 	for u := range 10 {
 		p, err := e.buy(nil, e.token(int64(400+u), false), voucher)
 		if err != nil {
@@ -348,9 +352,9 @@ func TestRewarmAfterRedisLoss(t *testing.T) {
 	if s := e.pgStock(voucher); s != 0 {
 		t.Fatalf("Postgres stock %d, want 0", s)
 	}
-	// A second re-warm while the marker is there does nothing.
-	if n, err := e.app.Service.Rewarm(e.ctx, false); err != nil || n != 0 {
-		t.Fatalf("second Rewarm = %d, %v; want 0", n, err)
+	// Nothing is left to restore.
+	if n, err := e.app.Service.RestoreCampaigns(e.ctx); err != nil || n != 0 {
+		t.Fatalf("RestoreCampaigns = %d, %v; want 0", n, err)
 	}
 }
 

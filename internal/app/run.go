@@ -27,8 +27,9 @@ func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, withWor
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	if _, err := a.Service.Rewarm(ctx, true); err != nil {
-		return fmt.Errorf("warm campaigns from Postgres: %w", err)
+	if _, err := a.Service.RestoreCampaigns(ctx); err != nil {
+		// Not fatal: purchases and the reconciler restore them later.
+		logger.Error("restore campaigns from Postgres", "err", err)
 	}
 	if err := a.EnsureConfiguredAdmin(ctx); err != nil {
 		return err
@@ -81,9 +82,6 @@ func Worker(ctx context.Context, cfg *config.Config, logger *slog.Logger) error 
 		return err
 	}
 	defer a.Close()
-	if _, err := a.Service.Rewarm(ctx, false); err != nil {
-		return fmt.Errorf("warm campaigns from Postgres: %w", err)
-	}
 	go a.RunReconciler(ctx)
 	return a.RunWorker(ctx)
 }

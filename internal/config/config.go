@@ -31,6 +31,9 @@ type Config struct {
 
 	DBMaxConns    int
 	RedisPoolSize int
+	// RedisTimeout bounds a Redis dial, read, write and pool wait: past it
+	// a purchase is answered UNAVAILABLE.
+	RedisTimeout time.Duration
 
 	WorkerConcurrency int
 	BatchSize         int
@@ -76,6 +79,7 @@ func Load(getenv func(string) string) (*Config, error) {
 
 		DBMaxConns:    p.int("SECKILL_DB_MAX_CONNS", 20, 1, 1000),
 		RedisPoolSize: p.int("SECKILL_REDIS_POOL_SIZE", 0, 0, 10000),
+		RedisTimeout:  p.duration("SECKILL_REDIS_TIMEOUT", 2*time.Second),
 
 		WorkerConcurrency: p.int("SECKILL_WORKER_CONCURRENCY", 64, 1, 10000),
 		BatchSize:         p.int("SECKILL_BATCH_SIZE", 1000, 1, 10000),

@@ -25,18 +25,37 @@ type Order struct {
 }
 
 // Order ids carry their campaign: the high 32 bits are the voucher id, the
-// low 32 bits a per-campaign sequence that the admission script increments.
-// That makes them unique across every API instance without a second round
-// trip, and lets any process find the campaign (and its Redis keys) of an id.
-const orderSeqBits = 32
+// low 32 bits the campaign's epoch (10 bits) and a sequence within the epoch
+// (22 bits) that the admission script increments. That makes them unique
+// across every API instance without a second round trip, and lets any
+// process find the campaign (and its Redis keys) of an id.
+//
+// The epoch is kept in Postgres and moves forward each time the campaign's
+// Redis state is rebuilt from Postgres (Redis lost data or failed over, or
+// the epoch's sequence is used up), so an id is never handed out twice,
+// whatever Redis forgot: a rebuilt campaign counts in a new epoch.
+const (
+	orderSeqBits   = 32
+	orderEpochBits = 10
+	epochSeqBits   = orderSeqBits - orderEpochBits
 
-// OrderID composes an order id from a voucher id and a sequence number.
+	// MaxEpoch is the last epoch of a campaign; a campaign that would need
+	// another rebuild stops selling (EUNAVAILABLE).
+	MaxEpoch = 1<<orderEpochBits - 1
+)
+
+// OrderID composes an order id from a voucher id and the low 32 bits (epoch
+// and sequence) that the admission script returned.
 func OrderID(voucherID int64, seq int64) int64 { return voucherID<<orderSeqBits | seq }
 
-// SplitOrderID returns the voucher id and the sequence number of an order id.
+// SplitOrderID returns the voucher id and the low 32 bits (epoch and
+// sequence) of an order id.
 func SplitOrderID(id int64) (voucherID, seq int64) {
 	return id >> orderSeqBits, id & (1<<orderSeqBits - 1)
 }
+
+// OrderEpoch returns the epoch in which an order id was handed out.
+func OrderEpoch(id int64) int64 { return id & (1<<orderSeqBits - 1) >> epochSeqBits }
 
 // Outcome is the answer to a purchase: expected business results are data,
 // not errors.
@@ -93,6 +112,14 @@ const (
 	FailureNoStock      = "no stock left"
 	FailureNoCampaign   = "campaign not found"
 	FailureInvalid      = "invalid admission"
+	// FailureLost: Redis lost the sale's state after accepting the order
+	// (it restarted without its last writes, or failed over to a replica
+	// that missed them), and the campaign was rebuilt from Postgres without
+	// it. The unit went back on sale; the buyer may try again.
+	FailureLost = "the sale's state was lost after this order was accepted; the unit was not kept, try again"
+	// FailureConflict: Postgres holds this order id for someone else. It
+	// cannot happen while ids are never reused; it is detected, not assumed.
+	FailureConflict = "the order id conflicts with another order"
 )
 
 // PersistOutcome is what the store did with one admission.
@@ -112,9 +139,9 @@ type StatusEvent struct {
 	Reason  string      `json:"reason,omitempty"`
 }
 
-// WarmState is what Redis needs to admit for a campaign that Postgres knows.
+// WarmState is what Redis needs to admit for a campaign that Postgres knows:
+// the campaign (its stock, window and epoch) and its buyers.
 type WarmState struct {
 	Campaign Campaign
 	Buyers   []int64 // users holding an order (CREATED) for the campaign
-	MaxSeq   int64   // highest order sequence Postgres has seen for it
 }

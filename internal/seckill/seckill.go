@@ -30,8 +30,16 @@ type Store interface {
 	// another order for the campaign, the campaign is gone) is recorded as
 	// FAILED with a reason. An error means nothing was decided: retry.
 	PersistOrders(ctx context.Context, adms []Admission) ([]PersistOutcome, error)
-	// WarmStates returns every campaign that has not ended, with its buyers.
-	WarmStates(ctx context.Context) ([]WarmState, error)
+	// LiveCampaigns returns the ids of the campaigns that have not ended.
+	LiveCampaigns(ctx context.Context) ([]int64, error)
+	// RebuildCampaign moves a campaign to its next epoch and returns its
+	// state in it: what Redis needs to admit again after losing data. It
+	// holds the campaign's row lock while it reads, so no order from an
+	// earlier epoch takes stock afterwards (PersistOrders fails those with
+	// FailureLost). ENOTFOUND; EUNAVAILABLE when the epochs are used up.
+	RebuildCampaign(ctx context.Context, voucherID int64) (WarmState, error)
+	// CampaignEpoch returns a campaign's current epoch. ENOTFOUND.
+	CampaignEpoch(ctx context.Context, voucherID int64) (int64, error)
 }
 
 // Admitter decides purchases atomically (Redis).
@@ -41,7 +49,8 @@ type Admitter interface {
 	Warm(ctx context.Context, st WarmState) (bool, error)
 	// Admit decides one purchase. On ACCEPTED the admission is recorded as
 	// pending in the same atomic step. ENOTFOUND when Redis does not know
-	// the campaign.
+	// the campaign; ErrRebuildNeeded when it must be rebuilt first;
+	// EUNAVAILABLE when Redis cannot be reached in time.
 	Admit(ctx context.Context, voucherID, userID int64) (Outcome, Admission, error)
 	// Remaining returns the live stock of the campaigns Redis holds.
 	Remaining(ctx context.Context, voucherIDs []int64) (map[int64]int64, error)
@@ -55,11 +64,25 @@ type Admitter interface {
 	Release(ctx context.Context, adm Admission, keepBuyer bool) (bool, error)
 	// Stale returns up to limit admissions pending for longer than age.
 	Stale(ctx context.Context, age time.Duration, limit int) ([]Admission, error)
-	// Warmed reports whether Redis still holds the marker set by MarkWarmed;
-	// it is gone when Redis lost its data.
-	Warmed(ctx context.Context) (bool, error)
-	MarkWarmed(ctx context.Context) error
+	// NeedsRebuild returns those of ids whose campaign Redis does not hold
+	// or holds in a state it must not admit from (see ErrRebuildNeeded).
+	NeedsRebuild(ctx context.Context, ids []int64) ([]int64, error)
+	// BeginRebuild takes the campaign's rebuild lock, across every process,
+	// and stops its admissions; ok is false while another process holds it.
+	BeginRebuild(ctx context.Context, voucherID int64) (token string, ok bool, err error)
+	// PendingOf returns every admission of a campaign still pending.
+	PendingOf(ctx context.Context, voucherID int64) ([]Admission, error)
+	// FinishRebuild installs st in place of everything Redis held for the
+	// campaign and releases the lock; false when the lock was no longer
+	// token's (nothing changed).
+	FinishRebuild(ctx context.Context, token string, st WarmState) (bool, error)
 }
+
+// ErrRebuildNeeded is what Admit answers for a campaign whose Redis state
+// may be behind what it acknowledged (Redis restarted or failed over since
+// it was installed), that is being rebuilt, or whose epoch is used up. The
+// Service rebuilds it from Postgres and asks again.
+var ErrRebuildNeeded = &Error{Code: EUNAVAILABLE, Message: "the sale is being restored; try again in a moment"}
 
 // Enqueuer hands admissions to the persistence workers (Asynq).
 type Enqueuer interface {

@@ -23,6 +23,8 @@ type Service struct {
 	// nil leaves it unavailable and creations unaudited.
 	Campaigns        CampaignStore
 	CampaignAdmitter CampaignAdmitter
+
+	recovery recovery // campaigns being restored from Postgres
 }
 
 func (s *Service) now() time.Time {
@@ -159,6 +161,17 @@ func (s *Service) Purchase(ctx context.Context, voucherID int64) (PurchaseResult
 		return PurchaseResult{Outcome: OutcomeRateLimited}, nil
 	}
 	outcome, adm, err := s.Admitter.Admit(ctx, voucherID, u.ID)
+	if needsRecovery(err) {
+		// Redis lost the campaign or must rebuild it: restore it from
+		// Postgres (bounded; one rebuild at a time) and ask once more.
+		if rerr := s.recoverCampaign(ctx, voucherID); rerr != nil {
+			return PurchaseResult{}, rerr
+		}
+		outcome, adm, err = s.Admitter.Admit(ctx, voucherID, u.ID)
+		if errors.Is(err, ErrRebuildNeeded) {
+			return PurchaseResult{}, Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
+		}
+	}
 	if err != nil {
 		return PurchaseResult{}, err
 	}
@@ -205,7 +218,20 @@ func (s *Service) order(ctx context.Context, id int64) (*Order, error) {
 	} else if ErrorCode(err) != ENOTFOUND {
 		return nil, err
 	}
-	return s.Store.Order(ctx, id)
+	o, err := s.Store.Order(ctx, id)
+	if ErrorCode(err) != ENOTFOUND {
+		return o, err
+	}
+	// Neither pending nor persisted. An id of an epoch the campaign has
+	// left was accepted and then lost with Redis's state: say so, rather
+	// than pretend it never existed.
+	voucherID, _ := SplitOrderID(id)
+	epoch, eerr := s.Store.CampaignEpoch(ctx, voucherID)
+	if eerr != nil || OrderEpoch(id) >= epoch {
+		return nil, err
+	}
+	return &Order{ID: id, VoucherID: voucherID, UserID: UserFromContext(ctx).ID,
+		Status: OrderFailed, CreatedAt: s.now().UTC(), FailureReason: FailureLost}, nil
 }
 
 // MyOrders returns the caller's persisted orders, newest first.
@@ -293,6 +319,9 @@ func (s *Service) PersistAdmissions(ctx context.Context, adms []Admission) error
 			// Postgres recorded the failure; give the unit back so someone
 			// can buy it, and the buyer slot too unless the user holds
 			// another order (then this was a second order, not a loss).
+			// A lost admission (its campaign was rebuilt without it) is
+			// pending in no Redis state that still counts: releasing it is a
+			// no-op or touches a state about to be replaced.
 			keepBuyer := o.Reason == FailureUserHasOrder
 			if _, err := s.Admitter.Release(ctx, o.Admission, keepBuyer); err != nil {
 				errs = append(errs, fmt.Errorf("release order %d: %w", o.Admission.OrderID, err))
@@ -334,41 +363,6 @@ func (s *Service) Reconcile(ctx context.Context, age time.Duration, limit int) (
 	}
 	if n > 0 {
 		s.Logger.Info("re-enqueued stale admissions", "count", n)
-	}
-	return n, nil
-}
-
-// Rewarm installs into Redis every live campaign that Postgres knows and
-// Redis lacks (Redis restarted empty): stock is what Postgres has left and
-// the buyers are the users holding orders, so nothing is oversold. It does
-// nothing while Redis keeps its warm marker, unless force is set.
-func (s *Service) Rewarm(ctx context.Context, force bool) (int, error) {
-	if !force {
-		ok, err := s.Admitter.Warmed(ctx)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			return 0, nil
-		}
-	}
-	states, err := s.Store.WarmStates(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("warm states: %w", err)
-	}
-	n := 0
-	for _, st := range states {
-		installed, err := s.Admitter.Warm(ctx, st)
-		if err != nil {
-			return n, fmt.Errorf("warm campaign %d: %w", st.Campaign.VoucherID, err)
-		}
-		if installed {
-			n++
-			s.Logger.Info("re-warmed campaign", "voucher_id", st.Campaign.VoucherID, "stock", st.Campaign.Stock, "buyers", len(st.Buyers))
-		}
-	}
-	if err := s.Admitter.MarkWarmed(ctx); err != nil {
-		return n, err
 	}
 	return n, nil
 }

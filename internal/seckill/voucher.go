@@ -58,6 +58,8 @@ type Campaign struct {
 	EndTime      time.Time
 	Paused       bool
 	CreatedAt    time.Time
+	// Epoch is the order id epoch Redis admits in (see OrderID).
+	Epoch int64
 
 	// Remaining is the live count in Redis; RemainingKnown is false when
 	// Redis does not hold the campaign (not warmed yet).

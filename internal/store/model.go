@@ -37,6 +37,7 @@ type campaignRow struct {
 	BeginTime    time.Time `bun:"begin_time,notnull"`
 	EndTime      time.Time `bun:"end_time,notnull"`
 	Paused       bool      `bun:"paused,notnull"`
+	Epoch        int64     `bun:"epoch,notnull"`
 	CreatedAt    time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
 	UpdatedAt    time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
 }
@@ -128,6 +129,7 @@ func toDomainCampaign(r *campaignRow) seckill.Campaign {
 		EndTime:      r.EndTime.UTC(),
 		Paused:       r.Paused,
 		CreatedAt:    r.CreatedAt.UTC(),
+		Epoch:        r.Epoch,
 	}
 }
 

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -92,7 +93,7 @@ func TestOrders(t *testing.T) {
 	}
 }
 
-func TestWarmStates(t *testing.T) {
+func TestRebuildCampaign(t *testing.T) {
 	db := storetest.NewDB(t)
 	s := store.New(db)
 	ctx := t.Context()
@@ -113,35 +114,139 @@ func TestWarmStates(t *testing.T) {
 
 	persist(t, s,
 		adm(live.ID, 5, 30), adm(live.ID, 2, 10), adm(live.ID, 9, 20),
-		adm(live.ID, 11, 40), // no stock: fails, but its sequence counts
+		adm(live.ID, 11, 40), // no stock: fails
 		adm(live.ID, 12, 10), // the user holds an order: fails too
 		adm(ended.ID, 70, 1),
 		adm(scheduled.ID, 3, 5),
 	)
 
-	campaign := func(v *seckill.Voucher, stock int64) seckill.Campaign {
-		c := *v.Campaign
-		c.Stock = stock
-		return c
-	}
-	want := []seckill.WarmState{
-		{Campaign: campaign(live, 0), Buyers: []int64{10, 20, 30}, MaxSeq: 12},
-		{Campaign: campaign(scheduled, 9), Buyers: []int64{5}, MaxSeq: 3},
-		{Campaign: campaign(untouched, 10)},
-	}
-	got, err := s.WarmStates(ctx)
+	ids, err := s.LiveCampaigns(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("WarmStates (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]int64{live.ID, scheduled.ID, untouched.ID}, ids); diff != "" {
+		t.Errorf("LiveCampaigns (-want +got):\n%s", diff)
 	}
 
-	t.Run("none live", func(t *testing.T) {
-		s := store.New(storetest.NewDB(t))
-		got, err := s.WarmStates(ctx)
-		if err != nil || len(got) != 0 {
-			t.Errorf("WarmStates = %v, %v", got, err)
+	campaign := func(v *seckill.Voucher, stock, epoch int64) seckill.Campaign {
+		c := *v.Campaign
+		c.Stock, c.Epoch = stock, epoch
+		return c
+	}
+	for _, tc := range []struct {
+		v    *seckill.Voucher
+		want seckill.WarmState
+	}{
+		{live, seckill.WarmState{Campaign: campaign(live, 0, 1), Buyers: []int64{10, 20, 30}}},
+		{scheduled, seckill.WarmState{Campaign: campaign(scheduled, 9, 1), Buyers: []int64{5}}},
+		{untouched, seckill.WarmState{Campaign: campaign(untouched, 10, 1)}},
+		{untouched, seckill.WarmState{Campaign: campaign(untouched, 10, 2)}},
+	} {
+		got, err := s.RebuildCampaign(ctx, tc.v.ID)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("RebuildCampaign(%d) (-want +got):\n%s", tc.v.ID, diff)
+		}
+		if epoch, err := s.CampaignEpoch(ctx, tc.v.ID); err != nil || epoch != tc.want.Campaign.Epoch {
+			t.Errorf("CampaignEpoch(%d) = %d, %v; want %d", tc.v.ID, epoch, err, tc.want.Campaign.Epoch)
+		}
+	}
+
+	// An order of an epoch the campaign has left takes no unit: the
+	// rebuilt Redis state sells that unit again.
+	old := adm(untouched.ID, 1<<22|7, 77) // epoch 1
+	cur := adm(untouched.ID, 2<<22|1, 78) // epoch 2
+	outs := persist(t, s, old, cur)
+	if outs[0].Status != seckill.OrderFailed || outs[0].Reason != seckill.FailureLost {
+		t.Errorf("order of a past epoch: %+v, want FAILED %q", outs[0], seckill.FailureLost)
+	}
+	if outs[1].Status != seckill.OrderCreated {
+		t.Errorf("order of the current epoch: %+v, want CREATED", outs[1])
+	}
+	if got := stateOf(t, db, untouched.ID).Stock; got != 9 {
+		t.Errorf("stock = %d, want 9", got)
+	}
+
+	for _, id := range []int64{0, 1 << 40} {
+		if _, err := s.RebuildCampaign(ctx, id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+			t.Errorf("RebuildCampaign(%d) = %v, want NOT_FOUND", id, err)
+		}
+		if _, err := s.CampaignEpoch(ctx, id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+			t.Errorf("CampaignEpoch(%d) = %v, want NOT_FOUND", id, err)
+		}
+	}
+}
+
+// TestRebuildFencesPersist runs a rebuild while hundreds of goroutines
+// persist orders of the epoch it closes: every order that took a unit must
+// be in the rebuilt state (stock and buyers), and none may take one after.
+func TestRebuildFencesPersist(t *testing.T) {
+	db := storetest.NewDB(t)
+	s := store.New(db)
+	ctx := t.Context()
+	const n = 300
+	v := storetest.CreateCampaign(t, db, n)
+
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		created = map[int64]bool{}
+		lost    int
+		state   seckill.WarmState
+	)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			a := adm(v.ID, int64(i+1), int64(1000+i))
+			outs, err := s.PersistOrders(ctx, []seckill.Admission{a})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch outs[0].Status {
+			case seckill.OrderCreated:
+				created[a.UserID] = true
+			case seckill.OrderFailed:
+				if outs[0].Reason != seckill.FailureLost {
+					t.Errorf("order %d failed: %s", a.OrderID, outs[0].Reason)
+				}
+				lost++
+			}
+		})
+	}
+	wg.Go(func() {
+		<-start
+		time.Sleep(5 * time.Millisecond)
+		st, err := s.RebuildCampaign(ctx, v.ID)
+		if err != nil {
+			t.Error(err)
+		}
+		state = st
 	})
+	close(start)
+	wg.Wait()
+
+	if len(created)+lost != n {
+		t.Fatalf("created %d + lost %d != %d", len(created), lost, n)
+	}
+	if got := int64(len(state.Buyers)); got != int64(len(created)) {
+		t.Errorf("rebuilt buyers = %d, want the %d created orders", got, len(created))
+	}
+	for _, u := range state.Buyers {
+		if !created[u] {
+			t.Errorf("rebuilt buyer %d holds no order", u)
+		}
+	}
+	if want := int64(n - len(created)); state.Campaign.Stock != want {
+		t.Errorf("rebuilt stock = %d, want %d", state.Campaign.Stock, want)
+	}
+	if got := stateOf(t, db, v.ID).Stock; got != state.Campaign.Stock {
+		t.Errorf("stock after = %d, want the rebuilt %d: an order of the old epoch took a unit", got, state.Campaign.Stock)
+	}
+	t.Logf("created %d before the rebuild, %d lost after it", len(created), lost)
 }

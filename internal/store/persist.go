@@ -21,6 +21,8 @@ const (
 	ReasonUserHasOrder = seckill.FailureUserHasOrder
 	ReasonNoStock      = seckill.FailureNoStock
 	ReasonNoCampaign   = seckill.FailureNoCampaign
+	ReasonLost         = seckill.FailureLost
+	ReasonConflict     = seckill.FailureConflict
 	// ReasonInvalid is reported, not recorded, for an admission whose ids
 	// are not positive or whose order id does not carry its voucher id.
 	ReasonInvalid = seckill.FailureInvalid
@@ -58,13 +60,15 @@ func failed(reason string, at time.Time) decision {
 
 // idTime is a row that RETURNING or a lookup gives back.
 type idTime struct {
-	ID int64     `bun:"id"`
-	At time.Time `bun:"at"`
+	ID     int64     `bun:"id"`
+	At     time.Time `bun:"at"`
+	UserID int64     `bun:"user_id,scanonly"`
 }
 
 // recordedFailure is a row of order_failure as PersistOrders reads it back.
 type recordedFailure struct {
 	ID     int64     `bun:"id"`
+	UserID int64     `bun:"user_id"`
 	Reason string    `bun:"reason"`
 	At     time.Time `bun:"at"`
 }
@@ -130,8 +134,8 @@ func (s *Store) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]
 }
 
 // validAdmission reports whether a can be stored: the schema wants positive
-// ids, and WarmStates reads sequences from order ids, so an id must carry
-// its voucher.
+// ids, and an id must carry its voucher (its epoch decides where the unit
+// is taken from).
 func validAdmission(a seckill.Admission) bool {
 	vid, seq := seckill.SplitOrderID(a.OrderID)
 	return a.OrderID > 0 && a.UserID > 0 && a.VoucherID > 0 && vid == a.VoucherID && seq > 0
@@ -173,6 +177,9 @@ func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (m
 			return err
 		}
 		for _, f := range fails {
+			if f.UserID != batchUser(batch, f.ID) {
+				continue // another buyer's conflict on this id, not this one's failure
+			}
 			if _, ok := inserted[f.ID]; ok {
 				return errFallback
 			}
@@ -195,16 +202,36 @@ func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (m
 			if err != nil {
 				return err
 			}
+			owner := make(map[int64]int64, len(existing))
 			for _, r := range existing {
-				out[r.ID] = created(r.At)
+				owner[r.ID] = r.UserID
 			}
-			var holders []seckill.Admission
+			// An existing row is this admission only if it is the same
+			// buyer's: an id held by someone else is a conflict, never
+			// acknowledged as saved.
+			var holders, conflicts []seckill.Admission
 			for _, a := range batch {
-				if _, ok := inserted[a.OrderID]; !ok && !hasKey(out, a.OrderID) {
+				if _, ok := inserted[a.OrderID]; ok || hasKey(out, a.OrderID) {
+					continue
+				}
+				switch u, ok := owner[a.OrderID]; {
+				case !ok:
 					holders = append(holders, a)
+				case u != a.UserID:
+					conflicts = append(conflicts, a)
+				}
+			}
+			for _, r := range existing {
+				if r.UserID == batchUser(batch, r.ID) {
+					out[r.ID] = created(r.At)
 				}
 			}
 			recorded, err := recordFailures(ctx, tx, holders, ReasonUserHasOrder)
+			if err != nil {
+				return err
+			}
+			maps.Copy(out, recorded)
+			recorded, err = recordFailures(ctx, tx, conflicts, ReasonConflict)
 			if err != nil {
 				return err
 			}
@@ -214,16 +241,20 @@ func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (m
 		// Take the units last: the campaign row is the hottest row of the
 		// schema, so hold its lock for as short a time as possible, and
 		// lock campaigns in voucher id order so that batches spanning
-		// several vouchers cannot deadlock.
-		take := make(map[int64]int64)
+		// several vouchers cannot deadlock. A unit is taken only in the
+		// admission's epoch: a campaign rebuilt since sells it again.
+		take := make(map[epochKey]int64)
 		for _, a := range batch {
 			if at, ok := inserted[a.OrderID]; ok {
-				take[a.VoucherID]++
+				take[epochKey{a.VoucherID, seckill.OrderEpoch(a.OrderID)}]++
 				out[a.OrderID] = createdNow(at)
 			}
 		}
-		for _, vid := range slices.Sorted(maps.Keys(take)) {
-			ok, err := takeStock(ctx, tx, vid, take[vid])
+		keys := slices.SortedFunc(maps.Keys(take), func(x, y epochKey) int {
+			return cmp.Or(cmp.Compare(x.voucherID, y.voucherID), cmp.Compare(x.epoch, y.epoch))
+		})
+		for _, k := range keys {
+			ok, err := takeStock(ctx, tx, k.voucherID, k.epoch, take[k])
 			if err != nil {
 				return err
 			} else if !ok {
@@ -277,6 +308,7 @@ func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision,
 		if err != nil {
 			return err
 		}
+		fails = slices.DeleteFunc(fails, func(f recordedFailure) bool { return f.UserID != a.UserID })
 		if len(fails) > 0 {
 			d = failed(fails[0].Reason, fails[0].At)
 			return errDecided // take back the row this INSERT may have written
@@ -287,16 +319,21 @@ func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision,
 			if err != nil {
 				return err
 			}
+			reason := ReasonUserHasOrder
 			if len(existing) > 0 {
-				d = created(existing[0].At)
-				return nil
+				if existing[0].UserID == a.UserID {
+					d = created(existing[0].At)
+					return nil
+				}
+				reason = ReasonConflict
 			}
-			recorded, err := recordFailures(ctx, tx, []seckill.Admission{a}, ReasonUserHasOrder)
+			recorded, err := recordFailures(ctx, tx, []seckill.Admission{a}, reason)
 			d = recorded[a.OrderID]
 			return err
 		}
 
-		ok, err := takeStock(ctx, tx, a.VoucherID, 1)
+		epoch := seckill.OrderEpoch(a.OrderID)
+		ok, err := takeStock(ctx, tx, a.VoucherID, epoch, 1)
 		if err != nil {
 			return err
 		} else if ok {
@@ -304,11 +341,15 @@ func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision,
 			return nil
 		}
 		reason := ReasonNoStock
-		exists, err := tx.NewSelect().Model((*campaignRow)(nil)).Where("voucher_id = ?", a.VoucherID).Exists(ctx)
-		if err != nil {
+		var current []int64
+		err = tx.NewSelect().Model((*campaignRow)(nil)).Column("epoch").Where("voucher_id = ?", a.VoucherID).Scan(ctx, &current)
+		switch {
+		case err != nil:
 			return fmt.Errorf("select campaign %d: %w", a.VoucherID, err)
-		} else if !exists {
+		case len(current) == 0:
 			reason = ReasonNoCampaign
+		case current[0] != epoch:
+			reason = ReasonLost
 		}
 		// Delete the order but keep its id held (the delete commits with
 		// the failure), so no concurrent writer slips it in between.
@@ -372,7 +413,7 @@ func recordFailures(ctx context.Context, db bun.IDB, adms []seckill.Admission, r
 func selectFailures(ctx context.Context, db bun.IDB, ids []int64) ([]recordedFailure, error) {
 	var fails []recordedFailure
 	err := db.NewSelect().Model((*failureRow)(nil)).
-		ColumnExpr("f.id, f.reason, f.failed_at AS at").
+		ColumnExpr("f.id, f.user_id, f.reason, f.failed_at AS at").
 		Where("f.id = ANY(?)", pgdialect.Array(ids)).
 		Scan(ctx, &fails)
 	if err != nil {
@@ -384,7 +425,7 @@ func selectFailures(ctx context.Context, db bun.IDB, ids []int64) ([]recordedFai
 func selectOrders(ctx context.Context, db bun.IDB, ids []int64) ([]idTime, error) {
 	var rows []idTime
 	err := db.NewSelect().Model((*orderRow)(nil)).
-		ColumnExpr("o.id, o.created_at AS at").
+		ColumnExpr("o.id, o.created_at AS at, o.user_id").
 		Where("o.id = ANY(?)", pgdialect.Array(ids)).
 		Scan(ctx, &rows)
 	if err != nil {
@@ -403,13 +444,27 @@ func deleteOrders(ctx context.Context, db bun.IDB, ids []int64) error {
 	return nil
 }
 
-// takeStock takes n units from a campaign's stock; it reports false, and
-// changes nothing, when the campaign does not exist or has fewer left.
-func takeStock(ctx context.Context, db bun.IDB, voucherID, n int64) (bool, error) {
+// epochKey is a campaign in one epoch.
+type epochKey struct{ voucherID, epoch int64 }
+
+// batchUser returns the user of the admission with order id id in batch.
+func batchUser(batch []seckill.Admission, id int64) int64 {
+	i, ok := slices.BinarySearchFunc(batch, id, func(a seckill.Admission, id int64) int { return cmp.Compare(a.OrderID, id) })
+	if !ok {
+		return 0
+	}
+	return batch[i].UserID
+}
+
+// takeStock takes n units from a campaign's stock in the given epoch; it
+// reports false, and changes nothing, when the campaign does not exist, has
+// moved to another epoch (RebuildCampaign) or has fewer units left.
+func takeStock(ctx context.Context, db bun.IDB, voucherID, epoch, n int64) (bool, error) {
 	res, err := db.NewUpdate().Model((*campaignRow)(nil)).
 		Set("stock = stock - ?", n).
 		Set("updated_at = now()").
 		Where("voucher_id = ?", voucherID).
+		Where("epoch = ?", epoch).
 		Where("stock >= ?", n).
 		Exec(ctx)
 	if err != nil {

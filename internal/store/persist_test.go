@@ -485,3 +485,37 @@ func BenchmarkPersistOrders(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*batchSize)/b.Elapsed().Seconds(), "orders/s")
 }
+
+// TestPersistConflictingID: an id that Postgres holds for another buyer is
+// never acknowledged as this admission's: it fails with FailureConflict (in
+// a batch and alone), the other buyer's order stays, and no unit is taken.
+func TestPersistConflictingID(t *testing.T) {
+	db := storetest.NewDB(t)
+	s := store.New(db)
+	v := storetest.CreateCampaign(t, db, 10)
+	first := adm(v.ID, 1, 100)
+	persist(t, s, first)
+
+	for name, batch := range map[string][]seckill.Admission{
+		"alone":    {adm(v.ID, 1, 200)},
+		"in batch": {adm(v.ID, 1, 300), adm(v.ID, 2, 301)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			outs := persist(t, s, batch...)
+			if outs[0].Status != seckill.OrderFailed || outs[0].Reason != seckill.FailureConflict {
+				t.Errorf("conflicting admission: %+v, want FAILED %q", outs[0], seckill.FailureConflict)
+			}
+			if got := stateOf(t, db, v.ID).Orders[first.OrderID]; got != first.UserID {
+				t.Errorf("order %d belongs to %d now, want %d", first.OrderID, got, first.UserID)
+			}
+		})
+	}
+	if got := stateOf(t, db, v.ID).Stock; got != 8 {
+		t.Errorf("stock = %d, want 8 (orders 1 and 2)", got)
+	}
+	// The same buyer's re-delivery is still the same order.
+	outs := persist(t, s, first)
+	if outs[0].Status != seckill.OrderCreated {
+		t.Errorf("re-delivery: %+v, want CREATED", outs[0])
+	}
+}

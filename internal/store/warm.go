@@ -3,90 +3,79 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"seckill/internal/seckill"
 )
 
-// warmRow is a campaign with the highest order sequence seen for it.
-type warmRow struct {
-	campaignRow `bun:",extend"`
-
-	MaxSeq int64 `bun:"max_seq,scanonly"`
-}
-
-// buyerRow is one user holding an order for a campaign.
-type buyerRow struct {
-	VoucherID int64 `bun:"voucher_id"`
-	UserID    int64 `bun:"user_id"`
-}
-
-// WarmStates returns every campaign whose end is in the future, in voucher
-// id order, with the users holding an order for it and the highest order
-// sequence (failed orders included) that Postgres has seen for it. It reads
-// one snapshot, so Stock and Buyers agree: a buyer counted without its unit
-// would let Redis sell that unit twice.
-func (s *Store) WarmStates(ctx context.Context) ([]seckill.WarmState, error) {
-	var states []seckill.WarmState
-	opts := &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
-	err := s.db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		states, err = warmStates(ctx, tx)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return states, nil
-}
-
-func warmStates(ctx context.Context, db bun.IDB) ([]seckill.WarmState, error) {
-	const seqMask = 1<<32 - 1 // the low 32 bits of an order id, as seckill.SplitOrderID
-	var rows []warmRow
-	err := db.NewSelect().Model(&rows).
-		ColumnExpr("c.*").
-		ColumnExpr(`GREATEST(
-			(SELECT max(o.id & ?0) FROM voucher_order AS o WHERE o.voucher_id = c.voucher_id),
-			(SELECT max(f.id & ?0) FROM order_failure AS f WHERE f.voucher_id = c.voucher_id),
-			0) AS max_seq`, int64(seqMask)).
-		Where("c.end_time > now()").
-		OrderExpr("c.voucher_id").
-		Scan(ctx)
+// LiveCampaigns returns the ids of the campaigns whose end is in the future,
+// in id order.
+func (s *Store) LiveCampaigns(ctx context.Context) ([]int64, error) {
+	var ids []int64
+	err := s.db.NewSelect().Model((*campaignRow)(nil)).Column("c.voucher_id").
+		Where("c.end_time > now()").OrderExpr("c.voucher_id").Scan(ctx, &ids)
 	if err != nil {
 		return nil, fmt.Errorf("store: select live campaigns: %w", err)
 	}
-	if len(rows) == 0 {
-		return nil, nil
-	}
+	return ids, nil
+}
 
-	ids := make([]int64, len(rows))
-	for i := range rows {
-		ids[i] = rows[i].VoucherID
+// CampaignEpoch returns a campaign's current order id epoch. ENOTFOUND.
+func (s *Store) CampaignEpoch(ctx context.Context, voucherID int64) (int64, error) {
+	var epoch int64
+	err := s.db.NewSelect().Model((*campaignRow)(nil)).Column("c.epoch").
+		Where("c.voucher_id = ?", voucherID).Scan(ctx, &epoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	} else if err != nil {
+		return 0, fmt.Errorf("store: select epoch of campaign %d: %w", voucherID, err)
 	}
-	var buyers []buyerRow
-	err = db.NewSelect().Model((*orderRow)(nil)).
-		Column("o.voucher_id", "o.user_id").
-		Where("o.voucher_id = ANY(?)", pgdialect.Array(ids)).
-		OrderExpr("o.voucher_id, o.user_id").
-		Scan(ctx, &buyers)
-	if err != nil {
-		return nil, fmt.Errorf("store: select buyers: %w", err)
-	}
-	byVoucher := make(map[int64][]int64, len(rows))
-	for _, b := range buyers {
-		byVoucher[b.VoucherID] = append(byVoucher[b.VoucherID], b.UserID)
-	}
+	return epoch, nil
+}
 
-	states := make([]seckill.WarmState, len(rows))
-	for i := range rows {
-		states[i] = seckill.WarmState{
-			Campaign: toDomainCampaign(&rows[i].campaignRow),
-			Buyers:   byVoucher[rows[i].VoucherID],
-			MaxSeq:   rows[i].MaxSeq,
+// RebuildCampaign moves a campaign to its next order id epoch and returns
+// its state in it: stock, window and the users holding an order.
+//
+// It locks the campaign's row first and reads after (READ COMMITTED: each
+// statement sees what committed before it), which fences it against
+// PersistOrders: a batch that took its units before the lock is counted in
+// stock and buyers; one that comes after finds the epoch moved on, takes
+// nothing, and fails its orders with FailureLost. ENOTFOUND; EUNAVAILABLE
+// when the campaign has used its last epoch.
+func (s *Store) RebuildCampaign(ctx context.Context, voucherID int64) (seckill.WarmState, error) {
+	var st seckill.WarmState
+	err := s.db.RunInTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(ctx context.Context, tx bun.Tx) error {
+		var row campaignRow
+		err := tx.NewSelect().Model(&row).Where("c.voucher_id = ?", voucherID).For("UPDATE").Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+		} else if err != nil {
+			return fmt.Errorf("lock campaign: %w", err)
 		}
+		if row.Epoch >= seckill.MaxEpoch {
+			return seckill.Errorf(seckill.EUNAVAILABLE, "campaign %d has used all its order id epochs", voucherID)
+		}
+		row.Epoch++
+		if _, err := tx.NewUpdate().Model(&row).Column("epoch").Set("updated_at = now()").WherePK().Exec(ctx); err != nil {
+			return fmt.Errorf("next epoch: %w", err)
+		}
+		var buyers []int64
+		err = tx.NewSelect().Model((*orderRow)(nil)).Column("o.user_id").
+			Where("o.voucher_id = ?", voucherID).OrderExpr("o.user_id").Scan(ctx, &buyers)
+		if err != nil {
+			return fmt.Errorf("select buyers: %w", err)
+		}
+		st = seckill.WarmState{Campaign: toDomainCampaign(&row), Buyers: buyers}
+		return nil
+	})
+	if err != nil {
+		if seckill.ErrorCode(err) != seckill.EINTERNAL {
+			return seckill.WarmState{}, err
+		}
+		return seckill.WarmState{}, fmt.Errorf("store: rebuild campaign %d: %w", voucherID, err)
 	}
-	return states, nil
+	return st, nil
 }

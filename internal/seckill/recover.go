@@ -1,0 +1,239 @@
+package seckill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// How the Service restores campaigns that Redis lost or must rebuild.
+const (
+	// recoveryWait bounds how long a purchase waits for its campaign to be
+	// restored before it is answered EUNAVAILABLE.
+	recoveryWait = 3 * time.Second
+	// rebuildTimeout bounds one rebuild, which runs detached from the
+	// purchase that started it: a buyer who hangs up does not abort it.
+	rebuildTimeout = 30 * time.Second
+	// maxRebuilds bounds the rebuilds (each a few Postgres queries) one
+	// process runs at once: a flood of purchases of unknown vouchers
+	// cannot turn into a flood of queries.
+	maxRebuilds = 4
+	// unknownTTL is how long a voucher that Postgres does not know is
+	// answered ENOTFOUND without asking Postgres again.
+	unknownTTL = 2 * time.Second
+	// maxUnknown bounds the memory of unknown vouchers.
+	maxUnknown = 10000
+	// rebuildPoll is how often a process waiting for another process's
+	// rebuild looks again.
+	rebuildPoll = 50 * time.Millisecond
+)
+
+// recovery keeps the rebuilds a process runs: at most one per campaign, at
+// most maxRebuilds at once, and a short memory of vouchers Postgres does not
+// know.
+type recovery struct {
+	once     sync.Once
+	mu       sync.Mutex
+	inflight map[int64]*rebuildCall
+	unknown  map[int64]time.Time
+	slots    chan struct{}
+}
+
+type rebuildCall struct {
+	done chan struct{}
+	err  error
+}
+
+func (r *recovery) init() {
+	r.once.Do(func() {
+		r.inflight = make(map[int64]*rebuildCall)
+		r.unknown = make(map[int64]time.Time)
+		r.slots = make(chan struct{}, maxRebuilds)
+	})
+}
+
+// needsRecovery reports whether an Admit error means the campaign must be
+// restored from Postgres before Redis can answer for it.
+func needsRecovery(err error) bool {
+	return errors.Is(err, ErrRebuildNeeded) || ErrorCode(err) == ENOTFOUND
+}
+
+// recoverCampaign restores one campaign into Redis from Postgres, or waits
+// for the rebuild already under way, within recoveryWait. ENOTFOUND for a
+// voucher Postgres does not know; EUNAVAILABLE when it cannot be done now.
+func (s *Service) recoverCampaign(ctx context.Context, voucherID int64) error {
+	r := &s.recovery
+	r.init()
+	now := s.now()
+	r.mu.Lock()
+	if at, ok := r.unknown[voucherID]; ok && now.Sub(at) < unknownTTL {
+		r.mu.Unlock()
+		return Errorf(ENOTFOUND, "voucher %d not found", voucherID)
+	}
+	call, running := r.inflight[voucherID]
+	if !running {
+		select {
+		case r.slots <- struct{}{}:
+		default:
+			r.mu.Unlock()
+			return Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
+		}
+		call = &rebuildCall{done: make(chan struct{})}
+		r.inflight[voucherID] = call
+		go s.runRebuild(voucherID, call)
+	}
+	r.mu.Unlock()
+
+	wait := time.NewTimer(recoveryWait)
+	defer wait.Stop()
+	select {
+	case <-call.done:
+	case <-wait.C:
+		return Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
+	case <-ctx.Done():
+		return Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
+	}
+	switch ErrorCode(call.err) {
+	case "":
+		return nil
+	case ENOTFOUND, EUNAVAILABLE:
+		return call.err
+	}
+	return Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
+}
+
+func (s *Service) runRebuild(voucherID int64, call *rebuildCall) {
+	r := &s.recovery
+	ctx, cancel := context.WithTimeout(context.Background(), rebuildTimeout)
+	defer cancel()
+	call.err = s.RebuildCampaign(ctx, voucherID)
+	if call.err != nil && ErrorCode(call.err) != ENOTFOUND {
+		s.Logger.Error("rebuild campaign", "voucher_id", voucherID, "err", call.err)
+	}
+	r.mu.Lock()
+	delete(r.inflight, voucherID)
+	if ErrorCode(call.err) == ENOTFOUND {
+		if len(r.unknown) >= maxUnknown {
+			clear(r.unknown)
+		}
+		r.unknown[voucherID] = s.now()
+	}
+	<-r.slots
+	r.mu.Unlock()
+	close(call.done)
+}
+
+// RebuildCampaign restores one campaign's Redis state from Postgres, in a
+// new order id epoch, so that whatever Redis lost (an empty restart, the last
+// second of its AOF, writes a promoted replica never received) can neither
+// oversell nor hand an order id out twice:
+//
+//  1. take the campaign's rebuild lock in Redis and stop its admissions;
+//  2. persist every admission that Redis still holds as pending (they were
+//     answered ACCEPTED; the workers may be doing the same, idempotently);
+//  3. in Postgres, under the campaign's row lock, move to the next epoch
+//     and read stock and buyers; from now on an order of an earlier epoch
+//     that reaches Postgres (its task outlived Redis's pending entry) fails
+//     with FailureLost instead of taking a unit Redis sells again;
+//  4. install that state in Redis, replacing everything, and end the lock.
+//
+// An admission that Redis lost before any of this was neither pending nor
+// persisted: its buyer reads it as FAILED (FailureLost) from Order. When
+// another process holds the lock, RebuildCampaign waits for it to finish.
+// ENOTFOUND for a voucher Postgres does not know.
+func (s *Service) RebuildCampaign(ctx context.Context, voucherID int64) error {
+	if voucherID <= 0 {
+		return Errorf(ENOTFOUND, "voucher %d not found", voucherID)
+	}
+	token, ok, err := s.Admitter.BeginRebuild(ctx, voucherID)
+	if err != nil {
+		return fmt.Errorf("begin rebuild: %w", err)
+	}
+	if !ok {
+		return s.awaitRebuild(ctx, voucherID)
+	}
+	return s.rebuildLocked(ctx, voucherID, token)
+}
+
+// rebuildLocked does steps 2 to 4 of RebuildCampaign under the lock token.
+func (s *Service) rebuildLocked(ctx context.Context, voucherID int64, token string) error {
+	survivors, err := s.Admitter.PendingOf(ctx, voucherID)
+	if err != nil {
+		return fmt.Errorf("pending admissions: %w", err)
+	}
+	if err := s.PersistAdmissions(ctx, survivors); err != nil {
+		return fmt.Errorf("persist %d pending admissions: %w", len(survivors), err)
+	}
+	st, err := s.Store.RebuildCampaign(ctx, voucherID)
+	if err != nil {
+		return err
+	}
+	installed, err := s.Admitter.FinishRebuild(ctx, token, st)
+	if err != nil {
+		return fmt.Errorf("install campaign: %w", err)
+	} else if !installed {
+		return Errorf(EUNAVAILABLE, "the rebuild of campaign %d lost its lock", voucherID)
+	}
+	s.Logger.Warn("rebuilt campaign from Postgres", "voucher_id", voucherID, "epoch", st.Campaign.Epoch,
+		"stock", st.Campaign.Stock, "buyers", len(st.Buyers), "persisted_pending", len(survivors))
+	return nil
+}
+
+// awaitRebuild waits until another process has rebuilt the campaign.
+func (s *Service) awaitRebuild(ctx context.Context, voucherID int64) error {
+	t := time.NewTicker(rebuildPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
+		case <-t.C:
+		}
+		need, err := s.Admitter.NeedsRebuild(ctx, []int64{voucherID})
+		if err != nil {
+			return err
+		}
+		if len(need) == 0 {
+			return nil
+		}
+		// The holder may have died: its lock expires, and then this
+		// process takes over.
+		token, ok, err := s.Admitter.BeginRebuild(ctx, voucherID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return s.rebuildLocked(ctx, voucherID, token)
+		}
+	}
+}
+
+// RestoreCampaigns rebuilds every live campaign that Redis lacks or must
+// rebuild, one after another; the reconciler calls it on every tick, so a
+// campaign nobody tries to buy is restored too. It returns how many it
+// rebuilt.
+func (s *Service) RestoreCampaigns(ctx context.Context) (int, error) {
+	ids, err := s.Store.LiveCampaigns(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("live campaigns: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	need, err := s.Admitter.NeedsRebuild(ctx, ids)
+	if err != nil {
+		return 0, fmt.Errorf("campaigns to rebuild: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, id := range need {
+		if err := s.RebuildCampaign(ctx, id); err != nil {
+			errs = append(errs, fmt.Errorf("campaign %d: %w", id, err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
