@@ -97,7 +97,7 @@ ensure_redis() {
 		mkdir -p "$run/redis"
 		log "starting a private Redis on 127.0.0.1:$port (append-only file in $run/redis)"
 		redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --dir "$run/redis" \
-			--appendonly yes --appendfsync everysec --logfile "$run/redis/redis.log" >/dev/null
+			--appendonly yes --appendfsync always --logfile "$run/redis/redis.log" >/dev/null
 	fi
 	for _ in $(seq 1 50); do tcp_open "$host" "$port" && break; sleep 0.2; done
 	tcp_open "$host" "$port" || die "Redis did not come up on $host:$port"

@@ -138,10 +138,17 @@ func (a *App) Close() {
 // flight get ShutdownTimeout to finish, and any that do not are handed back
 // to the queue (and their admissions stay pending in Redis), so none is lost.
 func (a *App) RunWorker(ctx context.Context) error {
+	outage := newOutageLog(a.Logger, "persist orders")
 	persist := func(ctx context.Context, adms []seckill.Admission) error {
 		ctx, cancel := context.WithTimeout(ctx, 25*time.Second)
 		defer cancel()
-		return a.Service.PersistAdmissions(ctx, adms)
+		err := a.Service.PersistAdmissions(ctx, adms)
+		if err != nil {
+			outage.fail(ctx, err)
+		} else {
+			outage.ok(ctx)
+		}
+		return err
 	}
 	// The batch being written is not any one task's: it must outlive a
 	// task that gives up (its store writes are idempotent anyway).
@@ -165,11 +172,11 @@ func (a *App) RunWorker(ctx context.Context) error {
 			retried, _ := asynq.GetRetryCount(ctx)
 			maxRetry, _ := asynq.GetMaxRetry(ctx)
 			id, _ := asynq.GetTaskID(ctx)
-			level := slog.LevelWarn
-			if retried >= maxRetry || errors.Is(err, asynq.SkipRetry) {
-				level = slog.LevelError // archived: the dead-letter queue
+			if retried < maxRetry && !errors.Is(err, asynq.SkipRetry) {
+				return // it retries; the outage log tells of the run of failures
 			}
-			a.Logger.Log(ctx, level, "task failed", "task_id", id, "type", t.Type(), "retried", retried, "max_retry", maxRetry, "err", err)
+			// Archived: the dead-letter queue.
+			a.Logger.ErrorContext(ctx, "task failed", "task_id", id, "type", t.Type(), "retried", retried, "max_retry", maxRetry, "err", err)
 		}),
 	})
 	if err := srv.Start(mux); err != nil {

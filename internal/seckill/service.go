@@ -222,10 +222,19 @@ func (s *Service) order(ctx context.Context, id int64) (*Order, error) {
 	if ErrorCode(err) != ENOTFOUND {
 		return o, err
 	}
-	// Neither pending nor persisted. An id of an epoch the campaign has
-	// left was accepted and then lost with Redis's state: say so, rather
-	// than pretend it never existed.
+	// Neither pending nor persisted. If Redis may have lost the campaign's
+	// state, restore it first: that persists what survived, and moves the
+	// epoch past what did not.
 	voucherID, _ := SplitOrderID(id)
+	if need, nerr := s.Admitter.NeedsRebuild(ctx, []int64{voucherID}); nerr == nil && len(need) > 0 {
+		if s.recoverCampaign(ctx, voucherID) == nil {
+			if o, err = s.Store.Order(ctx, id); ErrorCode(err) != ENOTFOUND {
+				return o, err
+			}
+		}
+	}
+	// An id of an epoch the campaign has left was accepted and then lost
+	// with Redis's state: say so, rather than pretend it never existed.
 	epoch, eerr := s.Store.CampaignEpoch(ctx, voucherID)
 	if eerr != nil || OrderEpoch(id) >= epoch {
 		return nil, err

@@ -1,0 +1,401 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/seckill"
+)
+
+// The tests in this file run the purchase path end to end (HTTP, Redis,
+// Asynq workers, Postgres) against a private redis-server that they kill,
+// restart empty or restart with its AOF cut back, in the middle of a sale
+// with concurrent buyers. Afterwards every ACCEPTED answer must be a row for
+// that buyer or an explicit FAILED the buyer can read, no order id may
+// belong to two buyers, nobody may hold two orders, Postgres may not be
+// oversold, and Redis must agree with Postgres.
+
+// redisServer is a private redis-server with AOF (appendfsync everysec) in
+// a directory of its own.
+type redisServer struct {
+	t    *testing.T
+	port string
+	dir  string
+	cmd  *exec.Cmd
+}
+
+func startRedisServer(t *testing.T) *redisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redis-server is not installed")
+		}
+		t.Skip("redis-server is not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	r := &redisServer{t: t, port: port, dir: t.TempDir()}
+	r.start()
+	t.Cleanup(r.kill)
+	return r
+}
+
+func (r *redisServer) url() string { return "redis://127.0.0.1:" + r.port + "/0" }
+
+func (r *redisServer) start() {
+	r.t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", r.port, "--bind", "127.0.0.1", "--dir", r.dir,
+		"--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--aof-load-truncated", "yes",
+		"--logfile", filepath.Join(r.dir, "redis.log"))
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + r.port, MaxRetries: -1})
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for rdb.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(r.dir, "redis.log"))
+			r.t.Fatalf("redis-server on %s did not start:\n%s", r.port, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill stops the server at once (SIGKILL), as a crash would.
+func (r *redisServer) kill() {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+}
+
+// snapshotAOF copies the AOF directory as it is on disk now.
+func (r *redisServer) snapshotAOF() string {
+	r.t.Helper()
+	src := filepath.Join(r.dir, "appendonlydir")
+	dst := filepath.Join(r.t.TempDir(), "aof")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		r.t.Fatal(err)
+	}
+	return dst
+}
+
+// restoreAOF replaces the AOF directory with a snapshot: the server comes
+// back without every write made after the snapshot, as after a host crash
+// under appendfsync everysec (up to a second lost) or worse.
+func (r *redisServer) restoreAOF(snapshot string) {
+	r.t.Helper()
+	dir := filepath.Join(r.dir, "appendonlydir")
+	if err := os.RemoveAll(dir); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.CopyFS(dir, os.DirFS(snapshot)); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// wipe deletes everything the server persisted: it restarts empty.
+func (r *redisServer) wipe() {
+	r.t.Helper()
+	if err := os.RemoveAll(filepath.Join(r.dir, "appendonlydir")); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// answer is what one buyer was told.
+type answer struct {
+	user    int64
+	outcome string
+	orderID int64
+	err     string        // the error code, when the purchase failed
+	took    time.Duration // how long the answer took
+}
+
+// saleUnderFault runs a sale of stock units with concurrent buyers, each
+// buying once with a user of its own, against a private Redis; fault runs
+// after faultAfter. It checks every invariant at the end and reports what
+// the fault cost.
+func saleUnderFault(t *testing.T, stock int, fault func(t *testing.T, e *testEnv, r *redisServer)) {
+	r := startRedisServer(t)
+	e := newTestEnv(t, "", func(m map[string]string) {
+		m["SECKILL_REDIS_URL"] = r.url()
+		m["SECKILL_REDIS_TIMEOUT"] = "1s"
+		m["SECKILL_USER_RATE"] = "0"
+		m["SECKILL_RECONCILE_INTERVAL"] = "250ms"
+	})
+	voucher := e.createCampaign(stock)
+	e.worker()
+	rctx, stopReconciler := context.WithCancel(e.ctx)
+	var rwg sync.WaitGroup
+	rwg.Go(func() { e.app.RunReconciler(rctx) })
+	defer func() { stopReconciler(); rwg.Wait() }()
+
+	const buyers = 24
+	var (
+		mu        sync.Mutex
+		answers   []answer
+		lastError time.Time
+		faultAt   time.Time
+		firstOK   time.Time // first ACCEPTED after the fault
+		stop      = make(chan struct{})
+		wg        sync.WaitGroup
+	)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: buyers}, Timeout: 10 * time.Second}
+	for b := range buyers {
+		wg.Go(func() {
+			for k := int64(0); ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				user := int64(1_000_000 + b*100_000) + k
+				tok := e.token(user, false)
+				began := time.Now()
+				p, err := e.buy(client, tok, voucher)
+				a := answer{user: user, outcome: p.Outcome, took: time.Since(began)}
+				if err != nil {
+					a.err = errorCode(err)
+				} else if p.OrderID != nil {
+					a.orderID, _ = strconv.ParseInt(*p.OrderID, 10, 64)
+				}
+				mu.Lock()
+				answers = append(answers, a)
+				now := time.Now()
+				if a.err != "" {
+					lastError = now
+				}
+				if a.outcome == "ACCEPTED" && !faultAt.IsZero() && firstOK.IsZero() {
+					firstOK = now
+				}
+				mu.Unlock()
+				if a.err != "" {
+					time.Sleep(20 * time.Millisecond) // a client backing off
+				}
+			}
+		})
+	}
+	time.Sleep(1500 * time.Millisecond)
+	fault(t, e, r)
+	mu.Lock()
+	faultAt = time.Now()
+	mu.Unlock()
+	time.Sleep(3 * time.Second)
+	close(stop)
+	wg.Wait()
+
+	// Let every admission reach Postgres and every campaign be restored.
+	settled := time.Now()
+	eventually(t, 60*time.Second, "pending admissions persisted and the campaign restored", func() bool {
+		need, err := e.app.Admitter.NeedsRebuild(e.ctx, []int64{voucher})
+		if err != nil || len(need) > 0 {
+			return false
+		}
+		q, err := e.app.Admitter.Queued(e.ctx, []int64{voucher})
+		return err == nil && q[voucher] == 0
+	})
+	settleTook := time.Since(settled)
+
+	checkSale(t, e, voucher, stock, answers)
+
+	errs := map[string]int{}
+	accepted := 0
+	var slowest time.Duration
+	for _, a := range answers {
+		if a.err != "" {
+			errs[a.err]++
+			slowest = max(slowest, a.took)
+		}
+		if a.outcome == "ACCEPTED" {
+			accepted++
+		}
+	}
+	resumed := "never"
+	if !firstOK.IsZero() {
+		resumed = firstOK.Sub(faultAt).Round(time.Millisecond).String()
+	}
+	quiet := "none"
+	if !lastError.IsZero() {
+		quiet = lastError.Sub(faultAt).Round(time.Millisecond).String()
+	}
+	t.Logf("fault cost: %d attempts, %d accepted, errors %v (slowest %s); first ACCEPTED %s after Redis was back, last error %s after that; settled %s after the load",
+		len(answers), accepted, errs, slowest.Round(time.Millisecond), resumed, quiet, settleTook.Round(time.Millisecond))
+	// SECKILL_REDIS_TIMEOUT is 1s here: a refusal comes within a few of
+	// them (a dial, a read, a retry), never after the client gave up.
+	if slowest > 6*time.Second {
+		t.Errorf("a purchase took %s to be refused while Redis was away", slowest)
+	}
+	if accepted == 0 {
+		t.Error("nothing was accepted: the test did not exercise the sale")
+	}
+	for code := range errs {
+		if code != seckill.EUNAVAILABLE {
+			t.Errorf("%d purchases answered %s; want UNAVAILABLE (retryable) while Redis is away", errs[code], code)
+		}
+	}
+}
+
+// checkSale asserts the invariants of a finished sale against what the
+// buyers were told.
+func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []answer) {
+	t.Helper()
+	ctx := e.ctx
+	owner := map[int64]int64{}
+	created, failed := 0, 0
+	reasons := map[string]int{}
+	for _, a := range answers {
+		if a.outcome != "ACCEPTED" {
+			continue
+		}
+		if prev, ok := owner[a.orderID]; ok {
+			t.Errorf("order id %d was handed to users %d and %d", a.orderID, prev, a.user)
+			continue
+		}
+		owner[a.orderID] = a.user
+		o, err := e.app.Service.Order(asUser(ctx, a.user, false), a.orderID)
+		if err != nil {
+			t.Errorf("user %d was told ACCEPTED with order %d, which reads as %v", a.user, a.orderID, err)
+			continue
+		}
+		switch {
+		case o.Status == seckill.OrderCreated && o.UserID == a.user:
+			created++
+		case o.Status == seckill.OrderFailed && o.FailureReason != "":
+			failed++
+			reasons[o.FailureReason]++
+		default:
+			t.Errorf("user %d's order %d: %+v, want CREATED for them or FAILED with a reason", a.user, a.orderID, o)
+		}
+	}
+
+	var orders []struct {
+		ID     int64
+		UserID int64
+	}
+	if err := e.app.DB.NewSelect().Table("voucher_order").Column("id", "user_id").
+		Where("voucher_id = ?", voucher).Scan(ctx, &orders); err != nil {
+		t.Fatal(err)
+	}
+	holders := map[int64]int{}
+	for _, o := range orders {
+		holders[o.UserID]++
+		if holders[o.UserID] == 2 {
+			t.Errorf("user %d holds two orders", o.UserID)
+		}
+		if u, ok := owner[o.ID]; !ok || u != o.UserID {
+			t.Errorf("Postgres holds order %d of user %d, which no buyer was told (told: %d)", o.ID, o.UserID, u)
+		}
+	}
+	pg := e.pgStock(voucher)
+	if len(orders) > stock || pg < 0 || pg != int64(stock-len(orders)) {
+		t.Errorf("Postgres: %d orders, stock %d of %d: oversold or inconsistent", len(orders), pg, stock)
+	}
+	if len(orders) != created {
+		t.Errorf("%d orders in Postgres, %d ACCEPTED answers read CREATED", len(orders), created)
+	}
+	if r := e.remaining(voucher); r != pg {
+		t.Errorf("Redis has %d units left, Postgres %d", r, pg)
+	}
+	t.Logf("sale: %d ACCEPTED, %d CREATED, %d FAILED %v; stock %d, %d left", len(owner), created, failed, reasons, stock, pg)
+}
+
+func errorCode(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "("); i >= 0 && strings.HasSuffix(msg, ")") {
+		return msg[i+1 : len(msg)-1]
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return "NETWORK"
+	}
+	return fmt.Sprintf("OTHER: %v", err)
+}
+
+// TestRedisRestartedEmpty: Redis comes back with nothing. The campaign is
+// rebuilt from Postgres in a new epoch; the admissions that were pending
+// are lost with it, and their buyers read FAILED.
+func TestRedisRestartedEmpty(t *testing.T) {
+	saleUnderFault(t, 2000, func(t *testing.T, e *testEnv, r *redisServer) {
+		r.kill()
+		r.wipe()
+		r.start()
+	})
+}
+
+// TestRedisLostItsLastWrites: Redis comes back from an AOF that misses its
+// last writes (a host crash under appendfsync everysec). Its campaign state
+// is behind what it acknowledged: it must not admit until it is rebuilt,
+// and no order id may be handed out again.
+func TestRedisLostItsLastWrites(t *testing.T) {
+	saleUnderFault(t, 2000, func(t *testing.T, e *testEnv, r *redisServer) {
+		snap := r.snapshotAOF()
+		time.Sleep(700 * time.Millisecond) // sell on; these writes will be lost
+		r.kill()
+		r.restoreAOF(snap)
+		r.start()
+	})
+}
+
+// TestRedisDownForAWhile: Redis is gone for two seconds and comes back with
+// its data. Meanwhile purchases are answered UNAVAILABLE (retryable) within
+// a bounded time, and nothing is lost.
+func TestRedisDownForAWhile(t *testing.T) {
+	saleUnderFault(t, 2000, func(t *testing.T, e *testEnv, r *redisServer) {
+		r.kill()
+		time.Sleep(2 * time.Second)
+		r.start()
+	})
+}
+
+// TestRedisKilled: kill -9 of Redis with everysec loses nothing the OS
+// holds; the campaign is rebuilt all the same (a restart cannot tell).
+func TestRedisKilled(t *testing.T) {
+	saleUnderFault(t, 2000, func(t *testing.T, e *testEnv, r *redisServer) {
+		r.kill()
+		r.start()
+	})
+}
+
+// TestRedisEmptyWhilePostgresSlow: Redis restarts empty while Postgres holds
+// the campaign's row lock, so batches from before the loss commit only
+// after the restart, racing the rebuild; nothing may be oversold and Redis
+// must not sell a unit that Postgres gave to a batch from before.
+func TestRedisEmptyWhilePostgresSlow(t *testing.T) {
+	saleUnderFault(t, 2000, func(t *testing.T, e *testEnv, r *redisServer) {
+		tx, err := e.app.DB.BeginTx(e.ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(e.ctx, "SELECT 1 FROM seckill_campaign FOR UPDATE"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // batches pile up behind the lock
+		r.kill()
+		r.wipe()
+		r.start()
+		go func() {
+			time.Sleep(time.Second)
+			_ = tx.Rollback()
+		}()
+	})
+}
