@@ -169,7 +169,7 @@ func saleUnderFault(t *testing.T, stock int, fault func(t *testing.T, e *testEnv
 					return
 				default:
 				}
-				user := int64(1_000_000 + b*100_000) + k
+				user := int64(1_000_000+b*100_000) + k
 				tok := e.token(user, false)
 				began := time.Now()
 				p, err := e.buy(client, tok, voucher)
