@@ -15,6 +15,7 @@ type Metrics struct {
 	Purchases        *prometheus.CounterVec
 	PurchaseDuration prometheus.Histogram
 	OrdersPersisted  *prometheus.CounterVec
+	OrdersFailed     *prometheus.CounterVec
 	BatchSize        prometheus.Histogram
 	PersistDuration  prometheus.Histogram
 	PersistLag       prometheus.Histogram
@@ -35,6 +36,9 @@ func NewMetrics() *Metrics {
 			Name: "seckill_admission_duration_seconds", Help: "Time to decide one purchase in Redis.",
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, 1},
 		}),
+		OrdersFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_orders_failed_total", Help: "Admissions that became FAILED, by reason (lost: Redis lost the sale's state after ACCEPTED; conflict: the id was another buyer's).",
+		}, []string{"reason"}),
 		OrdersPersisted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_orders_persisted_total", Help: "Admissions decided by the workers, by final status.",
 		}, []string{"status"}),
@@ -60,7 +64,7 @@ func NewMetrics() *Metrics {
 			Name: "seckill_overloaded_requests_total", Help: "Requests shed because too many were in flight.",
 		}),
 	}
-	m.Registry.MustRegister(m.Purchases, m.PurchaseDuration, m.OrdersPersisted, m.BatchSize,
+	m.Registry.MustRegister(m.Purchases, m.PurchaseDuration, m.OrdersPersisted, m.OrdersFailed, m.BatchSize,
 		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Overloaded,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
@@ -118,6 +122,25 @@ type storeMetrics struct {
 	m *Metrics
 }
 
+// failureLabel names a failure reason in a metric label (a fixed set).
+func failureLabel(reason string) string {
+	switch reason {
+	case seckill.FailureUserHasOrder:
+		return "user_has_order"
+	case seckill.FailureNoStock:
+		return "no_stock"
+	case seckill.FailureNoCampaign:
+		return "no_campaign"
+	case seckill.FailureInvalid:
+		return "invalid"
+	case seckill.FailureLost:
+		return "lost"
+	case seckill.FailureConflict:
+		return "conflict"
+	}
+	return "other"
+}
+
 func (m *Metrics) wrapStore(s seckill.Store) seckill.Store { return &storeMetrics{Store: s, m: m} }
 
 func (s *storeMetrics) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]seckill.PersistOutcome, error) {
@@ -130,6 +153,9 @@ func (s *storeMetrics) PersistOrders(ctx context.Context, adms []seckill.Admissi
 	s.m.BatchSize.Observe(float64(len(adms)))
 	for _, o := range out {
 		s.m.OrdersPersisted.WithLabelValues(string(o.Status)).Inc()
+		if o.Status == seckill.OrderFailed {
+			s.m.OrdersFailed.WithLabelValues(failureLabel(o.Reason)).Inc()
+		}
 		if o.Inserted {
 			s.m.PersistLag.Observe(o.CreatedAt.Sub(o.Admission.AdmittedAt).Seconds())
 		}
