@@ -202,6 +202,10 @@ func subscribe(ctx context.Context, rdb redis.UniversalClient, channel string) (
 	return ps, nil
 }
 
+// errRebuilding refuses a campaign change while the campaign is rebuilt from
+// Postgres: the rebuild would overwrite it with what it read before.
+var errRebuilding = seckill.Errorf(seckill.EUNAVAILABLE, "the campaign is being restored; try again")
+
 // validVoucherID reports whether id can own order ids: OrderID shifts it by
 // 32 bits into a positive int64.
 func validVoucherID(id int64) bool { return id > 0 && id <= math.MaxInt32 }
@@ -639,8 +643,11 @@ func (a *Admitter) UpdateCampaign(ctx context.Context, voucherID int64, begin, e
 	if err != nil {
 		return redisError("update campaign", err, nil)
 	}
-	if n == 0 {
+	switch n {
+	case 0:
 		return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	case -1:
+		return errRebuilding
 	}
 	a.stockReturned(ctx, voucherID)
 	return nil
@@ -660,8 +667,11 @@ func (a *Admitter) AddStock(ctx context.Context, voucherID, n int64) error {
 	if err != nil {
 		return redisError("add stock", err, nil)
 	}
-	if stock == 0 {
+	switch {
+	case stock == 0:
 		return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	case stock < 0:
+		return errRebuilding
 	}
 	a.stockReturned(ctx, voucherID)
 	return nil

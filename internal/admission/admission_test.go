@@ -941,3 +941,27 @@ func TestRedisDown(t *testing.T) {
 		t.Errorf("error %q does not wrap its cause with context", err)
 	}
 }
+
+// TestChangeWhileRebuilding: a window change or added stock is refused while
+// the campaign is rebuilt, since the rebuild would overwrite it with what it
+// read from Postgres before; the caller undoes its Postgres change.
+func TestChangeWhileRebuilding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	c := liveCampaign(1, 10)
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	if _, ok, err := a.BeginRebuild(ctx, 1); err != nil || !ok {
+		t.Fatalf("BeginRebuild = %v, %v", ok, err)
+	}
+	before := rdb.HGetAll(ctx, admission.CampaignKey(a, 1)).Val()
+	if err := a.UpdateCampaign(ctx, 1, c.BeginTime, c.EndTime, true); seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
+		t.Errorf("UpdateCampaign while rebuilding: %v, want UNAVAILABLE", err)
+	}
+	if err := a.AddStock(ctx, 1, 5); seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
+		t.Errorf("AddStock while rebuilding: %v, want UNAVAILABLE", err)
+	}
+	if diff := cmp.Diff(before, rdb.HGetAll(ctx, admission.CampaignKey(a, 1)).Val()); diff != "" {
+		t.Errorf("refused changes wrote (-before +after):\n%s", diff)
+	}
+}
