@@ -157,9 +157,10 @@ func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.W
 }
 
 // ConnectHook returns a go-redis OnConnect function that guards admission
-// against a Redis server that may have lost acknowledged writes. The first
-// time a process connects to a server it has not seen (by INFO run_id: a
-// restart or a failover to a replica gives a new one), it marks stale, before
+// against a Redis server that may have lost acknowledged writes. Whenever a
+// process connects to another server than the last one it connected to (by
+// INFO run_id: a restart gives a new one, and a failover, even back to a
+// former master, another), it marks stale, before
 // that connection carries anything else, every campaign listed in the
 // campaigns set whose state another server installed. A stale campaign
 // admits nobody until it is rebuilt from Postgres (seckill.Service), so
@@ -174,7 +175,7 @@ func ConnectHook(opts Options) func(ctx context.Context, cn *redis.Conn) error {
 	}
 	var (
 		mu   sync.Mutex
-		seen = make(map[string]bool)
+		last string // the run_id of the server the last stamping was for
 	)
 	return func(ctx context.Context, cn *redis.Conn) error {
 		info, err := cn.Info(ctx, "server").Result()
@@ -187,14 +188,14 @@ func ConnectHook(opts Options) func(ctx context.Context, cn *redis.Conn) error {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if seen[rid] {
+		if rid == last {
 			return nil
 		}
 		n, err := stampAll(ctx, cn, k, rid)
 		if err != nil {
 			return fmt.Errorf("admission: stamp campaigns: %w", err)
 		}
-		seen[rid] = true
+		last = rid
 		if n > 0 {
 			logger.Warn("redis server changed (restart or failover): campaigns stop until rebuilt from Postgres",
 				"run_id", rid, "campaigns", n)
