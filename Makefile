@@ -29,6 +29,7 @@ run: build services
 
 ## test: everything CI checks: vet, race tests against real services, generated code current
 test: test-services vet
+	$(GO) mod tidy -diff
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory check-generate
 
