@@ -16,6 +16,7 @@ const (
 	RedisDBApp       = 3 // internal/app: the purchase path end to end
 	RedisDBDashboard = 5 // internal/app: the dashboard
 	RedisDBBench     = 6 // internal/bench
+	RedisDBReadme    = 7 // cmd/seckill: the README's examples against `seckill serve`
 )
 
 // RedisURL returns SECKILL_TEST_REDIS_URL (default the local server) with its
