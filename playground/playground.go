@@ -47,11 +47,28 @@ var page = template.Must(template.New("page").Parse(`<!doctype html>
 </html>
 `))
 
+// assetTypes names the files of the bundle, with their Content-Type.
+var assetTypes = map[string]string{
+	"playground.js":  "text/javascript; charset=utf-8",
+	"playground.css": "text/css; charset=utf-8",
+}
+
 // asset is one embedded file with the ETag it is served under.
 type asset struct {
 	body        []byte
 	etag        string
 	contentType string
+}
+
+// Built reports whether the bundle was embedded: without it the page
+// answers NotBuilt.
+func Built() bool {
+	for name := range assetTypes {
+		if _, err := fs.Stat(dist, "dist/assets/"+name); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Handler serves the playground for the GraphQL endpoint at path endpoint:
@@ -63,10 +80,7 @@ func Handler(prefix, endpoint string) http.Handler {
 
 func newHandler(fsys fs.FS, prefix, endpoint string) http.Handler {
 	assets := map[string]*asset{}
-	for name, ctype := range map[string]string{
-		"playground.js":  "text/javascript; charset=utf-8",
-		"playground.css": "text/css; charset=utf-8",
-	} {
+	for name, ctype := range assetTypes {
 		b, err := fs.ReadFile(fsys, "dist/assets/"+name)
 		if err != nil {
 			continue
@@ -74,7 +88,7 @@ func newHandler(fsys fs.FS, prefix, endpoint string) http.Handler {
 		sum := sha256.Sum256(b)
 		assets[name] = &asset{body: b, etag: hex.EncodeToString(sum[:8]), contentType: ctype}
 	}
-	built := len(assets) == 2
+	built := len(assets) == len(assetTypes)
 	var html []byte
 	if built {
 		var buf bytes.Buffer

@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"seckill/internal/store/storetest"
 	"seckill/internal/testenv"
 )
@@ -188,16 +186,7 @@ func startServer(t *testing.T) *server {
 		t.Fatal(err)
 	}
 
-	redisURL := testenv.RedisURL(t, testenv.RedisDBReadme)
-	opt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	redisURL := testenv.FlushedRedisURL(t, testenv.RedisDBReadme)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
