@@ -70,12 +70,12 @@ check-generate:
 	fi; echo "generated code is current"
 
 vet:
-	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.run/*')); \
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.run/*' -not -path './playground/node_modules/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 fmt:
-	gofmt -w $$(find . -name '*.go' -not -path './.run/*')
+	gofmt -w $$(find . -name '*.go' -not -path './.run/*' -not -path './playground/node_modules/*')
 
 ## bench: Go benchmarks of the admission path and the batch writer
 bench: test-services

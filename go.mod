@@ -2,6 +2,9 @@ module seckill
 
 go 1.26.0
 
+// npm's packages for the playground bundle (make playground) hold no Go code of ours.
+ignore ./playground/node_modules
+
 require (
 	github.com/99designs/gqlgen v0.17.98
 	github.com/PuerkitoBio/goquery v1.13.0
