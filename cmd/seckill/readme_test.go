@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/auth"
+	"seckill/internal/config"
 	"seckill/internal/store/storetest"
 	"seckill/internal/testenv"
 )
@@ -133,9 +135,86 @@ func TestREADMEExamples(t *testing.T) {
 	}
 }
 
+// TestREADMEOperations runs the GraphQL API section's operations, with the
+// variables its comment gives, against a served binary: an admin creates a
+// campaign, a user buys and reads the order. The whole document, the
+// subscription included, must validate for any of them to run.
+func TestREADMEOperations(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := fencedBlocks(t, string(readme), "## GraphQL API", "graphql")
+	if len(blocks) != 1 {
+		t.Fatalf("want one graphql block, found %d", len(blocks))
+	}
+	doc := blocks[0]
+	_, vars, ok := strings.Cut(doc, "# variables:")
+	if !ok {
+		t.Fatal("the graphql block gives no variables")
+	}
+	vars, _, _ = strings.Cut(vars, "\n\n")
+	now := time.Now().UTC()
+	vars = strings.NewReplacer("\n#", "", "<now>", now.Format(time.RFC3339),
+		"<in an hour>", now.Add(time.Hour).Format(time.RFC3339)).Replace(vars)
+	var createVars map[string]any
+	if err := json.Unmarshal([]byte(vars), &createVars); err != nil {
+		t.Fatalf("the variables %s: %v", vars, err)
+	}
+
+	srv := startServer(t)
+	tokens := auth.NewTokens([]byte(config.DevJWTSecret), "seckill")
+	admin, _ := tokens.Issue(1, true, time.Hour)
+	user, _ := tokens.Issue(2002, false, time.Hour)
+	run := func(token, op string, vars map[string]any, data any) {
+		t.Helper()
+		var res struct {
+			Data   json.RawMessage
+			Errors []any
+		}
+		srv.post(t, token, map[string]any{"query": doc, "operationName": op, "variables": vars}, &res)
+		if len(res.Errors) > 0 {
+			t.Fatalf("%s: %v", op, res.Errors)
+		}
+		if err := json.Unmarshal(res.Data, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var created struct{ AddSeckillVoucher struct{ ID string } }
+	run(admin, "Create", createVars, &created)
+	var bought struct {
+		Seckill struct{ Outcome, OrderID string }
+	}
+	run(user, "Buy", map[string]any{"voucher": created.AddSeckillVoucher.ID}, &bought)
+	if bought.Seckill.Outcome != "ACCEPTED" {
+		t.Fatalf("Buy: %+v", bought)
+	}
+	// QUEUED at first; listed in myOrders once a worker has written it.
+	var order struct {
+		Order    struct{ Status string }
+		MyOrders []struct{ ID string }
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		run(user, "Order", map[string]any{"order": bought.Seckill.OrderID}, &order)
+		if order.Order.Status == "CREATED" && len(order.MyOrders) == 1 && order.MyOrders[0].ID == bought.Seckill.OrderID {
+			break
+		}
+		if order.Order.Status != "QUEUED" || time.Now().After(deadline) {
+			t.Fatalf("Order: %+v, want the order %s CREATED", order, bought.Seckill.OrderID)
+		}
+	}
+}
+
 // shellBlocks returns the ```sh blocks of the README section that starts
 // with heading.
 func shellBlocks(t *testing.T, readme, heading string) []string {
+	t.Helper()
+	return fencedBlocks(t, readme, heading, "sh")
+}
+
+// fencedBlocks returns the blocks fenced as ```lang in the README section
+// that starts with heading.
+func fencedBlocks(t *testing.T, readme, heading, lang string) []string {
 	t.Helper()
 	_, section, ok := strings.Cut(readme, "\n"+heading+"\n")
 	if !ok {
@@ -146,19 +225,19 @@ func shellBlocks(t *testing.T, readme, heading string) []string {
 	}
 	var blocks []string
 	for {
-		_, rest, ok := strings.Cut(section, "\n```sh\n")
+		_, rest, ok := strings.Cut(section, "\n```"+lang+"\n")
 		if !ok {
 			break
 		}
 		block, after, ok := strings.Cut(rest, "\n```\n")
 		if !ok {
-			t.Fatalf("an unterminated sh block in %q", heading)
+			t.Fatalf("an unterminated %s block in %q", lang, heading)
 		}
 		blocks = append(blocks, block)
 		section = after
 	}
 	if len(blocks) == 0 {
-		t.Fatalf("README.md's %q section has no sh block", heading)
+		t.Fatalf("README.md's %q section has no %s block", heading, lang)
 	}
 	return blocks
 }
@@ -274,7 +353,12 @@ func (s *server) banner(t *testing.T) string {
 
 func (s *server) graphql(t *testing.T, token, query string, out any) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"query": query})
+	s.post(t, token, map[string]any{"query": query}, out)
+}
+
+func (s *server) post(t *testing.T, token string, request map[string]any, out any) {
+	t.Helper()
+	body, _ := json.Marshal(request)
 	req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
