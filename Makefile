@@ -43,6 +43,7 @@ build: playground
 playground: playground/dist/assets/playground.js
 
 playground/node_modules/.package-lock.json: playground/package-lock.json
+	@command -v npm >/dev/null || { echo "make playground needs Node.js 20 and npm (Debian: apt-get install nodejs npm)"; exit 1; }
 	cd playground && npm ci --no-audit --no-fund
 
 playground/dist/assets/playground.js: playground/node_modules/.package-lock.json playground/build.mjs $(wildcard playground/src/*)
