@@ -1,8 +1,18 @@
+# The playground's GraphiQL bundle, built from the npm packages pinned in
+# playground/package-lock.json (make playground does the same outside Docker).
+FROM node:20 AS playground
+WORKDIR /src/playground
+COPY playground/package.json playground/package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY playground/ ./
+RUN node build.mjs
+
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+COPY --from=playground /src/playground/dist/assets playground/dist/assets
 RUN CGO_ENABLED=0 go build -o /seckill ./cmd/seckill
 
 FROM gcr.io/distroless/static-debian12

@@ -13,7 +13,7 @@ export SECKILL_TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run test build generate check-generate services test-services vet fmt bench clean
+.PHONY: run test build playground generate check-generate services test-services vet fmt bench clean
 
 ## run: start Postgres/Redis if needed, migrate, and serve API + worker on :8080
 run: build services
@@ -28,12 +28,26 @@ run: build services
 	fi; exec ./bin/seckill serve
 
 ## test: everything CI checks: vet, race tests against real services, generated code current
-test: test-services vet
+test: test-services playground vet
+	$(GO) mod tidy -diff
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory check-generate
 
-build:
+build: playground
 	$(GO) build -o bin/seckill ./cmd/seckill
+
+## playground: bundle GraphiQL from the npm packages pinned in
+## playground/package-lock.json into playground/dist/assets, which the binary
+## embeds (build output: never committed). npm ci runs only when the lock file
+## changed; node_modules stays in playground/ as a cache.
+playground: playground/dist/assets/playground.js
+
+playground/node_modules/.package-lock.json: playground/package-lock.json
+	@command -v npm >/dev/null || { echo "make playground needs Node.js 20 and npm (Debian: apt-get install nodejs npm)"; exit 1; }
+	cd playground && npm ci --no-audit --no-fund
+
+playground/dist/assets/playground.js: playground/node_modules/.package-lock.json playground/build.mjs $(wildcard playground/src/*)
+	cd playground && node build.mjs
 
 services:
 	scripts/services.sh
@@ -57,16 +71,16 @@ check-generate:
 	fi; echo "generated code is current"
 
 vet:
-	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.run/*')); \
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.run/*' -not -path './playground/node_modules/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 fmt:
-	gofmt -w $$(find . -name '*.go' -not -path './.run/*')
+	gofmt -w $$(find . -name '*.go' -not -path './.run/*' -not -path './playground/node_modules/*')
 
 ## bench: Go benchmarks of the admission path and the batch writer
 bench: test-services
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/admission/ ./internal/store/ ./jobs/
 
 clean:
-	rm -rf bin
+	rm -rf bin playground/dist/assets

@@ -190,10 +190,3 @@ func (e *testEnv) addVoucher(tb testing.TB, input map[string]any) string {
 	}
 	return data.AddSeckillVoucher.ID
 }
-
-func httptestServer(tb testing.TB, h http.Handler) string {
-	tb.Helper()
-	srv := httptest.NewServer(h)
-	tb.Cleanup(srv.Close)
-	return srv.URL
-}

@@ -17,7 +17,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -189,14 +188,6 @@ func NewHandler(svc Service, tokens TokenParser, opts Options) http.Handler {
 		h = newPurchasePath(schema, resolver, opts, srv)
 	}
 	return limitBody(opts.MaxBodyBytes, authenticate(tokens, h))
-}
-
-// Playground returns the GraphiQL page for the endpoint at path endpoint.
-// The page makes the developer's browser load GraphiQL's JavaScript and CSS
-// from a public CDN (pinned by subresource integrity): fine for a developer
-// tool, which is why it should be mounted in development only.
-func Playground(endpoint string) http.Handler {
-	return playground.Handler("seckill GraphQL", endpoint)
 }
 
 // authenticate puts the user of a valid bearer token into the request's

@@ -530,18 +530,6 @@ func TestEnumsMatchDomain(t *testing.T) {
 	}
 }
 
-func TestPlayground(t *testing.T) {
-	srv := httptestServer(t, Playground("/graphql"))
-	resp, err := http.Get(srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
-		t.Errorf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-}
-
 // introspectionQuery is graphql-js's getIntrospectionQuery(), which GraphiQL
 // sends: it nests ofType nine levels deep.
 const introspectionQuery = `query IntrospectionQuery {

@@ -27,6 +27,8 @@ Usage:
   seckill token --user ID [--admin] [--ttl 24h]
   seckill token --users 1-1000 [--out tokens.txt] [--ttl 24h]
   seckill admin create --user NAME [--password-stdin]   a dashboard operator (password prompted or from stdin)
+  seckill demo [--url URL] [--stock 100] [--duration 1h] [--buyer 1001]
+                                    a campaign on sale now on a running server, and shell commands that buy, query and follow an order
   seckill bench [--url URL] [--users 1000 --stock 200] [--rate R --duration D] [--compare sync,ceiling] [--json]
 
 Configuration comes from SECKILL_* environment variables; see the README.
@@ -90,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return admin(ctx, args, stdout, stderr)
 	case "bench":
 		return bench.Command(ctx, args, stdout, stderr)
+	case "demo":
+		return demo(ctx, args, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown subcommand %q", cmd)
@@ -151,4 +155,25 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("admin create: %w", err)
 	}
 	return app.CreateAdmin(ctx, cfg, *user, password, stdout)
+}
+
+func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts app.DemoOptions
+	fs.StringVar(&opts.URL, "url", "", "the running server (default http://localhost and the port of SECKILL_HTTP_ADDR)")
+	fs.IntVar(&opts.Stock, "stock", 100, "units on sale")
+	fs.DurationVar(&opts.Duration, "duration", time.Hour, "how long the sale stays open from now")
+	fs.Int64Var(&opts.Buyer, "buyer", 1001, "user id of the buyer in the printed commands")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("demo: unexpected argument %q", fs.Arg(0))
+	}
+	cfg, err := config.Load(nil)
+	if err != nil {
+		return err
+	}
+	return app.Demo(ctx, cfg, opts, stdout)
 }

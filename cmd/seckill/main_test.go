@@ -58,6 +58,10 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"token", "--users", "9-1"}, "range of positive ids"},
 		{[]string{"token", "--user", "1", "--ttl", "-1h"}, "--ttl must be positive"},
 		{[]string{"migrate", "sideways"}, `unknown command "sideways"`},
+		{[]string{"demo", "--url", "ftp://localhost"}, "--url must be the server's http://"},
+		{[]string{"demo", "--stock", "0"}, "must be positive"},
+		{[]string{"demo", "now"}, `unexpected argument "now"`},
+		{[]string{"demo", "--url", "http://127.0.0.1:1"}, "is the server running"},
 	} {
 		err := run(context.Background(), tt.args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -72,5 +76,18 @@ func TestServeRefusesBadConfig(t *testing.T) {
 	err := run(context.Background(), []string{"serve"}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "SECKILL_JWT_SECRET is required") {
 		t.Fatalf("serve without a secret in production: %v", err)
+	}
+}
+
+// Production stays strict: without a secret, no command signs a token.
+func TestTokensNeedASecretInProduction(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "")
+	t.Setenv("SECKILL_JWT_SECRET", "")
+	for _, args := range [][]string{{"token", "--user", "1"}, {"demo"}} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, &out, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "SECKILL_JWT_SECRET is required") || out.Len() != 0 {
+			t.Errorf("run(%q) without a secret: %v, printed %q", args, err, out.String())
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"seckill/graph"
+	"seckill/playground"
 )
 
 // Handler returns the HTTP API: /graphql, /playground (when enabled),
@@ -27,7 +28,9 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	})
 	mux.Handle("/graphql", a.shed(gql))
 	if a.Config.Playground {
-		mux.Handle("GET /playground", graph.Playground("/graphql"))
+		pg := playground.Handler("/playground", "/graphql")
+		mux.Handle("GET /playground", pg)
+		mux.Handle("GET /playground/", pg)
 		mux.Handle("GET /{$}", http.RedirectHandler("/playground", http.StatusFound))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

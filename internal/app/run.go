@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -97,11 +96,7 @@ func Migrate(ctx context.Context, cfg *config.Config, cmd string, out io.Writer)
 }
 
 func (a *App) printBanner(w io.Writer, addr string) {
-	host := addr
-	if strings.HasPrefix(host, "[::]") || strings.HasPrefix(host, "0.0.0.0") || strings.HasPrefix(host, ":") {
-		_, port, _ := net.SplitHostPort(addr)
-		host = "localhost:" + port
-	}
+	host := localAddr(addr)
 	admin, _ := a.Tokens.Issue(1, true, 24*time.Hour)
 	user, _ := a.Tokens.Issue(1001, false, 24*time.Hour)
 	fmt.Fprintf(w, `
@@ -115,8 +110,28 @@ seckill is running (development mode)
     %[2]s
   User token (user 1001, 24h):
     %[3]s
-  More tokens: ./bin/seckill token --user ID [--admin]
-`, host, admin, user, dashboardLogin(a.Config))
+  More tokens        %[5]s./bin/seckill token --user 1002   (--admin for an admin)
+  A sale to try      %[5]s./bin/seckill demo%[6]s
+`, host, admin, user, dashboardLogin(a.Config), cliEnv(a.Config), demoURL(host))
+}
+
+// cliEnv is what a plain shell must put before ./bin/seckill so that its
+// tokens verify on this server. In development the server signs with the
+// development secret, which the commands use only when SECKILL_ENV=dev
+// (production stays strict: no secret, no tokens).
+func cliEnv(cfg *config.Config) string {
+	if cfg.JWTSecret == config.DevJWTSecret {
+		return "SECKILL_ENV=dev "
+	}
+	return "SECKILL_ENV=dev SECKILL_JWT_SECRET=<this server's secret> "
+}
+
+// demoURL is the --url the demo needs to find a server at host, if any.
+func demoURL(host string) string {
+	if host == localAddr(":8080") {
+		return ""
+	}
+	return " --url http://" + host
 }
 
 // dashboardLogin tells a developer how to sign in to the dashboard.

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"seckill/internal/app"
 	"seckill/internal/bench"
 	"seckill/internal/config"
@@ -21,25 +19,6 @@ import (
 )
 
 const secret = "bench-integration-secret-long-enough-0123456789"
-
-// testRedisURL returns the URL of the Redis database this package's tests
-// own, flushed.
-func testRedisURL(t *testing.T) string {
-	t.Helper()
-	raw := testenv.RedisURL(t, testenv.RedisDBBench)
-	opt, err := redis.ParseURL(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := rdb.FlushDB(ctx).Err(); err != nil {
-		t.Fatalf("flush redis DB %d: %v", opt.DB, err)
-	}
-	return raw
-}
 
 // startServer runs the real seckill server in process: the HTTP API on an
 // httptest server and the persistence workers, on a fresh database.
@@ -88,7 +67,7 @@ func TestBurstWithComparisons(t *testing.T) {
 		t.Skip("needs Postgres and Redis")
 	}
 	dsn := storetest.NewDSN(t)
-	redisURL := testRedisURL(t)
+	redisURL := testenv.FlushedRedisURL(t, testenv.RedisDBBench)
 	endpoint := startServer(t, dsn, redisURL)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Second)

@@ -3,10 +3,14 @@
 package testenv
 
 import (
+	"context"
 	"net/url"
 	"os"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Redis databases owned by the test packages that run Asynq: its queue keys
@@ -16,6 +20,7 @@ const (
 	RedisDBApp       = 3 // internal/app: the purchase path end to end
 	RedisDBDashboard = 5 // internal/app: the dashboard
 	RedisDBBench     = 6 // internal/bench
+	RedisDBReadme    = 7 // cmd/seckill: the README's examples against `seckill serve`
 )
 
 // RedisURL returns SECKILL_TEST_REDIS_URL (default the local server) with its
@@ -32,4 +37,23 @@ func RedisURL(tb testing.TB, db int) string {
 	}
 	u.Path = "/" + strconv.Itoa(db)
 	return u.String()
+}
+
+// FlushedRedisURL returns RedisURL(tb, db) after emptying that database, for
+// a package whose tests own it and start each run from nothing.
+func FlushedRedisURL(tb testing.TB, db int) string {
+	tb.Helper()
+	raw := RedisURL(tb, db)
+	opt, err := redis.ParseURL(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.FlushDB(ctx).Err(); err != nil {
+		tb.Fatalf("flush redis DB %d: %v", db, err)
+	}
+	return raw
 }
