@@ -1,8 +1,9 @@
 // Package lua holds the Redis scripts of the admission adapter
 // (internal/admission), embedded. Each file starts with a header that lists
 // its KEYS, ARGV and return values; every script validates all of its
-// arguments before its first write, and touches only keys passed in KEYS, all
-// of one campaign (one hash tag, so one Redis Cluster slot).
+// arguments before its first write, and touches only keys passed in KEYS that
+// share one hash tag (one campaign, or one client address for sign-in), so one
+// Redis Cluster slot.
 package lua
 
 import _ "embed"
@@ -53,6 +54,11 @@ var Rebuild string
 //go:embed stamp.lua
 var Stamp string
 
+// Login takes one sign-in attempt from several budgets at once (GCRA).
+//
+//go:embed login.lua
+var Login string
+
 // All maps each script's file name to its source.
 var All = map[string]string{
 	"admit.lua":     Admit,
@@ -65,4 +71,5 @@ var All = map[string]string{
 	"rebuild_begin.lua": RebuildBegin,
 	"rebuild.lua":       Rebuild,
 	"stamp.lua":         Stamp,
+	"login.lua":         Login,
 }

@@ -1,14 +1,12 @@
 package web
 
 import (
-	"context"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"seckill/internal/seckill"
@@ -17,108 +15,6 @@ import (
 
 // SessionCookie is the name of the session cookie.
 const SessionCookie = "seckill_admin"
-
-// LoginLimiter bounds sign-in attempts.
-type LoginLimiter interface {
-	// AllowLogin takes one attempt from the client address's budget and
-	// from the user name's. It returns how long to wait when either is
-	// spent, or 0 when the attempt may go ahead.
-	AllowLogin(ctx context.Context, ip, user string) (retryAfter time.Duration, err error)
-}
-
-// Limit is a budget of Burst attempts that refills at Rate a Period.
-type Limit struct {
-	Rate   int
-	Burst  int
-	Period time.Duration
-}
-
-// LoginLimits are the budgets of sign-in attempts.
-type LoginLimits struct {
-	PerIP   Limit // per client address: a proxy or an office shares one
-	PerUser Limit // per user name: guessing one operator's password
-}
-
-// DefaultLoginLimits allow bursts of 20 attempts per address and 5 per user
-// name, refilled at 20 and 5 a minute.
-var DefaultLoginLimits = LoginLimits{
-	PerIP:   Limit{Rate: 20, Burst: 20, Period: time.Minute},
-	PerUser: Limit{Rate: 5, Burst: 5, Period: time.Minute},
-}
-
-// MemoryLimiter is a LoginLimiter of one process: token buckets by key.
-type MemoryLimiter struct {
-	limits LoginLimits
-	now    func() time.Time
-	mu     sync.Mutex
-	ips    map[string]*tokenBucket
-	users  map[string]*tokenBucket
-}
-
-type tokenBucket struct {
-	tokens float64
-	last   time.Time
-}
-
-// NewMemoryLimiter returns a limiter with these limits.
-func NewMemoryLimiter(limits LoginLimits) *MemoryLimiter {
-	return &MemoryLimiter{limits: limits, now: time.Now, ips: map[string]*tokenBucket{}, users: map[string]*tokenBucket{}}
-}
-
-// AllowLogin implements LoginLimiter. An attempt is taken from both budgets
-// only when both have one.
-func (m *MemoryLimiter) AllowLogin(_ context.Context, ip, user string) (time.Duration, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
-	bi := refill(m.ips, ip, m.limits.PerIP, now)
-	bu := refill(m.users, strings.ToLower(user), m.limits.PerUser, now)
-	wait := max(bi.wait(m.limits.PerIP), bu.wait(m.limits.PerUser))
-	if wait > 0 {
-		return wait, nil
-	}
-	bi.tokens--
-	bu.tokens--
-	if len(m.ips)+len(m.users) > 100_000 {
-		m.sweep(now)
-	}
-	return 0, nil
-}
-
-func refill(buckets map[string]*tokenBucket, key string, l Limit, now time.Time) *tokenBucket {
-	b, ok := buckets[key]
-	if !ok {
-		b = &tokenBucket{tokens: float64(l.Burst), last: now}
-		buckets[key] = b
-	}
-	perSec := float64(l.Rate) / l.Period.Seconds()
-	b.tokens = math.Min(float64(l.Burst), b.tokens+now.Sub(b.last).Seconds()*perSec)
-	b.last = now
-	return b
-}
-
-func (b *tokenBucket) wait(l Limit) time.Duration {
-	if b.tokens >= 1 {
-		return 0
-	}
-	perSec := float64(l.Rate) / l.Period.Seconds()
-	return time.Duration((1 - b.tokens) / perSec * float64(time.Second))
-}
-
-// sweep forgets full buckets, so memory stays bounded by recent attempts.
-func (m *MemoryLimiter) sweep(now time.Time) {
-	for _, set := range []struct {
-		buckets map[string]*tokenBucket
-		l       Limit
-	}{{m.ips, m.limits.PerIP}, {m.users, m.limits.PerUser}} {
-		for k, b := range set.buckets {
-			refill(set.buckets, k, set.l, now)
-			if b.tokens >= float64(set.l.Burst) {
-				delete(set.buckets, k)
-			}
-		}
-	}
-}
 
 // clientIP is the address the request came from. X-Forwarded-For is not
 // trusted: anyone can send it.
@@ -233,7 +129,7 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 	page := views.LoginPage{Meta: views.Meta{Title: "Sign in"}, User: user, Next: safeNext(r.PostFormValue("next"))}
 	ip := clientIP(r)
 
-	wait, err := h.limiter.AllowLogin(ctx, ip, user)
+	wait, slow, err := h.limiter.AllowLogin(ctx, ip, user)
 	if err != nil {
 		h.logger.Error("login rate limit", "err", err)
 		page.Error = "Signing in is unavailable right now; try again in a moment."
@@ -244,13 +140,28 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 		secs := int(math.Ceil(wait.Seconds()))
 		h.logger.Warn("login rate limited", "ip", ip, "user", user)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		page.Error = "Too many sign-in attempts. Try again in " + strconv.Itoa(secs) + " s."
+		page.Error = "Too many sign-in attempts from your address. Try again in " + strconv.Itoa(secs) + " s."
 		h.render(w, r, http.StatusTooManyRequests, views.Login(page))
 		return
 	}
+	if slow {
+		// Someone, maybe from many addresses, is guessing this name's
+		// password: every attempt on it waits, the operator's too, but
+		// none is refused.
+		t := time.NewTimer(h.cfg.LoginSlowDown)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 	a, err := h.cfg.Sessions.AuthenticateAdmin(ctx, user, password)
 	if seckill.ErrorCode(err) == seckill.EUNAUTHENTICATED {
-		h.logger.Warn("login failed", "ip", ip, "user", user)
+		h.logger.Warn("login failed", "ip", ip, "user", user, "slowed", slow)
+		if err := h.limiter.LoginFailed(ctx, user); err != nil {
+			h.logger.Error("count login failure", "err", err)
+		}
 		page.Error = "Wrong user name or password."
 		h.render(w, r, http.StatusUnauthorized, views.Login(page))
 		return

@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"seckill/internal/seckill"
+	"seckill/web"
 )
 
 var testNow = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -229,27 +228,7 @@ func (l *fakeLive) LiveCounts(_ context.Context, ids []int64) (map[int64]seckill
 	return out, nil
 }
 
-// fakeInspector counts its calls.
-type fakeInspector struct {
-	mu    sync.Mutex
-	calls int
-	info  map[string]asynq.QueueInfo
-}
+// fakeQueues are the job queues' figures.
+type fakeQueues []web.Queue
 
-func (i *fakeInspector) Queues() ([]string, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.calls++
-	var out []string
-	for n := range i.info {
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-func (i *fakeInspector) GetQueueInfo(q string) (*asynq.QueueInfo, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	info := i.info[q]
-	return &info, nil
-}
+func (q fakeQueues) Queues() ([]web.Queue, time.Time, error) { return q, testNow, nil }

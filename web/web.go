@@ -1,15 +1,18 @@
 // Package web is the dashboard edge: server-rendered pages (templ, in
 // views/) under /admin for the operators of a flash sale, their sign-in and
-// sessions, the live fragments the pages poll, the metrics sampler behind
-// the charts, and the Asynq monitor mounted at /admin/queues/.
+// sessions, the live fragments the pages poll, the charts drawn from the
+// history a background sampler keeps (read through History), and the Asynq
+// monitor mounted at /admin/queues/.
 //
 // Security: every page but the sign-in form and the static files needs a
 // session (a random token in an HttpOnly, SameSite=Lax cookie, Secure behind
 // TLS; only its hash is stored, and signing out deletes it). Bearer tokens
 // are ignored here: an API token, even an admin's, opens nothing. Every
 // state change is a POST, and every non-safe request, sign-in included,
-// passes http.CrossOriginProtection. Sign-in attempts are rate-limited per
-// client address and per user name.
+// passes http.CrossOriginProtection. Sign-in attempts are refused per
+// client address and per (address, user name), and slowed down, never
+// refused, when a user name's failures from every address pile up: a
+// guesser cannot lock an operator out.
 package web
 
 import (
@@ -85,10 +88,13 @@ type Config struct {
 	// Limiter bounds sign-in attempts; nil means an in-memory limiter with
 	// DefaultLoginLimits (per process).
 	Limiter LoginLimiter
-	// Queues reads Asynq's queues; nil shows none.
-	Queues *QueueStats
-	// Sampler keeps the charts' history; nil draws no charts.
-	Sampler *Sampler
+	// LoginSlowDown is how long an attempt waits when its user name's
+	// failures are over budget; 0 means DefaultLoginSlowDown.
+	LoginSlowDown time.Duration
+	// Queues reads the job queues' figures; nil shows none.
+	Queues Queues
+	// History is the charts' history; nil draws no charts.
+	History History
 	// Monitor is the Asynq monitor, served at /admin/queues/ behind the
 	// session (asynqmon with RootPath "/admin/queues"); nil answers 404.
 	Monitor http.Handler
@@ -111,6 +117,9 @@ func New(cfg Config) *Handler {
 	h := &Handler{cfg: cfg, limiter: cfg.Limiter, logger: cfg.Logger}
 	if h.cfg.SessionTTL <= 0 {
 		h.cfg.SessionTTL = DefaultSessionTTL
+	}
+	if h.cfg.LoginSlowDown <= 0 {
+		h.cfg.LoginSlowDown = DefaultLoginSlowDown
 	}
 	if h.limiter == nil {
 		h.limiter = NewMemoryLimiter(DefaultLoginLimits)

@@ -6,13 +6,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/google/go-cmp/cmp"
-	"github.com/hibiken/asynq"
 
 	"seckill/internal/seckill"
 	"seckill/web"
@@ -31,8 +31,8 @@ func newDash(t *testing.T, limits web.LoginLimits) *dash {
 	d := &dash{svc: newFakeService(), sessions: newFakeSessions(), live: &fakeLive{}}
 	d.h = web.New(web.Config{
 		Service: d.svc, Records: fakeRecords{d.svc}, Sessions: d.sessions, Live: d.live,
-		Limiter: web.NewMemoryLimiter(limits),
-		Queues:  web.NewQueueStats(&fakeInspector{info: map[string]asynq.QueueInfo{}}, []string{"orders"}, 0),
+		Limiter: web.NewMemoryLimiter(limits), LoginSlowDown: testSlowDown,
+		Queues: fakeQueues{{Name: "orders"}},
 		Monitor: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			d.monitor.Add(1)
 			_, _ = w.Write([]byte("asynqmon at " + r.URL.Path))
@@ -43,9 +43,13 @@ func newDash(t *testing.T, limits web.LoginLimits) *dash {
 }
 
 var generous = web.LoginLimits{
-	PerIP:   web.Limit{Rate: 1000, Burst: 1000, Period: time.Minute},
-	PerUser: web.Limit{Rate: 1000, Burst: 1000, Period: time.Minute},
+	PerPair:    web.Limit{Burst: 1000, Every: time.Millisecond},
+	PerAddress: web.Limit{Burst: 1000, Every: time.Millisecond},
+	Failures:   web.Limit{Burst: 1000, Every: time.Millisecond},
 }
+
+// testSlowDown is how long a slowed sign-in waits in these tests.
+const testSlowDown = 100 * time.Millisecond
 
 // do sends a request as a browser on the same site would.
 func (d *dash) do(method, target string, form url.Values, cookie *http.Cookie, hdr map[string]string) *http.Response {
@@ -318,43 +322,96 @@ func TestLogoutRevokesSession(t *testing.T) {
 	}
 }
 
+// attemptLogin posts the sign-in form from the client address ip.
+func (d *dash) attemptLogin(user, password, ip string) *http.Response {
+	r := httptest.NewRequest("POST", "http://dash.example/admin/login",
+		strings.NewReader(url.Values{"user": {user}, "password": {password}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	r.RemoteAddr = ip + ":4000"
+	w := httptest.NewRecorder()
+	d.h.ServeHTTP(w, r)
+	return w.Result()
+}
+
+var tightLogin = web.LoginLimits{
+	PerPair:    web.Limit{Burst: 3, Every: time.Hour},
+	PerAddress: web.Limit{Burst: 5, Every: time.Hour},
+	Failures:   web.Limit{Burst: 2, Every: time.Hour},
+}
+
 func TestLoginRateLimit(t *testing.T) {
-	d := newDash(t, web.LoginLimits{
-		PerIP:   web.Limit{Rate: 5, Burst: 5, Period: time.Hour},
-		PerUser: web.Limit{Rate: 3, Burst: 3, Period: time.Hour},
-	})
-	attempt := func(user, password, ip string) *http.Response {
-		r := httptest.NewRequest("POST", "http://dash.example/admin/login",
-			strings.NewReader(url.Values{"user": {user}, "password": {password}}.Encode()))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		r.Header.Set("Sec-Fetch-Site", "same-origin")
-		r.RemoteAddr = ip + ":4000"
-		w := httptest.NewRecorder()
-		d.h.ServeHTTP(w, r)
-		return w.Result()
-	}
+	d := newDash(t, tightLogin)
+	const guesser, operator = "192.0.2.1", "198.51.100.7"
 	for i := range 3 {
-		if res := attempt(testAdmin, "guess", "192.0.2.1"); res.StatusCode != http.StatusUnauthorized {
+		if res := d.attemptLogin(testAdmin, "guess", guesser); res.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("attempt %d: %s", i+1, res.Status)
 		}
 	}
-	// The user name's budget is spent: even the right password waits, from
-	// any address.
-	res := attempt(strings.ToUpper(testAdmin), testPassword, "198.51.100.7")
+	// The guesser's budget for this name is spent, whatever the case of
+	// the name and even with the right password.
+	res := d.attemptLogin(strings.ToUpper(testAdmin), testPassword, guesser)
 	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" || sessionCookie(res) != nil {
-		t.Errorf("4th attempt for the user: %s, Retry-After %q", res.Status, res.Header.Get("Retry-After"))
+		t.Errorf("4th attempt from the guesser: %s, Retry-After %q", res.Status, res.Header.Get("Retry-After"))
 	}
 	if msg := doc(t, res).Find(`[data-testid="login-error"]`).Text(); !strings.Contains(msg, "Too many sign-in attempts") {
 		t.Errorf("message %q", msg)
 	}
-	// One address guessing many names runs out too.
+	// The operator, from another address, is not locked out: the name's
+	// failures are over budget, so the attempt is slowed, not refused.
+	start := time.Now()
+	res = d.attemptLogin(testAdmin, testPassword, operator)
+	if res.StatusCode != http.StatusSeeOther || sessionCookie(res) == nil {
+		t.Fatalf("operator from another address: %s", res.Status)
+	}
+	if took := time.Since(start); took < testSlowDown {
+		t.Errorf("operator's attempt took %v; want it slowed by %v while the name is under attack", took, testSlowDown)
+	}
+	// One address guessing many names runs out of its own budget.
 	for i, user := range []string{"u1", "u2"} {
-		if res := attempt(user, "guess", "192.0.2.1"); res.StatusCode != http.StatusUnauthorized {
-			t.Errorf("name %d from the address: %s", i, res.Status)
+		if res := d.attemptLogin(user, "guess", guesser); res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("name %d from the guesser: %s", i, res.Status)
 		}
 	}
-	if res := attempt("u3", "guess", "192.0.2.1"); res.StatusCode != http.StatusTooManyRequests {
-		t.Errorf("6th attempt from the address: %s", res.Status)
+	if res := d.attemptLogin("u3", "guess", guesser); res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("6th attempt from the guesser: %s", res.Status)
+	}
+	// A fresh name from a fresh address is neither refused nor slowed.
+	start = time.Now()
+	if res := d.attemptLogin("u4", "guess", "203.0.113.9"); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("fresh name and address: %s", res.Status)
+	}
+	if took := time.Since(start); took >= testSlowDown {
+		t.Errorf("fresh name took %v: slowed without a reason", took)
+	}
+}
+
+// TestLoginGuessersConcurrently: hundreds of guesses at once from one
+// address get exactly the pair's budget through; the operator, from
+// another address, still signs in.
+func TestLoginGuessersConcurrently(t *testing.T) {
+	d := newDash(t, tightLogin)
+	const guesses = 300
+	var wrong, refused, other atomic.Int64
+	var wg sync.WaitGroup
+	for range guesses {
+		wg.Go(func() {
+			switch d.attemptLogin(testAdmin, "guess", "192.0.2.1").StatusCode {
+			case http.StatusUnauthorized:
+				wrong.Add(1)
+			case http.StatusTooManyRequests:
+				refused.Add(1)
+			default:
+				other.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if wrong.Load() != int64(tightLogin.PerPair.Burst) || refused.Load() != guesses-int64(tightLogin.PerPair.Burst) || other.Load() != 0 {
+		t.Errorf("checked %d, refused %d, other %d; want %d checked", wrong.Load(), refused.Load(), other.Load(), tightLogin.PerPair.Burst)
+	}
+	if res := d.attemptLogin(testAdmin, testPassword, "198.51.100.7"); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("operator after the guessers: %s", res.Status)
 	}
 }
 
@@ -369,14 +426,15 @@ func TestCreateCampaignForm(t *testing.T) {
 	for _, tt := range []struct {
 		field, value, msg string
 	}{
-		// The messages are the domain's, as the GraphQL mutation gives them.
-		{"title", "  ", "title is required"},
-		{"stock", "0", "stock must be between 1 and 10000000"},
-		{"stock", "many", "stock must be a whole number"},
-		{"shopId", "x", "shopId must be a positive integer id"},
-		{"actualValue", "50", "actualValue must be at least payValue"},
-		{"endTime", testNow.Add(-time.Hour).Format(time.RFC3339), "endTime must be after beginTime"},
-		{"beginTime", "yesterday", "beginTime must be a date and time"},
+		// The messages are the domain's, in the labels the form shows.
+		{"title", "  ", "“Title” is required"},
+		{"stock", "0", "“Stock” must be between 1 and 10000000"},
+		{"stock", "many", "“Stock” must be a whole number"},
+		{"shopId", "x", "“Shop id” must be a whole number"},
+		{"shopId", "0", "“Shop id” must be a positive integer"},
+		{"actualValue", "50", "“Worth” must be at least “Pays”"},
+		{"endTime", testNow.Add(-time.Hour).Format(time.RFC3339), "“Ends” must be after “Begins”"},
+		{"beginTime", "yesterday", "“Begins” must be a date and time"},
 	} {
 		t.Run(tt.field+"="+tt.value, func(t *testing.T) {
 			f := url.Values{}
@@ -399,10 +457,43 @@ func TestCreateCampaignForm(t *testing.T) {
 		})
 	}
 
+	// Every invalid field at once, each beside its field, and a summary;
+	// nothing is created.
+	bad := url.Values{}
+	for k, v := range form {
+		bad[k] = v
+	}
+	bad.Set("stock", "0")
+	bad.Set("actualValue", "50")
+	bad.Set("shopId", "x")
+	bad.Set("endTime", testNow.Add(-time.Hour).Format(time.RFC3339))
+	res := d.do("POST", "/admin/campaigns", bad, c, nil)
+	page := doc(t, res)
+	got := map[string]string{}
+	page.Find(`[data-testid^="error-"]`).Each(func(_ int, s *goquery.Selection) {
+		if msg := strings.TrimSpace(s.Text()); msg != "" {
+			got[strings.TrimPrefix(s.AttrOr("data-testid", ""), "error-")] = msg
+		}
+	})
+	want := map[string]string{
+		"title": "“Title” is required", "stock": "“Stock” must be between 1 and 10000000",
+		"shopId": "“Shop id” must be a whole number", "actualValue": "“Worth” must be at least “Pays”",
+		"endTime": "“Ends” must be after “Begins”",
+	}
+	if res.StatusCode != http.StatusUnprocessableEntity || !cmp.Equal(want, got) {
+		t.Errorf("%s; errors (-want +got):\n%s", res.Status, cmp.Diff(want, got))
+	}
+	if sum := strings.Join(strings.Fields(page.Find(`[data-testid="form-error"] [data-summary-text]`).Text()), " "); sum != "Check 5 fields: Title, Ends, Shop id, Stock, Worth." {
+		t.Errorf("summary %q", sum)
+	}
+	if len(d.svc.called()) != 0 {
+		t.Errorf("the service was called: %v", d.svc.called())
+	}
+
 	// Without the script, the visible datetime-local value is read as UTC.
 	f := url.Values{"title": {"Sale"}, "shopId": {"1"}, "stock": {"100"}, "payValue": {"100"}, "actualValue": {"200"},
 		"beginTime": {""}, "beginTimeLocal": {"2026-12-01T11:00"}, "endTime": {""}, "endTimeLocal": {"2026-12-01T12:30"}}
-	res := d.do("POST", "/admin/campaigns", f, c, nil)
+	res = d.do("POST", "/admin/campaigns", f, c, nil)
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/campaigns/1?done=create" {
 		t.Fatalf("create: %s to %q", res.Status, res.Header.Get("Location"))
 	}
@@ -410,7 +501,7 @@ func TestCreateCampaignForm(t *testing.T) {
 	if !v.Campaign.BeginTime.Equal(time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)) {
 		t.Errorf("begin %v", v.Campaign.BeginTime)
 	}
-	page := doc(t, d.do("GET", "/admin/campaigns/1?done=create", nil, c, nil))
+	page = doc(t, d.do("GET", "/admin/campaigns/1?done=create", nil, c, nil))
 	if page.Find(`[data-testid="notice"]`).Length() != 1 {
 		t.Error("no notice after creating")
 	}
@@ -456,7 +547,7 @@ func TestCampaignActions(t *testing.T) {
 	}
 	edit.Set("title", "")
 	res = d.do("POST", "/admin/campaigns/2/edit", edit, c, nil)
-	if msg := doc(t, res).Find(`[data-testid="error-title"]`).Text(); res.StatusCode != http.StatusUnprocessableEntity || msg != "title is required" {
+	if msg := doc(t, res).Find(`[data-testid="error-title"]`).Text(); res.StatusCode != http.StatusUnprocessableEntity || msg != "“Title” is required" {
 		t.Errorf("edit without title: %s %q", res.Status, msg)
 	}
 

@@ -48,3 +48,21 @@ func (k keys) stockReturned() string { return k.prefix + "seckill:stock_returned
 func (k keys) admit(voucherID int64) []string {
 	return []string{k.campaign(voucherID), k.buyers(voucherID), k.pending(voucherID), k.pendingAt(voucherID)}
 }
+
+// loginPair is the budget of sign-in attempts for one user name (its hash)
+// from one client address. It and loginAddress carry the address in their
+// hash tag, so the login script checks both at once.
+func (k keys) loginPair(address, userHash string) string {
+	return k.prefix + "seckill:login:{a" + address + "}:user:" + userHash
+}
+
+// loginAddress is the budget of sign-in attempts from one client address.
+func (k keys) loginAddress(address string) string {
+	return k.prefix + "seckill:login:{a" + address + "}:address"
+}
+
+// loginFailures is the budget of wrong passwords for one user name (its
+// hash) from every address.
+func (k keys) loginFailures(userHash string) string {
+	return k.prefix + "seckill:login:{u" + userHash + "}:failures"
+}

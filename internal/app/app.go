@@ -17,10 +17,10 @@ import (
 	"seckill/internal/admission"
 	"seckill/internal/auth"
 	"seckill/internal/config"
+	"seckill/internal/sampler"
 	"seckill/internal/seckill"
 	"seckill/internal/store"
 	"seckill/jobs"
-	"seckill/web"
 )
 
 // App holds every long-lived dependency of a seckill process.
@@ -39,7 +39,7 @@ type App struct {
 	Service  *seckill.Service
 
 	redisOpt  asynq.RedisConnOpt
-	outcomes  *web.OutcomeCounter // per-campaign outcomes for the dashboard
+	outcomes  *sampler.OutcomeCounter // per-campaign outcomes for the dashboard
 	dashboard *dashboard
 }
 
@@ -56,7 +56,7 @@ func NewLogger(cfg *config.Config) *slog.Logger {
 // New connects to Postgres and Redis, loads the Lua scripts and builds the
 // service. Close releases everything.
 func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, error) {
-	a := &App{Config: cfg, Logger: logger, Metrics: NewMetrics(), outcomes: web.NewOutcomeCounter()}
+	a := &App{Config: cfg, Logger: logger, Metrics: NewMetrics(), outcomes: sampler.NewOutcomeCounter()}
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}

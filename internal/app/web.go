@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
-	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/admission"
+	"seckill/internal/sampler"
 	"seckill/internal/seckill"
 	"seckill/jobs"
 	"seckill/web"
@@ -22,8 +21,8 @@ import (
 // counter the purchase path feeds.
 type dashboard struct {
 	handler  *web.Handler
-	sampler  *web.Sampler
-	outcomes *web.OutcomeCounter
+	sampler  *sampler.Sampler
+	outcomes *sampler.OutcomeCounter
 }
 
 // newDashboard builds the dashboard on the app's connections. The Asynq
@@ -31,10 +30,10 @@ type dashboard struct {
 // nothing of theirs to close.
 func (a *App) newDashboard() *dashboard {
 	inspector := asynq.NewInspectorFromRedisClient(a.Redis)
-	queues := web.NewQueueStats(inspector, []string{jobs.QueueOrders}, web.DefaultQueueTTL)
+	queues := jobs.NewQueueStats(inspector, []string{jobs.QueueOrders}, jobs.DefaultQueueTTL)
 	d := &dashboard{outcomes: a.outcomes}
-	d.sampler = web.NewSampler(web.SamplerConfig{
-		Campaigns: a.Store, Live: a.Admitter, Queues: queues, Outcomes: a.outcomes, Logger: a.Logger,
+	d.sampler = sampler.New(sampler.Config{
+		Campaigns: a.Store, Live: a.Admitter, Queues: queues, Outcomes: a.outcomes, Logger: a.Logger.With("component", "sampler"),
 	})
 	monitor := asynqmon.New(asynqmon.Options{RootPath: "/admin/queues", RedisConnOpt: sharedRedis{a.Redis}})
 	d.handler = web.New(web.Config{
@@ -42,9 +41,9 @@ func (a *App) newDashboard() *dashboard {
 		Records:  a.Store,
 		Sessions: a.Store,
 		Live:     a.Admitter,
-		Limiter:  newLoginLimiter(a.Redis, web.DefaultLoginLimits),
-		Queues:   queues,
-		Sampler:  d.sampler,
+		Limiter:  admission.NewLoginLimiter(a.Redis, "", toAdmissionLoginLimits(web.DefaultLoginLimits)),
+		Queues:   queueFigures{queues},
+		History:  history{d.sampler},
 		Monitor:  monitor,
 		Logger:   a.Logger.With("component", "dashboard"),
 	})
@@ -99,7 +98,7 @@ func (s sharedRedis) MakeRedisClient() any { return s.c }
 // purchase path.
 type countOutcomes struct {
 	seckill.Admitter
-	c *web.OutcomeCounter
+	c *sampler.OutcomeCounter
 }
 
 func (o countOutcomes) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
@@ -108,38 +107,6 @@ func (o countOutcomes) Admit(ctx context.Context, voucherID, userID int64) (seck
 		o.c.Add(voucherID, out)
 	}
 	return out, adm, err
-}
-
-// loginLimiter limits sign-in attempts in Redis (GCRA), so the budget is
-// shared by every instance.
-type loginLimiter struct {
-	l      *redis_rate.Limiter
-	limits web.LoginLimits
-}
-
-func newLoginLimiter(rdb *redis.Client, limits web.LoginLimits) *loginLimiter {
-	return &loginLimiter{l: redis_rate.NewLimiter(rdb), limits: limits}
-}
-
-// AllowLogin implements web.LoginLimiter.
-func (l *loginLimiter) AllowLogin(ctx context.Context, ip, user string) (time.Duration, error) {
-	user = strings.ToLower(user)
-	if len(user) > 128 {
-		user = user[:128]
-	}
-	for _, c := range []struct {
-		key   string
-		limit web.Limit
-	}{{"seckill:login:ip:" + ip, l.limits.PerIP}, {"seckill:login:user:" + user, l.limits.PerUser}} {
-		res, err := l.l.Allow(ctx, c.key, redis_rate.Limit{Rate: c.limit.Rate, Burst: c.limit.Burst, Period: c.limit.Period})
-		if err != nil {
-			return 0, err
-		}
-		if res.Allowed == 0 {
-			return max(res.RetryAfter, time.Second), nil
-		}
-	}
-	return 0, nil
 }
 
 // mountDashboard adds the dashboard to the app's routes.

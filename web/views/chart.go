@@ -16,15 +16,21 @@ const (
 	sparkH = 26
 )
 
-// Chart is one small time-series chart drawn as inline SVG.
+// Chart is one small time-series chart drawn as inline SVG, with a value
+// axis, a time axis, and a column per stretch of time whose tooltip reads
+// every series' value there.
 type Chart struct {
-	TestID string
-	Title  string
-	Note   string // e.g. "this instance"
-	From   time.Time
-	To     time.Time
-	Max    float64 // the top of the scale
-	Lines  []Line
+	TestID  string
+	Title   string
+	Note    string // e.g. "this instance"
+	Unit    string // after each value: "/s", " tasks"
+	From    time.Time
+	To      time.Time
+	Max     float64 // the top of the scale
+	Lines   []Line
+	YTicks  []Tick // value axis, top first
+	XTicks  []Tick // time axis, oldest first
+	Columns []Column
 }
 
 // Line is one series of a chart.
@@ -33,6 +39,19 @@ type Line struct {
 	Class string // s-<name>, which colours it
 	D     string // the SVG path
 	Last  float64
+}
+
+// Tick is one label of an axis.
+type Tick struct {
+	Label string
+	At    time.Time // time axis only
+}
+
+// Column is a stretch of a chart's time under the pointer: its values at
+// its last sample.
+type Column struct {
+	X, W  string // SVG coordinates
+	Title string
 }
 
 // Point is one value at one time.
@@ -48,10 +67,13 @@ type Series struct {
 	Points []Point
 }
 
+// chartColumns is how many hover columns a chart has.
+const chartColumns = 60
+
 // NewChart scales series between from and to into paths. The scale's top is
 // the largest value (at least 1), rounded up to a readable number.
-func NewChart(testID, title, note string, from, to time.Time, series ...Series) Chart {
-	c := Chart{TestID: testID, Title: title, Note: note, From: from, To: to}
+func NewChart(testID, title, note, unit string, from, to time.Time, series ...Series) Chart {
+	c := Chart{TestID: testID, Title: title, Note: note, Unit: unit, From: from, To: to}
 	top := 1.0
 	for _, s := range series {
 		for _, p := range s.Points {
@@ -59,12 +81,16 @@ func NewChart(testID, title, note string, from, to time.Time, series ...Series) 
 		}
 	}
 	c.Max = niceCeil(top)
+	c.YTicks = []Tick{{Label: rate(c.Max) + unit}, {Label: rate(c.Max / 2)}, {Label: "0"}}
+	c.XTicks = []Tick{{At: from}, {At: from.Add(to.Sub(from) / 2)}, {At: to}}
 	span := to.Sub(from).Seconds()
-	for _, s := range series {
+	// last[i] is, per column, the index of its last point in each series.
+	last := make([][]int, chartColumns)
+	for si, s := range series {
 		l := Line{Name: s.Name, Class: s.Class}
 		var b strings.Builder
 		for i, p := range s.Points {
-			if p.At.Before(from) {
+			if p.At.Before(from) || p.At.After(to) {
 				continue
 			}
 			x := chartW * p.At.Sub(from).Seconds() / span
@@ -75,12 +101,38 @@ func NewChart(testID, title, note string, from, to time.Time, series ...Series) 
 				b.WriteString(" L")
 			}
 			b.WriteString(coord(x) + " " + coord(y))
-			if i == len(s.Points)-1 {
-				l.Last = p.V
+			l.Last = p.V
+			col := min(chartColumns-1, int(x/chartW*chartColumns))
+			if last[col] == nil {
+				last[col] = make([]int, len(series))
+				for j := range last[col] {
+					last[col][j] = -1
+				}
 			}
+			last[col][si] = i
 		}
 		l.D = b.String()
 		c.Lines = append(c.Lines, l)
+	}
+	w := float64(chartW) / chartColumns
+	for col, idx := range last {
+		if idx == nil {
+			continue
+		}
+		var at time.Time
+		var parts []string
+		for si, i := range idx {
+			if i < 0 {
+				continue
+			}
+			p := series[si].Points[i]
+			at = p.At
+			parts = append(parts, series[si].Name+" "+rate(p.V)+unit)
+		}
+		c.Columns = append(c.Columns, Column{
+			X: coord(w * float64(col)), W: coord(w),
+			Title: at.UTC().Format("15:04:05 UTC") + ": " + strings.Join(parts, ", "),
+		})
 	}
 	return c
 }

@@ -2,6 +2,8 @@ package views
 
 import (
 	"fmt"
+
+	"github.com/a-h/templ"
 	"math"
 	"strconv"
 	"strings"
@@ -72,3 +74,23 @@ func statusText(s string) string { return strings.ReplaceAll(strings.ToLower(s),
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func campaignURL(id int64) string { return "/admin/campaigns/" + itoa(id) }
+
+// checkAttrs are the data-check-* attributes the script reads to check a
+// field before the form is sent.
+func checkAttrs(c Check) templ.Attributes {
+	a := templ.Attributes{}
+	if c.Required != "" {
+		a["data-check-required"] = c.Required
+	}
+	if c.Message != "" {
+		a["data-check-msg"] = c.Message
+		a["data-check-min"] = strconv.FormatInt(c.Min, 10)
+		if c.Max >= 0 {
+			a["data-check-max"] = strconv.FormatInt(c.Max, 10)
+		}
+		if c.AtLeast != "" {
+			a["data-check-at-least"] = c.AtLeast
+		}
+	}
+	return a
+}

@@ -200,5 +200,29 @@ type FormPage struct {
 	End   time.Time
 	// Errors are messages by field name, shown next to the field.
 	Errors map[string]string
-	Error  string
+	// Invalid are the fields with an error, in the form's order, for the
+	// summary above it.
+	Invalid []InvalidField
+	Error   string
+	// Checks are what the browser checks before sending, by field name
+	// (the server checks again).
+	Checks map[string]Check
+}
+
+// InvalidField names a field with an error.
+type InvalidField struct {
+	Name  string
+	Label string
+}
+
+// Check is what the browser checks of one field before the form is sent.
+type Check struct {
+	Required string // the message when empty; "" when optional
+	// Min and Max bound a whole number (Max < 0: no upper bound); AtLeast
+	// names a field whose number this one must reach. Message is shown
+	// when any of them fails.
+	Min     int64
+	Max     int64
+	AtLeast string
+	Message string
 }

@@ -116,7 +116,7 @@ func TestCampaignPage(t *testing.T) {
 		Live: views.CampaignLive{
 			Src: "/admin/campaigns/9/live", Status: "PAUSED", Initial: 10, Remaining: 4, Queued: 1, Sold: 5, Failed: 2, Known: true,
 			Balance: views.Balance{State: views.BalanceOK, Initial: 10, Remaining: 4, Queued: 1, Sold: 5, Failed: 2, Orders: 5},
-			Charts: []views.Chart{views.NewChart("chart-outcomes", "Admissions", "", at.Add(-time.Minute), at,
+			Charts: []views.Chart{views.NewChart("chart-outcomes", "Admissions", "", "/s", at.Add(-time.Minute), at,
 				views.Series{Name: "accepted", Class: "s-accepted", Points: []views.Point{{At: at.Add(-30 * time.Second), V: 3}, {At: at, V: 8}}})},
 		},
 		Orders: views.OrdersView{Action: "/admin/campaigns/9", By: "user", Query: "42",
@@ -201,7 +201,7 @@ func TestCampaignFormShowsErrorsNextToFields(t *testing.T) {
 	if cls, _ := field.Attr("class"); !strings.Contains(cls, "invalid") {
 		t.Errorf("title field class %q", cls)
 	}
-	if doc.Find(`[data-testid^="error-"]`).Length() != 1 {
+	if doc.Find(`[data-testid^="error-"]:not(.hidden)`).Length() != 1 {
 		t.Error("errors shown for fields without one")
 	}
 	if v, _ := doc.Find(byTestID("input-stock")).Attr("value"); v != "12" {

@@ -1,71 +1,17 @@
-package web
+// Package sampler keeps, in memory, the recent per-second history of every
+// live campaign behind the dashboard's charts: a background job that
+// internal/app runs, reading the store, admission's live counts, the job
+// queues' depth and the outcomes this process answered.
+package sampler
 
 import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"seckill/internal/seckill"
 )
-
-// Outcomes are the admission outcomes the charts count, in their order.
-// RATE_LIMITED never reaches admission, so it is not counted per campaign.
-var Outcomes = []seckill.Outcome{
-	seckill.OutcomeAccepted, seckill.OutcomeSoldOut, seckill.OutcomeAlreadyPurchased,
-	seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomePaused,
-}
-
-// outcomeCounts are cumulative counts of each outcome, in Outcomes' order.
-type outcomeCounts [6]int64
-
-func outcomeIndex(o seckill.Outcome) int {
-	for i, x := range Outcomes {
-		if x == o {
-			return i
-		}
-	}
-	return -1
-}
-
-// OutcomeCounter counts admission outcomes per campaign in this process,
-// for the charts: with several API instances each counts its own, so the
-// outcome rates a dashboard shows are those of the instance serving it.
-// Add is cheap enough for the purchase path: a map read and an atomic add.
-type OutcomeCounter struct {
-	m sync.Map // voucher id -> *[6]atomic.Int64
-}
-
-// NewOutcomeCounter returns an empty counter.
-func NewOutcomeCounter() *OutcomeCounter { return &OutcomeCounter{} }
-
-// Add counts one outcome of a purchase of voucherID.
-func (c *OutcomeCounter) Add(voucherID int64, o seckill.Outcome) {
-	i := outcomeIndex(o)
-	if c == nil || i < 0 {
-		return
-	}
-	v, ok := c.m.Load(voucherID)
-	if !ok {
-		v, _ = c.m.LoadOrStore(voucherID, new([6]atomic.Int64))
-	}
-	v.(*[6]atomic.Int64)[i].Add(1)
-}
-
-// counts returns the cumulative counts of a campaign.
-func (c *OutcomeCounter) counts(voucherID int64) outcomeCounts {
-	var out outcomeCounts
-	if c == nil {
-		return out
-	}
-	if v, ok := c.m.Load(voucherID); ok {
-		for i := range out {
-			out[i] = v.(*[6]atomic.Int64)[i].Load()
-		}
-	}
-	return out
-}
 
 // Sample is one second (one interval) of a campaign.
 type Sample struct {
@@ -90,11 +36,21 @@ type CampaignLister interface {
 	Campaigns(ctx context.Context, f seckill.CampaignFilter) ([]*seckill.Voucher, error)
 }
 
-// SamplerConfig configures a Sampler.
-type SamplerConfig struct {
+// LiveCounter reads admission's live numbers (Redis).
+type LiveCounter interface {
+	LiveCounts(ctx context.Context, voucherIDs []int64) (map[int64]seckill.LiveCounts, error)
+}
+
+// QueueDepth counts the tasks waiting or running in the job queues.
+type QueueDepth interface {
+	Depth() (int64, error)
+}
+
+// Config configures a Sampler.
+type Config struct {
 	Campaigns CampaignLister
 	Live      LiveCounter
-	Queues    *QueueStats     // nil: depth 0
+	Queues    QueueDepth      // nil: depth 0
 	Outcomes  *OutcomeCounter // nil: no outcome rates
 	Interval  time.Duration   // 0 means one second
 	Window    time.Duration   // history kept; 0 means ten minutes
@@ -105,7 +61,7 @@ type SamplerConfig struct {
 // campaign that has not ended (or ended within Window): the history behind
 // the charts and sparklines. Each process keeps its own.
 type Sampler struct {
-	cfg SamplerConfig
+	cfg Config
 
 	mu     sync.RWMutex
 	series map[int64]*history
@@ -118,8 +74,8 @@ type history struct {
 	last    outcomeCounts
 }
 
-// NewSampler returns a sampler; Run starts it.
-func NewSampler(cfg SamplerConfig) *Sampler {
+// New returns a sampler; Run starts it.
+func New(cfg Config) *Sampler {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
@@ -141,7 +97,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if err := s.Sample(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			s.cfg.Logger.Warn("dashboard sample", "err", err)
+			s.cfg.Logger.Warn("sample", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -168,7 +124,7 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) error {
 	var depth int64
 	if s.cfg.Queues != nil {
 		if depth, err = s.cfg.Queues.Depth(); err != nil {
-			s.cfg.Logger.Warn("dashboard sample: queue depth", "err", err)
+			s.cfg.Logger.Warn("sample: queue depth", "err", err)
 		}
 	}
 

@@ -1,0 +1,202 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/admission"
+	"seckill/web"
+)
+
+// loginLimiters are every web.LoginLimiter we ship, each made fresh with
+// the given limits: the in-memory one and the Redis one on real Redis
+// under a key prefix of its own.
+var loginLimiters = map[string]func(t *testing.T, l web.LoginLimits) web.LoginLimiter{
+	"memory": func(_ *testing.T, l web.LoginLimits) web.LoginLimiter { return web.NewMemoryLimiter(l) },
+	"redis": func(t *testing.T, l web.LoginLimits) web.LoginLimiter {
+		rdb, prefix := loginRedis(t)
+		return admission.NewLoginLimiter(rdb, prefix, toAdmissionLoginLimits(l))
+	},
+}
+
+var loginSeq atomic.Int64
+
+// loginRedis is a client on the test Redis and a key prefix unique to t,
+// whose keys are deleted when t ends.
+func loginRedis(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	url := os.Getenv("SECKILL_TEST_REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	prefix := fmt.Sprintf("test:login:%d:%d:", time.Now().UnixNano(), loginSeq.Add(1))
+	t.Cleanup(func() {
+		defer rdb.Close()
+		ctx := context.Background()
+		keys, err := rdb.Keys(ctx, prefix+"*").Result()
+		if err == nil && len(keys) > 0 {
+			err = rdb.Del(ctx, keys...).Err()
+		}
+		if err != nil {
+			t.Errorf("clean up %s*: %v", prefix, err)
+		}
+	})
+	return rdb, prefix
+}
+
+// TestLoginLimiterContract runs one suite against every LoginLimiter.
+func TestLoginLimiterContract(t *testing.T) {
+	for name, newLimiter := range loginLimiters {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testLoginLimiter(t, newLimiter)
+		})
+	}
+}
+
+const (
+	guesser  = "192.0.2.1"
+	operator = "198.51.100.7"
+)
+
+var contractLimits = web.LoginLimits{
+	PerPair:    web.Limit{Burst: 3, Every: time.Hour},
+	PerAddress: web.Limit{Burst: 5, Every: time.Hour},
+	Failures:   web.Limit{Burst: 2, Every: time.Hour},
+}
+
+func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, web.LoginLimits) web.LoginLimiter) {
+	ctx := context.Background()
+	// allow tells whether an attempt was taken, failing the test on an
+	// error or a refusal without a wait.
+	allow := func(t *testing.T, l web.LoginLimiter, ip, user string) (bool, bool) {
+		t.Helper()
+		wait, slow, err := l.AllowLogin(ctx, ip, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wait < 0 || wait > time.Hour {
+			t.Fatalf("retry after %v", wait)
+		}
+		return wait == 0, slow
+	}
+	want := func(t *testing.T, l web.LoginLimiter, ip, user string, ok bool) {
+		t.Helper()
+		if got, _ := allow(t, l, ip, user); got != ok {
+			t.Fatalf("attempt on %q from %s allowed = %v, want %v", user, ip, got, ok)
+		}
+	}
+
+	t.Run("pair", func(t *testing.T) {
+		l := newLimiter(t, contractLimits)
+		for range 3 {
+			want(t, l, guesser, "admin", true)
+		}
+		// Spent for the guesser on this name, whatever its case...
+		want(t, l, guesser, "ADMIN", false)
+		// ...but not for the operator elsewhere, nor for other names.
+		want(t, l, operator, "admin", true)
+		want(t, l, guesser, "alice", true)
+	})
+
+	t.Run("address", func(t *testing.T) {
+		l := newLimiter(t, contractLimits)
+		for i := range 5 {
+			want(t, l, guesser, "u"+strconv.Itoa(i), true)
+		}
+		want(t, l, guesser, "someone-else", false)
+		want(t, l, operator, "u0", true)
+	})
+
+	t.Run("both or neither", func(t *testing.T) {
+		l := newLimiter(t, contractLimits)
+		for range 3 {
+			want(t, l, guesser, "admin", true)
+		}
+		// Refused on the pair: the address's budget is not charged.
+		for range 10 {
+			want(t, l, guesser, "admin", false)
+		}
+		want(t, l, guesser, "u1", true)
+		want(t, l, guesser, "u2", true)
+		want(t, l, guesser, "u3", false)
+	})
+
+	t.Run("retry after", func(t *testing.T) {
+		every := 200 * time.Millisecond
+		l := newLimiter(t, web.LoginLimits{PerPair: web.Limit{Burst: 1, Every: every}, PerAddress: contractLimits.PerAddress, Failures: contractLimits.Failures})
+		want(t, l, guesser, "admin", true)
+		wait, _, err := l.AllowLogin(ctx, guesser, "admin")
+		if err != nil || wait <= 0 || wait > every {
+			t.Fatalf("second attempt: retry after %v, %v; want (0, %v]", wait, err, every)
+		}
+		time.Sleep(wait + 20*time.Millisecond)
+		want(t, l, guesser, "admin", true)
+	})
+
+	t.Run("failures slow, never refuse", func(t *testing.T) {
+		l := newLimiter(t, contractLimits)
+		if _, slow := allow(t, l, operator, "admin"); slow {
+			t.Error("slowed before any failure")
+		}
+		// Failures from anywhere, more than the budget.
+		for range 5 {
+			if err := l.LoginFailed(ctx, "Admin"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ok, slow := allow(t, l, operator, "admin")
+		if !ok || !slow {
+			t.Errorf("after the failures: allowed %v, slowed %v; want allowed and slowed", ok, slow)
+		}
+		if _, slow := allow(t, l, operator, "alice"); slow {
+			t.Error("another name is slowed")
+		}
+	})
+
+	t.Run("concurrent", func(t *testing.T) {
+		l := newLimiter(t, contractLimits)
+		const n = 300
+		var pair, addr atomic.Int64
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if ok, _ := allow(t, l, guesser, "admin"); ok {
+					pair.Add(1)
+				}
+			})
+			wg.Go(func() {
+				// Many names from one address.
+				if ok, _ := allow(t, l, "203.0.113.5", "u"+strconv.Itoa(i)); ok {
+					addr.Add(1)
+				}
+			})
+			wg.Go(func() {
+				if err := l.LoginFailed(ctx, "admin"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if pair.Load() != 3 || addr.Load() != 5 {
+			t.Errorf("allowed %d on one pair (want 3) and %d from one address (want 5)", pair.Load(), addr.Load())
+		}
+		// The operator, elsewhere, still gets in (slowed).
+		if ok, slow := allow(t, l, operator, "admin"); !ok || !slow {
+			t.Errorf("operator: allowed %v, slowed %v", ok, slow)
+		}
+	})
+}

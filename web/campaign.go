@@ -1,0 +1,185 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"seckill/internal/seckill"
+	"seckill/web/views"
+)
+
+// One campaign's page: its settings, live numbers, audit log and orders.
+
+// notices are what a completed action tells the operator, by ?done=.
+var notices = map[string]string{
+	"create": "Campaign created; it is in admission and can be bought from its begin time.",
+	"edit":   "Changes saved.",
+	"pause":  "Paused: every purchase is answered PAUSED until you resume.",
+	"resume": "Resumed: the campaign admits purchases again.",
+	"end":    "Ended: no purchase is accepted any more.",
+	"stock":  "Stock added: the new units can be bought now.",
+}
+
+// pageState is what an action hands the campaign page it renders.
+type pageState struct {
+	status     int
+	notice     string
+	err        string
+	stockError string
+	stockValue string
+}
+
+func (h *Handler) campaignPage(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.renderCampaign(w, r, id, pageState{status: http.StatusOK, notice: notices[r.URL.Query().Get("done")]})
+}
+
+func (h *Handler) renderCampaign(w http.ResponseWriter, r *http.Request, id int64, st pageState) {
+	ctx := r.Context()
+	v, err := h.campaign(ctx, id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	live, err := h.campaignLive(ctx, v)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	entries, err := h.cfg.Records.AuditLog(ctx, id, auditEntries)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	now := h.cfg.Now()
+	c := v.Campaign
+	p := views.CampaignPage{
+		Meta: h.meta(r, v.Title, views.NavCampaigns),
+		Campaign: views.CampaignView{
+			ID: v.ID, ShopID: v.ShopID, Title: v.Title, SubTitle: v.SubTitle, Rules: v.Rules,
+			PayValue: v.PayValue, ActualValue: v.ActualValue, Status: string(c.StatusAt(now)),
+			Begin: c.BeginTime, End: c.EndTime, Paused: c.Paused,
+			Editable: now.Before(c.BeginTime), Ended: !now.Before(c.EndTime),
+		},
+		Live:       live,
+		Orders:     h.ordersView(ctx, r, id),
+		Notice:     st.notice,
+		Error:      st.err,
+		StockError: st.stockError,
+		StockValue: st.stockValue,
+	}
+	for _, e := range entries {
+		p.Audit = append(p.Audit, views.AuditRow{At: e.At, Actor: e.Actor, Action: e.Action, Detail: e.Detail})
+	}
+	h.render(w, r, st.status, views.Campaign(p))
+}
+
+func (h *Handler) campaignFragment(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err == nil {
+		var v *seckill.Voucher
+		if v, err = h.campaign(r.Context(), id); err == nil {
+			var live views.CampaignLive
+			if live, err = h.campaignLive(r.Context(), v); err == nil {
+				h.render(w, r, http.StatusOK, views.CampaignFragment(live))
+				return
+			}
+		}
+	}
+	http.Error(w, h.messageOf(r, err), statusOf(err))
+}
+
+// campaign returns a seckill voucher; a NORMAL one is not found here.
+func (h *Handler) campaign(ctx context.Context, id int64) (*seckill.Voucher, error) {
+	v, err := h.cfg.Service.Voucher(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if v.Campaign == nil {
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "voucher %d has no campaign", id)
+	}
+	return v, nil
+}
+
+func (h *Handler) campaignLive(ctx context.Context, v *seckill.Voucher) (views.CampaignLive, error) {
+	b, lc, t, err := h.balance(ctx, v.ID)
+	if err != nil {
+		return views.CampaignLive{}, err
+	}
+	c := *v.Campaign
+	c.InitialStock, c.Stock = t.InitialStock, t.Stock
+	c.Remaining, c.RemainingKnown = lc.Remaining, lc.Known
+	now := h.cfg.Now()
+	return views.CampaignLive{
+		Src:       "/admin/campaigns/" + strconv.FormatInt(v.ID, 10) + "/live",
+		Status:    string(c.StatusAt(now)),
+		Initial:   t.InitialStock,
+		Remaining: lc.Remaining,
+		Queued:    lc.Queued,
+		Sold:      c.Sold(),
+		Failed:    t.Failures,
+		Known:     lc.Known,
+		Balance:   b,
+		Charts:    h.charts(v.ID, now),
+	}, nil
+}
+
+// ordersView reads one page of a campaign's orders, or the search result.
+func (h *Handler) ordersView(ctx context.Context, r *http.Request, id int64) views.OrdersView {
+	q := r.URL.Query()
+	base := "/admin/campaigns/" + strconv.FormatInt(id, 10)
+	o := views.OrdersView{Action: base, By: q.Get("by"), Query: strings.TrimSpace(q.Get("q"))}
+	if o.By != "user" {
+		o.By = "order"
+	}
+	f := seckill.OrderFilter{VoucherID: id, Before: queryInt(r, "before"), Limit: ordersPerPage + 1}
+	if o.Query != "" {
+		n, err := strconv.ParseInt(o.Query, 10, 64)
+		if err != nil || n <= 0 {
+			o.Error = "Search for an order id or a user id: a positive whole number."
+			return o
+		}
+		if o.By == "user" {
+			f.UserID = n
+		} else {
+			f.OrderID = n
+		}
+	}
+	orders, err := h.cfg.Records.CampaignOrders(ctx, f)
+	if err != nil {
+		o.Error = h.messageOf(r, err)
+		return o
+	}
+	// An order not in Postgres yet may be queued in Redis.
+	if f.OrderID > 0 && len(orders) == 0 {
+		if ord, err := h.cfg.Service.Order(ctx, f.OrderID); err == nil && ord.VoucherID == id {
+			orders = append(orders, ord)
+		}
+	}
+	if len(orders) > ordersPerPage {
+		orders = orders[:ordersPerPage]
+		v := url.Values{"before": {strconv.FormatInt(orders[len(orders)-1].ID, 10)}}
+		if o.Query != "" {
+			v.Set("by", o.By)
+			v.Set("q", o.Query)
+		}
+		o.Older = base + "?" + v.Encode() + "#orders"
+	}
+	if f.Before > 0 {
+		o.Newer = base + "#orders"
+		if o.Query != "" {
+			o.Newer = base + "?" + url.Values{"by": {o.By}, "q": {o.Query}}.Encode() + "#orders"
+		}
+	}
+	for _, ord := range orders {
+		o.Rows = append(o.Rows, views.OrderRow{ID: ord.ID, UserID: ord.UserID, Status: string(ord.Status), At: ord.CreatedAt, Reason: ord.FailureReason})
+	}
+	return o
+}

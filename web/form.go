@@ -1,0 +1,303 @@
+package web
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"seckill/internal/seckill"
+	"seckill/web/views"
+)
+
+// The create and edit forms. Every invalid field is reported at once, next
+// to the field and in the words of its label; the domain's own validation
+// decides what is invalid, and the service checks again.
+
+// formFields are the inputs of the campaign form, named as the GraphQL
+// input's fields so errors name the same field.
+var formFields = []string{"title", "subTitle", "rules", "shopId", "stock", "payValue", "actualValue", "beginTimeLocal", "endTimeLocal"}
+
+// formLabels are the labels the form shows, by field.
+var formLabels = map[string]string{
+	"title": "Title", "subTitle": "Subtitle", "rules": "Rules", "shopId": "Shop id", "stock": "Stock",
+	"payValue": "Pays", "actualValue": "Worth", "beginTime": "Begins", "endTime": "Ends",
+}
+
+var fieldName = regexp.MustCompile(`\b(title|subTitle|rules|shopId|stock|payValue|actualValue|beginTime|endTime)\b`)
+
+// labelled rewrites a domain message, which names the API's fields, in the
+// form's labels: "actualValue must be at least payValue" becomes
+// "“Worth” must be at least “Pays”".
+func labelled(msg string) string {
+	return fieldName.ReplaceAllStringFunc(msg, func(f string) string { return "“" + formLabels[f] + "”" })
+}
+
+func (h *Handler) newCampaignForm(w http.ResponseWriter, r *http.Request) {
+	now := h.cfg.Now().UTC().Truncate(time.Minute)
+	p := views.FormPage{
+		Meta: h.meta(r, "New campaign", views.NavCampaigns), Action: "/admin/campaigns",
+		Values: map[string]string{"shopId": "1"},
+		Begin:  now.Add(5 * time.Minute), End: now.Add(65 * time.Minute),
+		Checks: formChecks(),
+	}
+	h.render(w, r, http.StatusOK, views.CampaignForm(p))
+}
+
+func (h *Handler) createCampaign(w http.ResponseWriter, r *http.Request) {
+	p := views.FormPage{
+		Meta: h.meta(r, "New campaign", views.NavCampaigns), Action: "/admin/campaigns",
+		Values: formValues(r), Errors: map[string]string{}, Checks: formChecks(),
+	}
+	in := parseNewCampaign(r, &p)
+	validateAll(in, h.cfg.Now(), p.Errors)
+	if len(p.Errors) > 0 {
+		h.formErrors(w, r, &p)
+		return
+	}
+	v, err := h.cfg.Service.AddSeckillVoucher(r.Context(), in)
+	if err != nil {
+		h.formError(w, r, &p, err)
+		return
+	}
+	http.Redirect(w, r, "/admin/campaigns/"+strconv.FormatInt(v.ID, 10)+"?done=create", http.StatusSeeOther)
+}
+
+func (h *Handler) editCampaignForm(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v, err := h.campaign(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !h.cfg.Now().Before(v.Campaign.BeginTime) {
+		h.renderCampaign(w, r, id, pageState{status: http.StatusConflict,
+			err: "This campaign has started: it can only be paused, resumed, ended or given more stock."})
+		return
+	}
+	p := h.editPage(r, v)
+	p.Values["title"], p.Values["subTitle"], p.Values["rules"] = v.Title, v.SubTitle, v.Rules
+	p.Begin, p.End = v.Campaign.BeginTime, v.Campaign.EndTime
+	h.render(w, r, http.StatusOK, views.CampaignForm(p))
+}
+
+func (h *Handler) editCampaign(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v, err := h.campaign(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p := h.editPage(r, v)
+	p.Errors = map[string]string{}
+	for _, f := range []string{"title", "subTitle", "rules", "beginTimeLocal", "endTimeLocal"} {
+		p.Values[f] = r.PostFormValue(f)
+	}
+	e := seckill.CampaignEdit{Title: r.PostFormValue("title"), SubTitle: r.PostFormValue("subTitle"), Rules: r.PostFormValue("rules")}
+	parseTimes(r, &p, &e.BeginTime, &e.EndTime)
+	// The edit is validated as the campaign it would make.
+	validateAll(seckill.NewSeckillVoucher{
+		ShopID: v.ShopID, Title: e.Title, SubTitle: e.SubTitle, Rules: e.Rules,
+		PayValue: v.PayValue, ActualValue: v.ActualValue, Stock: max(v.Campaign.InitialStock, seckill.MinStock),
+		BeginTime: e.BeginTime, EndTime: e.EndTime,
+	}, h.cfg.Now(), p.Errors)
+	if len(p.Errors) > 0 {
+		h.formErrors(w, r, &p)
+		return
+	}
+	if _, err = h.cfg.Service.UpdateCampaign(r.Context(), id, e); err == nil {
+		http.Redirect(w, r, "/admin/campaigns/"+strconv.FormatInt(id, 10)+"?done=edit", http.StatusSeeOther)
+		return
+	}
+	if seckill.ErrorCode(err) == seckill.ECONFLICT {
+		h.renderCampaign(w, r, id, pageState{status: http.StatusConflict, err: h.messageOf(r, err)})
+		return
+	}
+	h.formError(w, r, &p, err)
+}
+
+func (h *Handler) editPage(r *http.Request, v *seckill.Voucher) views.FormPage {
+	id := strconv.FormatInt(v.ID, 10)
+	return views.FormPage{
+		Meta: h.meta(r, "Edit "+v.Title, views.NavCampaigns), Action: "/admin/campaigns/" + id + "/edit",
+		Edit: true, ID: v.ID, Checks: formChecks(),
+		Values: map[string]string{
+			"shopId":   strconv.FormatInt(v.ShopID, 10),
+			"payValue": strconv.FormatInt(v.PayValue, 10), "actualValue": strconv.FormatInt(v.ActualValue, 10),
+			"stock": strconv.FormatInt(v.Campaign.InitialStock, 10),
+		},
+	}
+}
+
+// formError shows the form again with the service's error next to its
+// field, or above the form when it names none.
+func (h *Handler) formError(w http.ResponseWriter, r *http.Request, p *views.FormPage, err error) {
+	if f := seckill.ErrorField(err); f != "" {
+		p.Errors = map[string]string{f: labelled(seckill.ErrorMessage(err))}
+		h.formErrors(w, r, p)
+		return
+	}
+	p.Error = h.messageOf(r, err)
+	h.render(w, r, statusOf(err), views.CampaignForm(*p))
+}
+
+// formErrors shows the form again with every error next to its field and a
+// summary above it.
+func (h *Handler) formErrors(w http.ResponseWriter, r *http.Request, p *views.FormPage) {
+	var names []string
+	for _, f := range []string{"title", "subTitle", "rules", "beginTime", "endTime", "shopId", "stock", "payValue", "actualValue"} {
+		if p.Errors[f] != "" {
+			names = append(names, formLabels[f])
+			p.Invalid = append(p.Invalid, views.InvalidField{Name: f, Label: formLabels[f]})
+		}
+	}
+	if len(names) == 1 {
+		p.Error = "Check " + names[0] + "."
+	} else {
+		p.Error = "Check " + strconv.Itoa(len(names)) + " fields: " + strings.Join(names, ", ") + "."
+	}
+	h.render(w, r, http.StatusUnprocessableEntity, views.CampaignForm(*p))
+}
+
+func formValues(r *http.Request) map[string]string {
+	vals := make(map[string]string, len(formFields))
+	for _, f := range formFields {
+		vals[f] = r.PostFormValue(f)
+	}
+	return vals
+}
+
+// validateAll adds to errs, by field and in the form's words, every error
+// the domain finds in in: each time it names a field, that field takes a
+// valid stand-in and the rest is validated again. Fields errs holds already
+// (they could not be read) are stood in for from the start.
+func validateAll(in seckill.NewSeckillVoucher, now time.Time, errs map[string]string) {
+	for f := range errs {
+		standIn(&in, f, now)
+	}
+	for range len(formLabels) + 1 {
+		err := in.Validate(now)
+		f := seckill.ErrorField(err)
+		if err == nil || f == "" || errs[f] != "" {
+			return
+		}
+		errs[f] = labelled(seckill.ErrorMessage(err))
+		standIn(&in, f, now)
+	}
+}
+
+// standIn replaces one field of in with a value the domain accepts.
+func standIn(in *seckill.NewSeckillVoucher, field string, now time.Time) {
+	switch field {
+	case "title":
+		in.Title = "x"
+	case "subTitle":
+		in.SubTitle = ""
+	case "rules":
+		in.Rules = ""
+	case "shopId":
+		in.ShopID = 1
+	case "payValue":
+		in.PayValue = 0
+	case "actualValue":
+		in.ActualValue = max(in.PayValue, 0)
+	case "stock":
+		in.Stock = seckill.MinStock
+	case "beginTime":
+		in.BeginTime = now
+		if !in.EndTime.IsZero() {
+			in.BeginTime = in.EndTime.Add(-time.Minute)
+		}
+	case "endTime":
+		in.EndTime = now.Add(time.Hour)
+		if in.BeginTime.After(now) {
+			in.EndTime = in.BeginTime.Add(time.Hour)
+		}
+	}
+}
+
+// formChecks are the checks the browser makes before the form is sent (the
+// server makes them again): their messages are the domain's, in the form's
+// words, found by validating a campaign that fails only that check.
+func formChecks() map[string]views.Check {
+	now := time.Now()
+	valid := seckill.NewSeckillVoucher{Title: "x", ShopID: 1, Stock: seckill.MinStock, BeginTime: now, EndTime: now.Add(time.Hour)}
+	msg := func(change func(*seckill.NewSeckillVoucher)) string {
+		in := valid
+		change(&in)
+		return labelled(seckill.ErrorMessage(in.Validate(now)))
+	}
+	return map[string]views.Check{
+		"title":       {Required: msg(func(in *seckill.NewSeckillVoucher) { in.Title = "" })},
+		"shopId":      {Min: 1, Max: -1, Message: msg(func(in *seckill.NewSeckillVoucher) { in.ShopID = 0 })},
+		"stock":       {Min: seckill.MinStock, Max: seckill.MaxStock, Message: msg(func(in *seckill.NewSeckillVoucher) { in.Stock = 0 })},
+		"payValue":    {Min: 0, Max: -1, Message: msg(func(in *seckill.NewSeckillVoucher) { in.PayValue = -1 })},
+		"actualValue": {Min: 0, Max: -1, AtLeast: "payValue", Message: msg(func(in *seckill.NewSeckillVoucher) { in.PayValue, in.ActualValue = 2, 1 })},
+	}
+}
+
+// parseNewCampaign reads the create form into the domain's input. What
+// cannot be read (a number that is not one, a time that is not one) goes in
+// p.Errors; the domain validates the rest.
+func parseNewCampaign(r *http.Request, p *views.FormPage) seckill.NewSeckillVoucher {
+	in := seckill.NewSeckillVoucher{
+		Title: r.PostFormValue("title"), SubTitle: r.PostFormValue("subTitle"), Rules: r.PostFormValue("rules"),
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"shopId", &in.ShopID}, {"payValue", &in.PayValue}, {"actualValue", &in.ActualValue}, {"stock", &in.Stock}} {
+		n, err := strconv.ParseInt(strings.TrimSpace(r.PostFormValue(f.name)), 10, 64)
+		if err != nil {
+			p.Errors[f.name] = "“" + formLabels[f.name] + "” must be a whole number"
+			continue
+		}
+		*f.dst = n
+	}
+	parseTimes(r, p, &in.BeginTime, &in.EndTime)
+	return in
+}
+
+// parseTimes reads beginTime and endTime: the UTC instant the script put in
+// the hidden field, or else the visible datetime-local value read as UTC.
+// A value that is not a time goes in p.Errors.
+func parseTimes(r *http.Request, p *views.FormPage, begin, end *time.Time) {
+	for _, f := range []struct {
+		name string
+		dst  *time.Time
+		show *time.Time
+	}{{"beginTime", begin, &p.Begin}, {"endTime", end, &p.End}} {
+		t, ok := parseFormTime(r.PostFormValue(f.name), r.PostFormValue(f.name+"Local"))
+		if !ok {
+			p.Errors[f.name] = "“" + formLabels[f.name] + "” must be a date and time"
+			continue
+		}
+		*f.dst, *f.show = t, t
+	}
+}
+
+func parseFormTime(utcValue, local string) (time.Time, bool) {
+	if s := strings.TrimSpace(utcValue); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		return t.UTC(), err == nil
+	}
+	s := strings.TrimSpace(local)
+	if s == "" {
+		return time.Time{}, true // the domain says it is required
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
