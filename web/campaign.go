@@ -76,7 +76,7 @@ func (h *Handler) renderCampaign(w http.ResponseWriter, r *http.Request, id int6
 		StockValue: st.stockValue,
 	}
 	for _, e := range entries {
-		p.Audit = append(p.Audit, views.AuditRow{At: e.At, Actor: e.Actor, Action: e.Action, Detail: e.Detail})
+		p.Audit = append(p.Audit, toAuditRow(e))
 	}
 	h.render(w, r, st.status, views.Campaign(p))
 }
@@ -182,4 +182,15 @@ func (h *Handler) ordersView(ctx context.Context, r *http.Request, id int64) vie
 		o.Rows = append(o.Rows, views.OrderRow{ID: ord.ID, UserID: ord.UserID, Status: string(ord.Status), At: ord.CreatedAt, Reason: ord.FailureReason})
 	}
 	return o
+}
+
+// toAuditRow says who made an entry in words. The domain records an
+// operator by name and an API caller as "token user <id>"; operator names
+// have no spaces, so the two cannot be confused.
+func toAuditRow(e seckill.AuditEntry) views.AuditRow {
+	row := views.AuditRow{At: e.At, Actor: e.Actor, Action: e.Action, Detail: e.Detail}
+	if id, ok := strings.CutPrefix(e.Actor, "token user "); ok {
+		row.Actor, row.API = id, true
+	}
+	return row
 }

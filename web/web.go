@@ -159,8 +159,9 @@ func New(cfg Config) *Handler {
 		monitor = http.NotFoundHandler()
 	}
 	// asynqmon sees the full path (its RootPath is /admin/queues); its
-	// own pages need inline scripts, so they get no content policy.
-	mux.Handle("/admin/queues/", h.requireSession(frameHeaders(monitor)))
+	// own pages need inline scripts, so they get no content policy. Its
+	// pages get a link back to the dashboard.
+	mux.Handle("/admin/queues/", h.requireSession(frameHeaders(withBackLink(monitor))))
 	mux.Handle("/admin/queues", h.requireSession(frameHeaders(http.RedirectHandler("/admin/queues/", http.StatusSeeOther))))
 	// Anything else under /admin: sign in first, then 404.
 	mux.Handle("/admin/", h.requireSession(pageHeaders(http.HandlerFunc(h.notFound))))

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
 )
 
 // chromiumPath finds Debian's chromium. Without one the test fails in CI
@@ -73,6 +77,43 @@ func newBrowser(t *testing.T, path string) context.Context {
 
 func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 
+// inZone makes the browser live in the time zone tz.
+func inZone(tz string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: tz})
+		return err
+	})
+}
+
+// screenshots saves the page as name-wide.png (1280 px) and name-phone.png
+// (390 px) into SECKILL_SCREENSHOTS when it names a directory, for people
+// to look at; otherwise it does nothing.
+func screenshots(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("SECKILL_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	for _, v := range []struct {
+		suffix string
+		w, h   int64
+	}{{"wide", 1280, 900}, {"phone", 390, 844}} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(v.w, v.h), chromedp.Sleep(300*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name+"-"+v.suffix+".png"), png, 0o644)
+		}
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestDashboardInBrowser drives the real dashboard in headless chromium
 // against real Postgres and Redis: everything needs a session; an operator
 // signs in, creates a campaign through the form, watches remaining fall and
@@ -83,6 +124,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	e := newDashEnv(t)
 	ctx := newBrowser(t, chromium)
 	base := e.srv.URL
+	// The operator is in Shanghai (UTC+8), not in the server's UTC.
+	if err := chromedp.Do(ctx, inZone("Asia/Shanghai")); err != nil {
+		t.Fatal(err)
+	}
 	must := func(what string, err error) {
 		t.Helper()
 		if err != nil {
@@ -122,11 +167,39 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitVisible(css(`[data-testid="campaigns-table"]`)),
 	))
 
+	// The form checks itself before it is sent: every invalid field at
+	// once, in the labels it shows, stock 0 included; nothing is sent.
+	must("submit an invalid form", chromedp.Do(ctx,
+		chromedp.Click(css(`[data-testid="new-campaign"]`)),
+		chromedp.WaitVisible(css(`[data-testid="campaign-form"]`)),
+		chromedp.SendKeys(css(`[data-testid="input-stock"]`), "0"),
+		chromedp.SendKeys(css(`[data-testid="input-payValue"]`), "500"),
+		chromedp.SendKeys(css(`[data-testid="input-actualValue"]`), "100"),
+		chromedp.Click(css(`[data-testid="submit"]`)),
+	))
+	errorsShown, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`(() => {
+		const out = {};
+		document.querySelectorAll('[data-testid^="error-"]:not(.hidden)').forEach(el => {
+			out[el.dataset.testid.slice(6)] = el.textContent.trim();
+		});
+		out.summary = document.querySelector('[data-testid="form-error"]:not(.hidden) [data-summary-text]')?.textContent.trim() ?? "";
+		return out;
+	})()`))
+	must("read the form's errors", err)
+	wantErrors := map[string]string{
+		"title": "“Title” is required", "stock": "“Stock” must be between 1 and 10000000",
+		"actualValue": "“Worth” must be at least “Pays”", "summary": "Check 3 fields: Title, Stock, Worth.",
+	}
+	if diff := cmp.Diff(wantErrors, errorsShown); diff != "" || location() != base+"/admin/campaigns/new" {
+		t.Errorf("the form checked itself at %s (-want +got):\n%s", location(), diff)
+	}
+	screenshots(t, ctx, "form-errors")
+
 	// Create a campaign through the form; it starts a minute ago, in the
 	// browser's own zone.
 	must("create", chromedp.Do(ctx,
-		chromedp.Click(css(`[data-testid="new-campaign"]`)),
-		chromedp.WaitVisible(css(`[data-testid="campaign-form"]`)),
+		chromedp.Evaluate[chromedp.Void](`["stock", "payValue", "actualValue"].forEach(f =>
+			document.querySelector('[data-testid="input-' + f + '"]').value = "")`),
 		chromedp.SendKeys(css(`[data-testid="input-title"]`), "Browser sale"),
 		chromedp.SendKeys(css(`[data-testid="input-stock"]`), "5"),
 		chromedp.SendKeys(css(`[data-testid="input-payValue"]`), "100"),
@@ -157,11 +230,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	must("open the list", chromedp.Do(ctx, chromedp.Navigate(base+"/admin")))
 	waitFor("the new campaign in the list", row+` !== null && `+cell("remaining")+` === "5" && `+cell("sold")+` === "0"`)
-	// Times read in the viewer's zone: the script replaced the UTC text.
+	// Times read in the viewer's zone, named: the script replaced the UTC
+	// text.
 	local, err := chromedp.Run(ctx, chromedp.Evaluate[string](row+`.querySelector("time").textContent`))
 	must("time", err)
-	if strings.HasSuffix(local, "UTC") {
-		t.Errorf("begin time %q is not localized", local)
+	if !strings.HasSuffix(local, "GMT+8") {
+		t.Errorf("begin time %q is not in the viewer's zone, named", local)
 	}
 	// A marker that a reload would lose.
 	must("mark the page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__noReload = 42`)))
@@ -189,6 +263,18 @@ func TestDashboardInBrowser(t *testing.T) {
 		`window.__noReload === 43 && `+stat("stat-remaining")+` === "1" && `+stat("stat-sold")+` === "4" && `+
 			`document.querySelector('[data-testid="consistency"]').dataset.state === "ok"`)
 	waitFor("the audit entry of the creation", `document.querySelector('[data-testid="audit-entry"][data-action="create"]') !== null`)
+	who, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="audit-entry"][data-action="create"] [data-testid="audit-who"]').textContent.replace(/\s+/g, " ").trim()`))
+	must("audit who", err)
+	if who != "operator "+dashAdmin {
+		t.Errorf("audit entry made by %q", who)
+	}
+	screenshots(t, ctx, "campaign")
+	must("open the list", chromedp.Do(ctx, chromedp.Navigate(base+"/admin")))
+	waitFor("the list", row+` !== null`)
+	screenshots(t, ctx, "campaigns")
+	must("open the queues", chromedp.Do(ctx, chromedp.Navigate(base+"/admin/jobs")))
+	waitFor("the queues", `document.querySelector('[data-testid="queue-row"]') !== null`)
+	screenshots(t, ctx, "queues")
 
 	// The Asynq monitor loads under /admin/queues/ and lists the queue.
 	must("open the monitor", chromedp.Do(ctx, chromedp.Navigate(base+"/admin/queues/")))
@@ -199,6 +285,15 @@ func TestDashboardInBrowser(t *testing.T) {
 		const root = document.querySelector("#root");
 		return root !== null && root.innerText.includes("orders");
 	})()`)
+	screenshots(t, ctx, "asynqmon")
+	// And it leads back to the dashboard.
+	must("back from the monitor", chromedp.Do(ctx,
+		chromedp.Click(css(`[data-testid="back-to-dashboard"]`)),
+		chromedp.WaitVisible(css(`[data-testid="campaigns-table"]`)),
+	))
+	if loc := location(); loc != base+"/admin" {
+		t.Errorf("back from the monitor at %s", loc)
+	}
 
 	// Sign out: the session is gone.
 	must("sign out", chromedp.Do(ctx,

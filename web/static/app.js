@@ -81,9 +81,8 @@
     bad.forEach(function (b) {
       var li = document.createElement("li"), a = document.createElement("a");
       a.href = "#" + b.input.id;
-      a.textContent = b.input.dataset.label;
+      a.textContent = b.msg;
       li.appendChild(a);
-      li.appendChild(document.createTextNode(": " + b.msg));
       ul.appendChild(li);
     });
     box.appendChild(ul);

@@ -81,8 +81,8 @@ type QueueRow struct {
 	Archived    int
 	Completed   int
 	Aggregating int
-	Processed   int // today
-	Failed      int // today
+	Processed   int // tasks, today
+	Failed      int // tasks, today
 	Latency     time.Duration
 	Paused      bool
 	MonitorURL  string
@@ -181,7 +181,8 @@ type OrderRow struct {
 // AuditRow is one entry of the audit log.
 type AuditRow struct {
 	At     time.Time
-	Actor  string
+	Actor  string // the operator's name, or the API user's id when API
+	API    bool   // made with an API token, not from the dashboard
 	Action string
 	Detail string
 }

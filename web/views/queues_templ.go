@@ -39,7 +39,7 @@ func Queues(p QueuesPage) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"page-head\"><div><h1>Queues</h1><p class=\"sub\">Asynq's numbers, read at most every two seconds. Processed and failed count today (UTC).</p></div><a class=\"button\" href=\"/admin/queues/\" data-testid=\"open-asynqmon\">Open the Asynq monitor</a></div><div data-live-src=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"page-head\"><div><h1>Queues</h1><p class=\"sub\">Asynq's numbers, read at most every two seconds. Processed and failed count <em>tasks</em> today (UTC): a persistence task carries a whole batch of orders, so they are not order counts.</p></div><a class=\"button\" href=\"/admin/queues/\" data-testid=\"open-asynqmon\">Open the Asynq monitor</a></div><div data-live-src=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -111,7 +111,7 @@ func QueuesFragment(q QueuesLive) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<div class=\"panel flush\"><div class=\"table-wrap\"><table data-testid=\"queues-table\"><thead><tr><th>Queue</th><th class=\"num\">Pending</th><th class=\"num\">Active</th><th class=\"num\">Scheduled</th><th class=\"num\">Retry</th><th class=\"num\">Archived</th><th class=\"num\">Processed</th><th class=\"num\">Failed</th><th class=\"num\">Oldest pending</th><th></th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<div class=\"panel flush\"><div class=\"table-wrap\"><table data-testid=\"queues-table\"><thead><tr><th class=\"key\">Queue</th><th class=\"num\">Pending</th><th class=\"num\">Active</th><th class=\"num\">Scheduled</th><th class=\"num\">Retry</th><th class=\"num\">Archived</th><th class=\"num\" title=\"Tasks processed today (UTC); a task carries a batch of orders\">Tasks processed</th><th class=\"num\" title=\"Tasks failed today (UTC)\">Tasks failed</th><th class=\"num\">Oldest pending</th><th></th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -129,7 +129,7 @@ func QueuesFragment(q QueuesLive) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "\"><td><strong>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "\"><td class=\"key\"><strong>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -122,7 +122,8 @@ func TestCampaignPage(t *testing.T) {
 		Orders: views.OrdersView{Action: "/admin/campaigns/9", By: "user", Query: "42",
 			Rows:  []views.OrderRow{{ID: 38654705665, UserID: 42, Status: "FAILED", At: at, Reason: "no stock left"}},
 			Older: "/admin/campaigns/9?before=1"},
-		Audit:      []views.AuditRow{{At: at, Actor: "alice", Action: "pause", Detail: ""}},
+		Audit: []views.AuditRow{{At: at, Actor: "alice", Action: "pause", Detail: ""},
+			{At: at, Actor: "479999999999", API: true, Action: "create"}},
 		StockError: "stock to add must be between 1 and 10000000",
 		StockValue: "0",
 	}
@@ -134,6 +135,23 @@ func TestCampaignPage(t *testing.T) {
 		if got := text(doc.Find(byTestID(id))); got != want {
 			t.Errorf("%s = %q, want %q", id, got, want)
 		}
+	}
+	var who []string
+	doc.Find(byTestID("audit-who")).Each(func(_ int, s *goquery.Selection) { who = append(who, strings.Join(strings.Fields(s.Text()), " ")) })
+	if strings.Join(who, "; ") != "operator alice; API user 479999999999 (token)" {
+		t.Errorf("audit who: %q", who)
+	}
+	// Every time names its zone, even before the script runs.
+	doc.Find("time").Each(func(_ int, s *goquery.Selection) {
+		if !strings.HasSuffix(text(s), "UTC") {
+			t.Errorf("time %q has no zone", text(s))
+		}
+	})
+	if doc.Find(byTestID("chart-outcomes") + " " + byTestID("y-axis")).Text() == "" {
+		t.Error("the chart has no value axis")
+	}
+	if title := doc.Find(byTestID("chart-column") + " title").Last().Text(); title != "10:00:00 UTC: accepted 8.0/s" {
+		t.Errorf("last chart column reads %q", title)
 	}
 	if doc.Find(byTestID("resume")).Length() != 1 || doc.Find(byTestID("pause")).Length() != 0 {
 		t.Error("a paused campaign offers pause, not resume")
@@ -163,7 +181,7 @@ func TestCampaignPage(t *testing.T) {
 	if d, _ := doc.Find(byTestID("chart-outcomes") + " path.s-accepted").Attr("d"); d != "M300.0 85.8 L600.0 28.8" {
 		t.Errorf("chart path %q", d)
 	}
-	if got := doc.Find(byTestID("audit-entry")).Length(); got != 1 {
+	if got := doc.Find(byTestID("audit-entry")).Length(); got != 2 {
 		t.Errorf("%d audit entries", got)
 	}
 	if href, _ := doc.Find(byTestID("older-orders")).Attr("href"); href != p.Orders.Older {
