@@ -147,7 +147,7 @@ func TestCampaignPage(t *testing.T) {
 			t.Errorf("time %q has no zone", text(s))
 		}
 	})
-	if doc.Find(byTestID("chart-outcomes") + " " + byTestID("y-axis")).Text() == "" {
+	if doc.Find(byTestID("chart-outcomes")+" "+byTestID("y-axis")).Text() == "" {
 		t.Error("the chart has no value axis")
 	}
 	if title := doc.Find(byTestID("chart-column") + " title").Last().Text(); title != "10:00:00 UTC: accepted 8.0/s" {
