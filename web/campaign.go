@@ -96,6 +96,20 @@ func (h *Handler) campaignFragment(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, h.messageOf(r, err), statusOf(err))
 }
 
+// pathCampaign reads the campaign the route's {id} names; when there is
+// none it answers the request and returns false.
+func (h *Handler) pathCampaign(w http.ResponseWriter, r *http.Request) (*seckill.Voucher, bool) {
+	id, err := pathID(r)
+	if err == nil {
+		var v *seckill.Voucher
+		if v, err = h.campaign(r.Context(), id); err == nil {
+			return v, true
+		}
+	}
+	h.fail(w, r, err)
+	return nil, false
+}
+
 // campaign returns a seckill voucher; a NORMAL one is not found here.
 func (h *Handler) campaign(ctx context.Context, id int64) (*seckill.Voucher, error) {
 	v, err := h.cfg.Service.Voucher(ctx, id)

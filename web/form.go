@@ -65,16 +65,11 @@ func (h *Handler) createCampaign(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) editCampaignForm(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	if err != nil {
-		h.fail(w, r, err)
+	v, ok := h.pathCampaign(w, r)
+	if !ok {
 		return
 	}
-	v, err := h.campaign(r.Context(), id)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
+	id := v.ID
 	if !h.cfg.Now().Before(v.Campaign.BeginTime) {
 		h.renderCampaign(w, r, id, pageState{status: http.StatusConflict,
 			err: "This campaign has started: it can only be paused, resumed, ended or given more stock."})
@@ -87,16 +82,11 @@ func (h *Handler) editCampaignForm(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) editCampaign(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	if err != nil {
-		h.fail(w, r, err)
+	v, ok := h.pathCampaign(w, r)
+	if !ok {
 		return
 	}
-	v, err := h.campaign(r.Context(), id)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
+	id := v.ID
 	p := h.editPage(r, v)
 	p.Errors = map[string]string{}
 	for _, f := range []string{"title", "subTitle", "rules", "beginTimeLocal", "endTimeLocal"} {
@@ -114,7 +104,8 @@ func (h *Handler) editCampaign(w http.ResponseWriter, r *http.Request) {
 		h.formErrors(w, r, &p)
 		return
 	}
-	if _, err = h.cfg.Service.UpdateCampaign(r.Context(), id, e); err == nil {
+	_, err := h.cfg.Service.UpdateCampaign(r.Context(), id, e)
+	if err == nil {
 		http.Redirect(w, r, "/admin/campaigns/"+strconv.FormatInt(id, 10)+"?done=edit", http.StatusSeeOther)
 		return
 	}
