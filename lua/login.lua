@@ -6,7 +6,10 @@
 -- their hash tag, so they share one Redis Cluster slot), and alone for a user
 -- name's wrong passwords.
 --
--- KEYS[i] -> <p>seckill:login:{...}:...  string: the budget's theoretical arrival time (ms)
+-- KEYS[1] -> a budget: <p>seckill:login:{a<address>}:user:<hash> with KEYS[2], or
+--            <p>seckill:login:{u<hash>}:failures alone
+-- KEYS[2] -> optional, another budget: <p>seckill:login:{a<address>}:address
+--            (each is a string, the budget's theoretical arrival time in ms)
 -- --
 -- ARGV[1] -> "take" (take the attempt when it fits) or "check" (never write)
 -- ARGV[2i] -> interval_ms of KEYS[i] (integer, 1 <= v <= 10^10)
