@@ -49,7 +49,7 @@ var generous = web.LoginLimits{
 }
 
 // testSlowDown is how long a slowed sign-in waits in these tests.
-const testSlowDown = 100 * time.Millisecond
+const testSlowDown = 500 * time.Millisecond
 
 // do sends a request as a browser on the same site would.
 func (d *dash) do(method, target string, form url.Values, cookie *http.Cookie, hdr map[string]string) *http.Response {
