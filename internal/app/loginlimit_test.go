@@ -135,6 +135,21 @@ func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, web.LoginLimits)
 		want(t, l, guesser, "u3", false)
 	})
 
+	t.Run("neither when the address is spent", func(t *testing.T) {
+		every := 200 * time.Millisecond
+		l := newLimiter(t, web.LoginLimits{
+			PerPair: web.Limit{Burst: 3, Every: time.Hour}, PerAddress: web.Limit{Burst: 1, Every: every}, Failures: contractLimits.Failures,
+		})
+		want(t, l, guesser, "u1", true)
+		// Refused on the address: the pair's budget is not charged, or
+		// ten refusals would spend its three.
+		for range 10 {
+			want(t, l, guesser, "admin", false)
+		}
+		time.Sleep(every + 50*time.Millisecond)
+		want(t, l, guesser, "admin", true)
+	})
+
 	t.Run("retry after", func(t *testing.T) {
 		every := 200 * time.Millisecond
 		l := newLimiter(t, web.LoginLimits{PerPair: web.Limit{Burst: 1, Every: every}, PerAddress: contractLimits.PerAddress, Failures: contractLimits.Failures})
