@@ -12,7 +12,6 @@ require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/coder/websocket v1.8.15
-	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/go-cmp v0.7.0
 	github.com/hibiken/asynq v0.26.0
@@ -25,6 +24,7 @@ require (
 	github.com/vektah/gqlparser/v2 v2.5.64
 	golang.org/x/crypto v0.59.0
 	golang.org/x/term v0.48.0
+	golang.org/x/time v0.14.0
 )
 
 require (
@@ -68,7 +68,6 @@ require (
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
-	golang.org/x/time v0.14.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	mellium.im/sasl v0.3.2 // indirect
