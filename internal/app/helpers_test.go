@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,16 +39,9 @@ func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
 	if dsn == "" {
 		dsn = storetest.NewDSN(t)
 	}
-	vars := map[string]string{
-		"SECKILL_ENV":                "dev",
-		"SECKILL_DATABASE_URL":       dsn,
-		"SECKILL_REDIS_URL":          testenv.RedisURL(t, testenv.RedisDBApp),
-		"SECKILL_RECONCILE_INTERVAL": "200ms",
-		"SECKILL_RECONCILE_AFTER":    "1s",
-		"SECKILL_SHUTDOWN_TIMEOUT":   "5s",
-		"SECKILL_LOG_LEVEL":          "warn",
-		"SECKILL_REDIS_TIMEOUT":      "10s", // a shared, loaded machine: a slow answer is no fault here
-	}
+	vars := testenv.ServerVars(dsn, testenv.RedisURL(t, testenv.RedisDBApp))
+	vars["SECKILL_RECONCILE_INTERVAL"] = "200ms"
+	vars["SECKILL_RECONCILE_AFTER"] = "1s"
 	for _, o := range opts {
 		o(vars)
 	}
@@ -57,42 +49,23 @@ func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	a, err := New(ctx, cfg, logger)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if err := a.Redis.FlushDB(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Admitter.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(a.Handler(nil))
-	var wg sync.WaitGroup
-	var once sync.Once
-	e := &testEnv{t: t, app: a, srv: srv, url: srv.URL, ctx: ctx}
-	e.worker = func() {
-		once.Do(func() {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := a.RunWorker(ctx); err != nil {
-					t.Errorf("worker: %v", err)
-				}
-			}()
-		})
-	}
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		cancel()
-		wg.Wait()
-		a.Close()
+	a, srv := testenv.StartServer(t, func(ctx context.Context) (*App, error) {
+		a, err := New(ctx, cfg, logger)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.Redis.FlushDB(ctx).Err(); err != nil {
+			a.Close()
+			return nil, err
+		}
+		if err := a.Admitter.Start(ctx); err != nil {
+			a.Close()
+			return nil, err
+		}
+		return a, nil
 	})
-	return e
+	return &testEnv{t: t, app: a, srv: srv.HTTP, url: srv.URL, ctx: srv.Ctx, worker: srv.StartWorker}
 }
 
 // testWriter sends logs to the test's log, so they show only on failure.
