@@ -1,5 +1,6 @@
 // Command seckill is the flash-sale service: API server, workers,
-// migrations, tokens and the load test, as subcommands.
+// migrations, tokens and operators, as subcommands. The load test is a
+// separate program, cmd/seckill-bench.
 package main
 
 import (
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"seckill/internal/app"
-	"seckill/internal/bench"
 	"seckill/internal/config"
 )
 
@@ -29,9 +29,9 @@ Usage:
   seckill admin create --user NAME [--password-stdin]   a dashboard operator (password prompted or from stdin)
   seckill demo [--url URL] [--stock 100] [--duration 1h] [--buyer 1001]
                                     a campaign on sale now on a running server, and shell commands that buy, query and follow an order
-  seckill bench [--url URL] [--users 1000 --stock 200] [--rate R --duration D] [--compare sync,ceiling] [--json]
 
 Configuration comes from SECKILL_* environment variables; see the README.
+The load test is its own program: seckill-bench --help.
 `
 
 func main() {
@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "admin":
 		return admin(ctx, args, stdout, stderr)
 	case "bench":
-		return bench.Command(ctx, args, stdout, stderr)
+		return errors.New("the load test is its own program: seckill-bench (make bench-load builds it)")
 	case "demo":
 		return demo(ctx, args, stdout, stderr)
 	default:

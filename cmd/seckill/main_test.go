@@ -62,6 +62,7 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"demo", "--stock", "0"}, "must be positive"},
 		{[]string{"demo", "now"}, `unexpected argument "now"`},
 		{[]string{"demo", "--url", "http://127.0.0.1:1"}, "is the server running"},
+		{[]string{"bench"}, "its own program: seckill-bench"},
 	} {
 		err := run(context.Background(), tt.args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -5,14 +5,18 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"seckill/internal/app"
 	"seckill/internal/bench"
+	"seckill/internal/bench/compare"
+	"seckill/internal/bench/report"
 	"seckill/internal/config"
 	"seckill/internal/store/storetest"
 	"seckill/internal/testenv"
@@ -20,71 +24,82 @@ import (
 
 const secret = "bench-integration-secret-long-enough-0123456789"
 
-// startServer runs the real seckill server in process: the HTTP API on an
-// httptest server and the persistence workers, on a fresh database.
+// startServer runs the real seckill server in process, the HTTP API on a
+// test server and the persistence workers, on the database dsn.
 func startServer(t *testing.T, dsn, redisURL string) string {
 	t.Helper()
-	env := map[string]string{
-		"SECKILL_ENV":          "dev",
-		"SECKILL_DATABASE_URL": dsn,
-		"SECKILL_REDIS_URL":    redisURL,
-		"SECKILL_JWT_SECRET":   secret,
-		"SECKILL_USER_RATE":    "0",
-	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
+	vars := testenv.ServerVars(dsn, redisURL)
+	vars["SECKILL_JWT_SECRET"] = secret
+	vars["SECKILL_USER_RATE"] = "0"
+	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(a.Handler(nil))
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := a.RunWorker(ctx); err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		wg.Wait()
-		a.Close()
+	_, srv := testenv.StartServer(t, func(ctx context.Context) (*app.App, error) {
+		return app.New(ctx, cfg, slog.New(slog.DiscardHandler))
 	})
+	srv.StartWorker()
 	return srv.URL + "/graphql"
 }
 
+// buildSeckill builds the seckill binary, as --compare fsync runs it, with
+// this test binary's race setting so that the build reuses its packages.
+func buildSeckill(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "seckill")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", append(args, "seckill/cmd/seckill")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build seckill: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // TestBurstWithComparisons runs the seed's experiment, scaled down, against
-// the real server and both comparison servers, and checks that each run's
+// the real server, both comparison servers and the seckill binary on a
+// private Redis with each appendfsync setting, and checks that each run's
 // books balance. Speed is reported, never asserted: the machine is shared.
 func TestBurstWithComparisons(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres and Redis")
 	}
+	redisServer, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("needs redis-server on PATH (make test-services uses it too)")
+	}
+	seckillBin := buildSeckill(t)
 	dsn := storetest.NewDSN(t)
 	redisURL := testenv.FlushedRedisURL(t, testenv.RedisDBBench)
 	endpoint := startServer(t, dsn, redisURL)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
 	res, err := bench.Run(ctx, bench.Config{
 		URL: endpoint, Users: 200, Stock: 50,
-		Compare:   []string{bench.TargetSync, bench.TargetCeiling},
+		Compare:   []string{bench.CompareSync, bench.CompareCeiling, bench.CompareFsync},
 		JWTSecret: secret, JWTIssuer: "seckill",
 		DatabaseURL: dsn, RedisURL: redisURL, SyncDatabaseURL: storetest.NewEmptyDSN(t),
 		PersistTimeout: 30 * time.Second, Progress: &progress,
+		Fsync: bench.FsyncConfig{SeckillBin: seckillBin, RedisBin: redisServer, Dir: t.TempDir(), DatabaseURLs: map[string]string{
+			compare.FsyncEverysec: storetest.NewEmptyDSN(t), compare.FsyncAlways: storetest.NewEmptyDSN(t),
+		}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Runs) != 3 {
-		t.Fatalf("%d runs, want 3", len(res.Runs))
+	var targets []string
+	for _, r := range res.Runs {
+		targets = append(targets, r.Target)
+	}
+	want := []string{report.TargetSeckill, report.TargetSync, report.TargetCeiling, report.TargetEverysec, report.TargetAlways}
+	if diff := cmp.Diff(want, targets); diff != "" {
+		t.Fatalf("targets (-want +got):\n%s", diff)
 	}
 	for _, r := range res.Runs {
 		p := r.Persistence
@@ -109,13 +124,18 @@ func TestBurstWithComparisons(t *testing.T) {
 			t.Errorf("%s: Postgres stock %d", r.Target, *p.PostgresStock)
 		}
 	}
-	if p := res.Runs[0].Persistence; p.Source != "postgres" || p.LastCreatedAfterMs == nil || p.MaxQueueDepth == nil {
+	if p := res.Runs[0].Persistence; p.Source != report.SourcePostgres || p.LastCreatedAfterMs == nil || p.MaxQueueDepth == nil {
 		t.Errorf("seckill verified through %s, without timings or queue depth: %+v", p.Source, p)
 	}
 	if res.Runs[0].Server == nil {
 		t.Error("no server metrics sampled")
 	}
-	if len(res.Comparisons) != 2 {
+	for _, r := range res.Runs[3:] {
+		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, "appendfsync "+r.Target) {
+			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
+		}
+	}
+	if len(res.Comparisons) != 3 {
 		t.Errorf("comparisons: %+v", res.Comparisons)
 	}
 	var text bytes.Buffer
@@ -123,8 +143,10 @@ func TestBurstWithComparisons(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + text.String())
-	if !strings.Contains(text.String(), "of the ceiling's throughput") {
-		t.Error("no ceiling comparison in the text report")
+	for _, want := range []string{"of the ceiling's throughput", "appendfsync always: ", "1 (its own database)"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the text report lacks %q", want)
+		}
 	}
 	if err := res.WriteJSON(io.Discard); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package bench
+package compare
 
 import (
 	"context"
@@ -19,10 +19,10 @@ import (
 // Postgres for the seed's synchronous design.
 const SyncDatabase = "seckill_bench_sync"
 
-// syncVoucherID is the one campaign of the sync design's database.
-const syncVoucherID = 1
+// SyncVoucherID is the one campaign of the sync design's database.
+const SyncVoucherID = 1
 
-// syncSchema is the seed's two tables, under the names pgVerifier reads.
+// syncSchema is the seed's two tables, under the names verify.Postgres reads.
 // The seed kept one order per user with a per-user lock in the JVM; a
 // UNIQUE constraint does that here, for every instance, at no extra round
 // trip.
@@ -45,9 +45,9 @@ var syncSchema = []string{
 	)`,
 }
 
-// recreateDatabase drops and creates database name on the server that
+// RecreateDatabase drops and creates database name on the server that
 // serverDSN points at, and returns its URL.
-func recreateDatabase(ctx context.Context, serverDSN, name string) (string, error) {
+func RecreateDatabase(ctx context.Context, serverDSN, name string) (string, error) {
 	u, err := url.Parse(serverDSN)
 	if err != nil {
 		return "", errors.New("SECKILL_DATABASE_URL is not a URL")
@@ -67,15 +67,15 @@ func recreateDatabase(ctx context.Context, serverDSN, name string) (string, erro
 	return u.String(), nil
 }
 
-// syncDesign is the seed's synchronous purchase: everything in one Postgres
+// Sync is the seed's synchronous purchase: everything in one Postgres
 // transaction per request.
-type syncDesign struct {
-	db *bun.DB
+type Sync struct {
+	DB *bun.DB
 }
 
-// openSyncDesign connects to dsn with a pool of maxConns and installs a
+// OpenSync connects to dsn with a pool of maxConns and installs a
 // campaign of stock units on sale until end.
-func openSyncDesign(ctx context.Context, dsn string, maxConns int, stock int64, end time.Time) (*syncDesign, error) {
+func OpenSync(ctx context.Context, dsn string, maxConns int, stock int64, end time.Time) (*Sync, error) {
 	db, err := store.Open(ctx, dsn, maxConns)
 	if err != nil {
 		return nil, err
@@ -87,30 +87,31 @@ func openSyncDesign(ctx context.Context, dsn string, maxConns int, stock int64, 
 		}
 	}
 	_, err = db.ExecContext(ctx, `INSERT INTO seckill_campaign VALUES (?, ?, ?, ?, ?)`,
-		syncVoucherID, stock, stock, time.Now().Add(-time.Minute), end)
+		SyncVoucherID, stock, stock, time.Now().Add(-time.Minute), end)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sync design campaign: %w", err)
 	}
-	return &syncDesign{db: db}, nil
+	return &Sync{DB: db}, nil
 }
 
-func (s *syncDesign) close() { _ = s.db.Close() }
+// Close disconnects.
+func (s *Sync) Close() { _ = s.DB.Close() }
 
 // errSyncDecided ends a transaction whose outcome is known and that wrote
 // nothing worth keeping.
 var errSyncDecided = errors.New("decided")
 
-// purchase is the seed's algorithm: read the campaign and check the window
+// Purchase is the seed's algorithm: read the campaign and check the window
 // and the stock; check the user has no order; take a unit with a guarded
 // UPDATE; insert the order. Placeholders are Postgres's own ($1): the
 // statements go to the driver as they are.
-func (s *syncDesign) purchase(ctx context.Context, voucherID, userID int64) (seckill.Outcome, int64, error) {
+func (s *Sync) Purchase(ctx context.Context, voucherID, userID int64) (seckill.Outcome, int64, error) {
 	var (
 		outcome seckill.Outcome
 		orderID int64
 	)
-	tx, err := s.db.DB.BeginTx(ctx, nil)
+	tx, err := s.DB.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return "", 0, err
 	}

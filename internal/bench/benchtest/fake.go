@@ -1,10 +1,13 @@
-package bench
+// Package benchtest holds what the bench's tests share: a fake GraphQL
+// server that answers the bench's few operations like seckill, in memory.
+package benchtest
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,45 +17,53 @@ import (
 	"seckill/internal/auth"
 )
 
-const testSecret = "bench-test-secret-that-is-long-enough-0123456789"
+// Secret signs the fake server's tokens.
+const Secret = "bench-test-secret-that-is-long-enough-0123456789"
 
-// fakeServer is a GraphQL endpoint that answers the bench's few
+// FakeServer is a GraphQL endpoint that answers the bench's few
 // operations like seckill, in memory: the first stock distinct buyers are
 // ACCEPTED, the rest SOLD_OUT or ALREADY_PURCHASED.
-type fakeServer struct {
+type FakeServer struct {
 	*httptest.Server
 	tokens *auth.Tokens
 	delay  time.Duration // before each purchase answer
-	stock  int64
 
-	purchases   atomic.Int64
+	Purchases   atomic.Int64
+	MaxParallel atomic.Int64 // most purchases answered at once
 	concurrent  atomic.Int64
-	maxParallel atomic.Int64
-	mu          sync.Mutex
-	arrivals    []time.Time
-	buyers      map[int64]int64 // user -> order id
+
+	mu       sync.Mutex
+	stock    int64
+	arrivals []time.Time
+	buyers   map[int64]int64 // user -> order id
 }
 
-func newFakeServer(t *testing.T, delay time.Duration) *fakeServer {
+// NewFakeServer starts a FakeServer that waits delay before each purchase
+// answer and accepts tokens signed with Secret.
+func NewFakeServer(t *testing.T, delay time.Duration) *FakeServer {
 	t.Helper()
-	f := &fakeServer{tokens: auth.NewTokens([]byte(testSecret), "seckill"), delay: delay, buyers: map[int64]int64{}}
+	f := &FakeServer{tokens: auth.NewTokens([]byte(Secret), "seckill"), delay: delay, buyers: map[int64]int64{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
 }
 
-func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
+func (f *FakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		fmt.Fprint(w, `{"data":{"__typename":"Query"}}`)
 		return
 	}
-	u, err := f.tokens.Parse(auth.FromHeader(r.Header.Get("Authorization")))
-	if err != nil {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	u, err := f.tokens.Parse(token)
+	if !ok || err != nil {
 		w.WriteHeader(http.StatusUnauthorized)
 		fmt.Fprint(w, `{"errors":[{"message":"invalid token","extensions":{"code":"UNAUTHENTICATED"}}]}`)
 		return
 	}
-	var req gqlRequest
+	var req struct {
+		Query     string         `json:"query"`
+		Variables map[string]any `json:"variables"`
+	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		return
@@ -65,8 +76,8 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		fmt.Fprint(w, `{"data":{"addSeckillVoucher":{"id":"7"}}}`)
 	case strings.Contains(q, "seckill(voucherId"):
-		f.purchases.Add(1)
-		storeMax(&f.maxParallel, f.concurrent.Add(1))
+		f.Purchases.Add(1)
+		storeMax(&f.MaxParallel, f.concurrent.Add(1))
 		defer f.concurrent.Add(-1)
 		f.mu.Lock()
 		f.arrivals = append(f.arrivals, time.Now())
@@ -110,12 +121,41 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// testTokens returns auth headers for n users from 1.
-func testTokens(t *testing.T, n int) []string {
+// SetStock sets the units the fake sells, as creating a campaign does.
+func (f *FakeServer) SetStock(n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stock = n
+}
+
+// Arrivals returns when each purchase arrived.
+func (f *FakeServer) Arrivals() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.arrivals)
+}
+
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// Tokens returns "Bearer <token>" headers for n users from 1, signed with
+// Secret.
+func Tokens(t *testing.T, n int) []string {
 	t.Helper()
-	out, err := mintTokens(t.Context(), auth.NewTokens([]byte(testSecret), "seckill"), 1, n, time.Hour)
-	if err != nil {
-		t.Fatal(err)
+	tokens := auth.NewTokens([]byte(Secret), "seckill")
+	out := make([]string, n)
+	for i := range out {
+		tok, err := tokens.Issue(int64(i+1), false, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = "Bearer " + tok
 	}
 	return out
 }

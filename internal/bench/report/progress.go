@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"fmt"
@@ -7,11 +7,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"seckill/internal/bench/load"
 )
 
-// display shows one changing status line: redrawn in place on a terminal,
+// Display shows one changing status line: redrawn in place on a terminal,
 // else printed as a new line at most every lineEvery.
-type display struct {
+type Display struct {
 	w    io.Writer
 	tty  bool
 	mu   sync.Mutex
@@ -21,8 +23,8 @@ type display struct {
 
 const lineEvery = 2 * time.Second
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a character device (a terminal).
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -31,15 +33,16 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func newDisplay(w io.Writer, tty bool) *display {
+// NewDisplay returns a Display on w (nil: nowhere); tty redraws in place.
+func NewDisplay(w io.Writer, tty bool) *Display {
 	if w == nil {
 		w = io.Discard
 	}
-	return &display{w: w, tty: tty}
+	return &Display{w: w, tty: tty}
 }
 
-// update shows line; force prints it even between two periodic lines.
-func (d *display) update(line string, force bool) {
+// Update shows line; force prints it even between two periodic lines.
+func (d *Display) Update(line string, force bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.tty {
@@ -54,8 +57,8 @@ func (d *display) update(line string, force bool) {
 	fmt.Fprintln(d.w, line)
 }
 
-// end finishes the line drawn in place, if any.
-func (d *display) end() {
+// End finishes the line drawn in place, if any.
+func (d *Display) End() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.tty && d.open {
@@ -64,23 +67,23 @@ func (d *display) end() {
 	}
 }
 
-// println prints a message on a line of its own.
-func (d *display) println(format string, args ...any) {
-	d.end()
+// Println prints a message on a line of its own.
+func (d *Display) Println(format string, args ...any) {
+	d.End()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	fmt.Fprintf(d.w, format+"\n", args...)
 }
 
-// watchLoad redraws the progress of a load until stop is called.
-func watchLoad(d *display, label string, spec loadSpec, rec *recorder) (stop func()) {
+// Watch redraws the progress of a load until stop is called.
+func Watch(d *Display, label string, spec load.Spec, rec *load.Recorder) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		select {
-		case <-rec.started:
+		case <-rec.Started:
 		case <-done:
 			return
 		}
@@ -93,11 +96,11 @@ func watchLoad(d *display, label string, spec loadSpec, rec *recorder) (stop fun
 		for {
 			select {
 			case <-done:
-				d.update(progressLine(label, spec, rec, time.Since(rec.start)), true)
-				d.end()
+				d.Update(progressLine(label, spec, rec, time.Since(rec.Start)), true)
+				d.End()
 				return
 			case <-t.C:
-				d.update(progressLine(label, spec, rec, time.Since(rec.start)), false)
+				d.Update(progressLine(label, spec, rec, time.Since(rec.Start)), false)
 			}
 		}
 	}()
@@ -108,13 +111,13 @@ func watchLoad(d *display, label string, spec loadSpec, rec *recorder) (stop fun
 }
 
 // progressLine renders the state of a load after elapsed.
-func progressLine(label string, spec loadSpec, rec *recorder, elapsed time.Duration) string {
-	answered, failed := rec.answered.Load(), rec.failed.Load()
+func progressLine(label string, spec load.Spec, rec *load.Recorder, elapsed time.Duration) string {
+	answered, failed := rec.Answered.Load(), rec.Failed.Load()
 	frac := 0.0
-	if n := spec.planned(); n > 0 && spec.mode == ModeBurst {
+	if n := spec.Planned(); n > 0 && spec.Mode == ModeBurst {
 		frac = float64(answered+failed) / float64(n)
-	} else if spec.duration > 0 {
-		frac = elapsed.Seconds() / spec.duration.Seconds()
+	} else if spec.Duration > 0 {
+		frac = elapsed.Seconds() / spec.Duration.Seconds()
 	}
 	frac = min(max(frac, 0), 1)
 	const width = 20
@@ -125,10 +128,10 @@ func progressLine(label string, spec loadSpec, rec *recorder, elapsed time.Durat
 		rate = float64(answered) / s
 	}
 	line := fmt.Sprintf("%-8s [%s] %3.0f%%  %s answered  %s/s  accepted %s  errors %s  in flight %s  p99 %s",
-		label, bar, frac*100, group(answered), group(int64(rate)), group(rec.acceptedN.Load()),
-		group(failed), group(rec.inFlight.Load()), fmtDur(rec.all.Quantile(0.99)))
-	if d := rec.dropped.Load(); d > 0 {
-		line += "  dropped " + group(d)
+		label, bar, frac*100, Number(answered), Number(int64(rate)), Number(rec.AcceptedN.Load()),
+		Number(failed), Number(rec.InFlight.Load()), Duration(rec.All.Quantile(0.99)))
+	if d := rec.Dropped.Load(); d > 0 {
+		line += "  dropped " + Number(d)
 	}
 	return line
 }

@@ -1,4 +1,4 @@
-package bench
+package compare
 
 import (
 	"context"
@@ -13,23 +13,23 @@ import (
 	"seckill/internal/seckill"
 )
 
-// ceilingVoucherID is the campaign the ceiling handler sells, under its own
+// CeilingVoucherID is the campaign the ceiling handler sells, under its own
 // key prefix.
-const ceilingVoucherID = 1
+const CeilingVoucherID = 1
 
-// ceiling is the physical ceiling of the purchase path: a bare net/http
+// Ceiling is the physical ceiling of the purchase path: a bare net/http
 // handler that runs only the admission script (Admitter.Admit, with its
 // local sold-out mark), without GraphQL, rate limiting, metrics or the
 // persistence queue.
-type ceiling struct {
+type Ceiling struct {
 	rdb    *redis.Client
 	adm    *admission.Admitter
-	prefix string
+	Prefix string // of its keys, deleted by Close
 }
 
-// openCeiling connects to Redis at redisURL and warms a campaign of stock
+// OpenCeiling connects to Redis at redisURL and warms a campaign of stock
 // units, on sale until end, under a key prefix of its own.
-func openCeiling(ctx context.Context, redisURL string, poolSize int, stock int64, end time.Time) (*ceiling, error) {
+func OpenCeiling(ctx context.Context, redisURL string, poolSize int, stock int64, end time.Time) (*Ceiling, error) {
 	opt, err := redis.ParseURL(redisURL)
 	if err != nil {
 		return nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
@@ -44,46 +44,47 @@ func openCeiling(ctx context.Context, redisURL string, poolSize int, stock int64
 	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
-	c := &ceiling{rdb: rdb, prefix: "bench:ceiling:" + hex.EncodeToString(suffix[:]) + ":"}
-	c.adm = admission.New(rdb, admission.Options{Prefix: c.prefix})
+	c := &Ceiling{rdb: rdb, Prefix: "bench:ceiling:" + hex.EncodeToString(suffix[:]) + ":"}
+	c.adm = admission.New(rdb, admission.Options{Prefix: c.Prefix})
 	if err := c.adm.Load(ctx); err != nil {
-		c.close()
+		c.Close()
 		return nil, err
 	}
 	_, err = c.adm.Warm(ctx, seckill.WarmState{Campaign: seckill.Campaign{
-		VoucherID: ceilingVoucherID, InitialStock: stock, Stock: stock,
+		VoucherID: CeilingVoucherID, InitialStock: stock, Stock: stock,
 		BeginTime: time.Now().Add(-time.Minute), EndTime: end,
 	}})
 	if err != nil {
-		c.close()
+		c.Close()
 		return nil, fmt.Errorf("ceiling: warm campaign: %w", err)
 	}
 	return c, nil
 }
 
-func (c *ceiling) purchase(ctx context.Context, voucherID, userID int64) (seckill.Outcome, int64, error) {
+// Purchase admits userID through the script alone.
+func (c *Ceiling) Purchase(ctx context.Context, voucherID, userID int64) (seckill.Outcome, int64, error) {
 	o, adm, err := c.adm.Admit(ctx, voucherID, userID)
 	return o, adm.OrderID, err
 }
 
-// state returns the live stock and the pending admissions.
-func (c *ceiling) state(ctx context.Context) (remaining, pending int64, err error) {
-	rem, err := c.adm.Remaining(ctx, []int64{ceilingVoucherID})
+// State returns the live stock and the pending admissions.
+func (c *Ceiling) State(ctx context.Context) (remaining, pending int64, err error) {
+	rem, err := c.adm.Remaining(ctx, []int64{CeilingVoucherID})
 	if err != nil {
 		return 0, 0, err
 	}
-	q, err := c.adm.Queued(ctx, []int64{ceilingVoucherID})
+	q, err := c.adm.Queued(ctx, []int64{CeilingVoucherID})
 	if err != nil {
 		return 0, 0, err
 	}
-	return rem[ceilingVoucherID], q[ceilingVoucherID], nil
+	return rem[CeilingVoucherID], q[CeilingVoucherID], nil
 }
 
-// close deletes every key under the ceiling's prefix and disconnects.
-func (c *ceiling) close() {
+// Close deletes every key under the ceiling's prefix and disconnects.
+func (c *Ceiling) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	iter := c.rdb.Scan(ctx, 0, c.prefix+"*", 1000).Iterator()
+	iter := c.rdb.Scan(ctx, 0, c.Prefix+"*", 1000).Iterator()
 	var keys []string
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())

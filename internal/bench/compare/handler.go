@@ -1,4 +1,8 @@
-package bench
+// Package compare holds the servers the bench measures seckill against: the
+// seed's synchronous design and the ceiling (the admission script behind a
+// bare handler), which it runs in process, and seckill itself on a private
+// Redis of a chosen durability, which it starts as processes.
+package compare
 
 import (
 	"context"
@@ -8,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"seckill/internal/auth"
@@ -16,22 +21,22 @@ import (
 
 // The comparison servers (sync, ceiling) accept the very request the load
 // generator sends seckill: a POST of a GraphQL body with a bearer token.
-// They verify the token with the same auth.Tokens (and its cache) as the
-// real server, read only variables.voucherId, and answer in the same shape:
+// They verify the token with the same auth.Tokens as the real server, read only variables.voucherId, and answer in the same shape:
 // {"data":{"seckill":{"outcome":"...","orderId":"..."}}}.
 
-// purchaseFunc decides one purchase for user.
-type purchaseFunc func(ctx context.Context, voucherID, userID int64) (seckill.Outcome, int64, error)
+// PurchaseFunc decides one purchase for user.
+type PurchaseFunc func(ctx context.Context, voucherID, userID int64) (seckill.Outcome, int64, error)
 
-// purchaseHandler adapts decide to the shared request and answer format.
-func purchaseHandler(tokens *auth.Tokens, decide purchaseFunc) http.Handler {
+// PurchaseHandler adapts decide to the shared request and answer format.
+func PurchaseHandler(tokens *auth.Tokens, decide PurchaseFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			writeWireError(w, http.StatusMethodNotAllowed, "BAD_REQUEST", "POST only")
 			return
 		}
-		u, err := tokens.Parse(auth.FromHeader(r.Header.Get("Authorization")))
-		if err != nil {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		u, err := tokens.Parse(token)
+		if !ok || err != nil {
 			writeWireError(w, http.StatusUnauthorized, seckill.EUNAUTHENTICATED, "invalid token")
 			return
 		}
@@ -88,23 +93,23 @@ func writeWireError(w http.ResponseWriter, status int, code, message string) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// localServer is an HTTP server on a free port of 127.0.0.1.
-type localServer struct {
-	url  string
+// Local is an HTTP server on a free port of 127.0.0.1.
+type Local struct {
+	URL  string
 	srv  *http.Server
 	done chan error
 }
 
-// startLocal serves h on 127.0.0.1 with the timeouts of seckill's server.
-func startLocal(h http.Handler, path string) (*localServer, error) {
+// Start serves h on 127.0.0.1 with the timeouts of seckill's server.
+func Start(h http.Handler, path string) (*Local, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
-	s := &localServer{
-		url: "http://" + ln.Addr().String() + path,
+	s := &Local{
+		URL: "http://" + ln.Addr().String() + path,
 		srv: &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 5 * time.Second,
@@ -118,8 +123,8 @@ func startLocal(h http.Handler, path string) (*localServer, error) {
 	return s, nil
 }
 
-// close stops the server, waiting briefly for requests in flight.
-func (s *localServer) close() {
+// Close stops the server, waiting briefly for requests in flight.
+func (s *Local) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.srv.Shutdown(ctx); err != nil {

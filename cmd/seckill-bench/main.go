@@ -1,0 +1,160 @@
+// Command seckill-bench load-tests a running seckill server and compares it
+// with other designs. It is an operator tool beside the server, not part
+// of it: it shares seckill's packages and starts the real seckill binary
+// when it needs a server of its own, but never wires one.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"seckill/internal/bench"
+	"seckill/internal/bench/report"
+	"seckill/internal/config"
+)
+
+const usage = `Usage: seckill-bench [flags]
+
+Load-tests a running seckill server (seckill serve) through GraphQL: creates
+a campaign as admin, signs its buyers' tokens with the server's
+SECKILL_JWT_SECRET, sends the load, waits until every accepted order is in
+Postgres, verifies there is no oversell, lost or duplicate order, and reports.
+
+  burst (default)   every user fires at once: --users 1000 --stock 200 [--attempts N]
+  open model        --rate R [--duration 10s]: R requests a second, answered or not
+  closed model      --duration D [--concurrency 100]: C callers, each waits for its answer
+
+  --compare sync     also run the load, in the same run, against the seed's
+                     synchronous design (one Postgres transaction a purchase;
+                     database seckill_bench_sync, recreated)
+  --compare ceiling  also run it against a bare net/http handler that runs
+                     only the admission script: the ceiling of the path
+  --compare fsync    also run it against the seckill binary on two private
+                     redis-servers (AOF on, appendfsync everysec, then always;
+                     databases seckill_bench_fsync_*, recreated): the cost of
+                     losing nothing acknowledged when the host crashes
+
+Reads SECKILL_JWT_SECRET, SECKILL_JWT_ISSUER, SECKILL_DATABASE_URL and
+SECKILL_REDIS_URL like the server (SECKILL_ENV=dev for the dev secret).
+Ctrl-C stops the load and prints the partial report.
+
+Flags:
+`
+
+// compareFlag collects --compare values, repeated or comma-separated.
+type compareFlag []string
+
+func (c *compareFlag) String() string { return strings.Join(*c, ",") }
+
+func (c *compareFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*c = append(*c, s)
+		}
+	}
+	return nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "seckill-bench:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// run parses args, reads the server's configuration from the environment,
+// runs and prints the report (text, or JSON with --json) on stdout and the
+// progress on stderr. It returns an error when the run could not be made,
+// was interrupted, or its verdict is FAIL.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, asJSON, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	sc, err := config.Load(nil)
+	if err != nil {
+		return err
+	}
+	cfg.JWTSecret, cfg.JWTIssuer = sc.JWTSecret, sc.JWTIssuer
+	cfg.DatabaseURL, cfg.RedisURL = sc.DatabaseURL, sc.RedisURL
+	cfg.RedisPoolSize, cfg.DBMaxConns = sc.RedisPoolSize, sc.DBMaxConns
+	cfg.Progress, cfg.ProgressTTY = stderr, report.IsTerminal(stderr)
+
+	res, runErr := bench.Run(ctx, cfg)
+	if res != nil && len(res.Runs) > 0 {
+		if asJSON {
+			err = res.WriteJSON(stdout)
+		} else {
+			err = res.WriteText(stdout)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if res.Interrupted {
+		return errors.New("interrupted; the report is partial")
+	}
+	var failed []string
+	for _, r := range res.Runs {
+		if !r.OK {
+			failed = append(failed, r.Target)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("the verdict is FAIL for %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// parseFlags turns the command line into a run's configuration, without
+// the services and secrets, which come from the environment.
+func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool, err error) {
+	fs := flag.NewFlagSet("seckill-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	var compare compareFlag
+	fs.StringVar(&cfg.URL, "url", bench.DefaultURL, "GraphQL endpoint of the server")
+	fs.Int64Var(&cfg.VoucherID, "voucher", 0, "buy from this existing campaign instead of creating one")
+	fs.Int64Var(&cfg.Stock, "stock", bench.DefaultStock, "units of the campaign the bench creates")
+	fs.IntVar(&cfg.Users, "users", 0, "distinct buyers (default 1000 in a burst; in sustained runs max(2×stock, 10000), at most one per request)")
+	fs.IntVar(&cfg.Attempts, "attempts", 1, "burst: requests per user")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "burst: callers at once (default: users); with --duration and no --rate: closed model with this many callers (default 100)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "open model: requests a second")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "sustained run length (default 10s with --rate)")
+	fs.DurationVar(&cfg.Ramp, "ramp", 0, "burst: start the callers spread over this long, like JMeter's ramp-up (default: all at once)")
+	fs.BoolVar(&cfg.Warm, "warm", false, "burst and closed model: open every caller's connection before the clock starts (measures the server, not TCP handshakes)")
+	fs.IntVar(&cfg.MaxInFlight, "max-inflight", bench.DefaultMaxInFlight, "open model: outstanding requests at most; more are dropped and counted")
+	fs.DurationVar(&cfg.Timeout, "timeout", bench.DefaultTimeout, "timeout of one request")
+	fs.DurationVar(&cfg.PersistTimeout, "persist-timeout", bench.DefaultPersistTimeout, "how long to wait for accepted orders to reach Postgres")
+	fs.Var(&compare, "compare", "sync, ceiling and/or fsync (comma-separated or repeated): run the same load against them too")
+	fs.StringVar(&cfg.Fsync.SeckillBin, "seckill", "", "--compare fsync: the seckill binary (default: seckill beside seckill-bench, else on PATH)")
+	fs.StringVar(&cfg.Fsync.RedisBin, "redis-server", "redis-server", "--compare fsync: the redis-server binary")
+	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
+	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		return cfg, false, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return cfg, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	cfg.Compare = compare
+	return cfg, asJSON, nil
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"seckill/internal/bench"
+)
+
+func TestParseFlags(t *testing.T) {
+	cfg, asJSON, err := parseFlags([]string{"--rate", "500", "--duration", "3s", "--compare", "sync,ceiling", "--compare", "fsync",
+		"--seckill", "/opt/seckill", "--fsync-dir", "/var/tmp", "--json"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !asJSON || cfg.Rate != 500 || cfg.Duration != 3*time.Second || cfg.Fsync.SeckillBin != "/opt/seckill" || cfg.Fsync.Dir != "/var/tmp" {
+		t.Errorf("parsed %+v, json %v", cfg, asJSON)
+	}
+	if diff := cmp.Diff([]string{bench.CompareSync, bench.CompareCeiling, bench.CompareFsync}, cfg.Compare); diff != "" {
+		t.Errorf("compare (-want +got):\n%s", diff)
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "dev")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--compare", "fast"}, `unknown target "fast"`},
+		{[]string{"--stock", "-1"}, "--stock"},
+		{[]string{"--url", "http://127.0.0.1:1/graphql", "--timeout", "1s"}, "cannot reach http://127.0.0.1:1/graphql"},
+	} {
+		err := run(context.Background(), tc.args, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run(%q) = %v, want an error mentioning %q", tc.args, err, tc.want)
+		}
+	}
+	var help bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, &bytes.Buffer{}, &help); !errors.Is(err, flag.ErrHelp) ||
+		!strings.Contains(help.String(), "--compare fsync") {
+		t.Errorf("--help: %v\n%s", err, help.String())
+	}
+}

@@ -1,0 +1,244 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"seckill/internal/auth"
+	"seckill/internal/bench/compare"
+	"seckill/internal/bench/load"
+	"seckill/internal/bench/report"
+	"seckill/internal/bench/verify"
+)
+
+// freshTokens returns a verifier of its own for a comparison server, as a
+// server process has.
+func (r *runner) freshTokens() *auth.Tokens {
+	return auth.NewTokens([]byte(r.cfg.JWTSecret), r.cfg.JWTIssuer)
+}
+
+// runSync measures the seed's synchronous design with the same load.
+func (r *runner) runSync(ctx context.Context, stock int64) (*report.Report, error) {
+	cfg := r.cfg
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	dsn := cfg.SyncDatabaseURL
+	if dsn == "" {
+		if cfg.DatabaseURL == "" {
+			return nil, errors.New("needs Postgres: set SECKILL_DATABASE_URL")
+		}
+		var err error
+		if dsn, err = compare.RecreateDatabase(sctx, cfg.DatabaseURL, compare.SyncDatabase); err != nil {
+			return nil, err
+		}
+	}
+	design, err := compare.OpenSync(sctx, dsn, cfg.DBMaxConns, stock, r.end)
+	if err != nil {
+		return nil, err
+	}
+	defer design.Close()
+	srv, err := compare.Start(compare.PurchaseHandler(r.freshTokens(), design.Purchase), "/graphql")
+	if err != nil {
+		return nil, err
+	}
+	rec := r.load(ctx, report.TargetSync, srv.URL, load.PurchaseBody(compare.SyncVoucherID))
+	srv.Close()
+
+	rep := report.Build(report.TargetSync, srv.URL, compare.SyncVoucherID, stock, rec, ctx.Err() != nil)
+	rep.VoucherOf = "its own database"
+	// Every order is written before its answer: nothing to wait for.
+	p := &report.Persistence{Source: report.SourcePostgres, Complete: true}
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	lo, hi := r.userRange()
+	c, err := (&verify.Postgres{DB: design.DB}).Verify(vctx, p, compare.SyncVoucherID, lo, hi, rec.Snapshot().Accepted)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Accepted > 0 && c.Rows > 0 {
+		firstAccepted, lastAccepted := rec.At(&rec.FirstAccepted), rec.At(&rec.LastAccepted)
+		// created_at is the transaction's start, before the answer: the
+		// report says "before" rather than a negative delay.
+		p.LastCreatedAfterMs = report.Ptr(report.Ms(c.LastCreated.Sub(lastAccepted)))
+		if d := lastAccepted.Sub(firstAccepted); d > 0 {
+			p.PersistedPerS = report.Ptr(float64(c.Rows) / d.Seconds())
+		}
+	}
+	p.Note = "database " + redactDSN(dsn)
+	rep.Persistence = p
+	rep.Judge()
+	return rep, nil
+}
+
+// runCeiling measures the admission script behind a bare handler.
+func (r *runner) runCeiling(ctx context.Context, stock int64) (*report.Report, error) {
+	cfg := r.cfg
+	if cfg.RedisURL == "" {
+		return nil, errors.New("needs Redis: set SECKILL_REDIS_URL")
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := compare.OpenCeiling(sctx, cfg.RedisURL, cfg.RedisPoolSize, stock, r.end)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	srv, err := compare.Start(compare.PurchaseHandler(r.freshTokens(), c.Purchase), "/graphql")
+	if err != nil {
+		return nil, err
+	}
+	rec := r.load(ctx, report.TargetCeiling, srv.URL, load.PurchaseBody(compare.CeilingVoucherID))
+	srv.Close()
+
+	rep := report.Build(report.TargetCeiling, srv.URL, compare.CeilingVoucherID, stock, rec, ctx.Err() != nil)
+	rep.VoucherOf = "its own Redis keys"
+	p := &report.Persistence{Source: report.SourceRedis, Complete: true,
+		Note: "persists nothing: its admissions stay pending in Redis under " + c.Prefix + " (deleted after the run)"}
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	remaining, pending, err := c.State(vctx)
+	if err != nil {
+		return nil, fmt.Errorf("read ceiling state: %w", err)
+	}
+	p.RedisRemaining, p.RedisPending = report.Ptr(remaining), report.Ptr(pending)
+	p.Rows = pending
+	if d := rep.Accepted - pending; d > 0 {
+		p.Lost = d
+	} else {
+		p.Unexpected = -d
+	}
+	rep.Persistence = p
+	rep.Judge()
+	return rep, nil
+}
+
+// FsyncConfig is how --compare fsync starts its servers.
+type FsyncConfig struct {
+	SeckillBin string // the seckill binary; "": seckill beside the running program, else on PATH
+	RedisBin   string // "": redis-server on PATH
+	Dir        string // where the private Redis servers keep their AOF; "": the system's temp directory
+	// DatabaseURLs are empty databases for the servers, by appendfsync
+	// setting; a missing one makes the bench recreate
+	// seckill_bench_fsync_<setting> on the server at Config.DatabaseURL.
+	DatabaseURLs map[string]string
+}
+
+// runFsync measures the real seckill server on two private Redis servers
+// with the append-only file on, first with appendfsync everysec, then with
+// always: the cost of losing nothing acknowledged when the host crashes.
+// Each gets a campaign of Config.Stock units.
+func (r *runner) runFsync(ctx context.Context) ([]*report.Report, error) {
+	fc := r.cfg.Fsync
+	seckillBin, err := findSeckill(fc.SeckillBin)
+	if err != nil {
+		return nil, err
+	}
+	redisBin, err := exec.LookPath(cmp.Or(fc.RedisBin, "redis-server"))
+	if err != nil {
+		return nil, fmt.Errorf("needs redis-server (install Redis or pass --redis-server): %w", err)
+	}
+	dir, err := os.MkdirTemp(fc.Dir, "seckill-bench-fsync-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var out []*report.Report
+	for _, setting := range []string{compare.FsyncEverysec, compare.FsyncAlways} {
+		if ctx.Err() != nil {
+			break
+		}
+		rep, err := r.runOnRedis(ctx, seckillBin, redisBin, dir, setting)
+		if err != nil {
+			return out, fmt.Errorf("appendfsync %s: %w", setting, err)
+		}
+		out = append(out, rep)
+	}
+	return out, nil
+}
+
+// runOnRedis starts a private Redis with appendfsync setting and a seckill
+// server on it and an empty database, and measures that server.
+func (r *runner) runOnRedis(ctx context.Context, seckillBin, redisBin, dir, setting string) (*report.Report, error) {
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	dsn := r.cfg.Fsync.DatabaseURLs[setting]
+	if dsn == "" {
+		if r.cfg.DatabaseURL == "" {
+			return nil, errors.New("needs Postgres: set SECKILL_DATABASE_URL")
+		}
+		var err error
+		if dsn, err = compare.RecreateDatabase(sctx, r.cfg.DatabaseURL, "seckill_bench_fsync_"+setting); err != nil {
+			return nil, err
+		}
+	}
+	rs, err := compare.StartRedis(sctx, redisBin, dir, setting)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	srv, err := compare.StartSeckill(sctx, seckillBin, dir, []string{
+		"SECKILL_DATABASE_URL=" + dsn, "SECKILL_REDIS_URL=" + rs.URL,
+		"SECKILL_JWT_SECRET=" + r.cfg.JWTSecret, "SECKILL_JWT_ISSUER=" + r.cfg.JWTIssuer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	label := map[string]string{compare.FsyncEverysec: report.TargetEverysec, compare.FsyncAlways: report.TargetAlways}[setting]
+	rep, err := r.runSeckill(ctx, seckillTarget{
+		label: label, url: srv.URL, voucherOf: "its own database",
+		databaseURL: dsn, redisURL: rs.URL,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rep.Persistence != nil {
+		note := fmt.Sprintf("seckill serve on a private redis-server, appendonly yes, appendfsync %s, AOF in %s; database %s",
+			setting, filepath.Dir(rs.Dir), redactDSN(dsn))
+		rep.Persistence.Note = joinNotes(note, rep.Persistence.Note)
+	}
+	return rep, nil
+}
+
+// findSeckill returns bin if set, else the seckill binary beside the
+// running program (bin/seckill beside bin/seckill-bench), else seckill on
+// PATH.
+func findSeckill(bin string) (string, error) {
+	if bin != "" {
+		return exec.LookPath(bin)
+	}
+	if self, err := os.Executable(); err == nil {
+		beside := filepath.Join(filepath.Dir(self), "seckill")
+		if st, err := os.Stat(beside); err == nil && !st.IsDir() {
+			return beside, nil
+		}
+	}
+	p, err := exec.LookPath("seckill")
+	if err != nil {
+		return "", errors.New("needs the seckill binary: build it (make build) or pass --seckill PATH")
+	}
+	return p, nil
+}
+
+func joinNotes(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
+}
+
+// redactDSN drops the password from a database URL.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

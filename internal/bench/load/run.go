@@ -1,0 +1,213 @@
+package load
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// drainTimeout is how long requests in flight may still finish after the
+// run was interrupted.
+const drainTimeout = 2 * time.Second
+
+// Target is where the load goes.
+type Target struct {
+	Endpoint string
+	Body     []byte   // the request every caller sends: see PurchaseBody
+	Auth     []string // "Bearer <token>" of each user, by index
+	Client   *http.Client
+}
+
+// Run sends spec's load to t and records it in rec. It returns when the
+// load is over or ctx ends; after ctx ends, requests in flight get
+// drainTimeout to finish.
+func Run(ctx context.Context, spec Spec, t Target, rec *Recorder) {
+	reqCtx, cancelReqs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelReqs()
+	stopDrain := context.AfterFunc(ctx, func() {
+		time.AfterFunc(drainTimeout, cancelReqs)
+	})
+	defer stopDrain()
+
+	send := func(user int, sent time.Time) {
+		rctx, cancel := context.WithTimeout(reqCtx, spec.Timeout)
+		res := purchase(rctx, t.Client, t.Endpoint, t.Body, t.Auth[user])
+		cancel()
+		rec.record(user, sent, time.Now(), res)
+	}
+	warm := func() {}
+	if spec.Warm {
+		warm = func() {
+			rctx, cancel := context.WithTimeout(reqCtx, spec.Timeout)
+			defer cancel()
+			warmUp(rctx, t.Client, t.Endpoint)
+		}
+	}
+	switch spec.Mode {
+	case ModeBurst:
+		runBurst(ctx, spec, rec, warm, send)
+	case ModeOpen:
+		runOpen(ctx, spec, rec, send)
+	case ModeClosed:
+		runClosed(ctx, spec, rec, warm, send)
+	}
+}
+
+// warmUp opens a connection to endpoint with a request that changes
+// nothing: GET { __typename }. Any answer will do; the connection stays in
+// the pool.
+func warmUp(ctx context.Context, client *http.Client, endpoint string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?query=%7B__typename%7D", nil)
+	if err != nil {
+		return
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// runBurst starts spec.Concurrency callers that wait at a barrier, then
+// share users*attempts requests; each request's latency runs from the
+// moment it leaves.
+func runBurst(ctx context.Context, spec Spec, rec *Recorder, warm func(), send func(user int, sent time.Time)) {
+	total := int64(spec.Users) * int64(spec.Attempts)
+	callers := int(min(int64(spec.Concurrency), total))
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		ready sync.WaitGroup
+		gate  = make(chan struct{})
+	)
+	for w := range callers {
+		wg.Add(1)
+		ready.Add(1)
+		go func() {
+			defer wg.Done()
+			warm()
+			ready.Done()
+			<-gate
+			if spec.Ramp > 0 {
+				at := rec.Start.Add(time.Duration(int64(spec.Ramp) * int64(w) / int64(callers)))
+				if !sleepUntil(ctx, at) {
+					return
+				}
+			}
+			for ctx.Err() == nil {
+				k := next.Add(1) - 1
+				if k >= total {
+					return
+				}
+				rec.Sent.Add(1)
+				rec.InFlight.Add(1)
+				send(int(k%int64(spec.Users)), time.Now())
+				rec.InFlight.Add(-1)
+			}
+		}()
+	}
+	ready.Wait()
+	rec.begin()
+	close(gate)
+	wg.Wait()
+}
+
+// runOpen sends requests at their planned times, start + k/rate, whether or
+// not earlier ones were answered (an open model: latency under overload is
+// what a crowd would see). Each latency runs from the planned time, so a
+// late send (a busy load generator) is charged to the measurement rather
+// than hidden. A request that would exceed spec.MaxInFlight is dropped and
+// counted.
+func runOpen(ctx context.Context, spec Spec, rec *Recorder, send func(user int, sent time.Time)) {
+	total := spec.Planned()
+	interval := float64(time.Second) / spec.Rate
+	var wg sync.WaitGroup
+	rec.begin()
+	for k := range total {
+		planned := rec.Start.Add(time.Duration(float64(k) * interval))
+		if !sleepUntil(ctx, planned) {
+			break
+		}
+		if rec.InFlight.Load() >= int64(spec.MaxInFlight) {
+			rec.Dropped.Add(1)
+			continue
+		}
+		if lag := time.Since(planned); lag > lateAfter {
+			rec.Late.Add(1)
+			StoreMax(&rec.MaxLate, int64(lag))
+		}
+		rec.Sent.Add(1)
+		rec.InFlight.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send(int(k%int64(spec.Users)), planned)
+			rec.InFlight.Add(-1)
+		}()
+	}
+	wg.Wait()
+}
+
+// runClosed keeps spec.Concurrency callers busy for spec.Duration; each
+// sends its next request when the previous one is answered.
+func runClosed(ctx context.Context, spec Spec, rec *Recorder, warm func(), send func(user int, sent time.Time)) {
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		ready sync.WaitGroup
+		gate  = make(chan struct{})
+		end   time.Time
+	)
+	for range spec.Concurrency {
+		wg.Add(1)
+		ready.Add(1)
+		go func() {
+			defer wg.Done()
+			warm()
+			ready.Done()
+			<-gate
+			for ctx.Err() == nil {
+				now := time.Now()
+				if !now.Before(end) {
+					return
+				}
+				k := next.Add(1) - 1
+				rec.Sent.Add(1)
+				rec.InFlight.Add(1)
+				send(int(k%int64(spec.Users)), now)
+				rec.InFlight.Add(-1)
+			}
+		}()
+	}
+	ready.Wait()
+	rec.begin()
+	end = rec.Start.Add(spec.Duration)
+	close(gate)
+	wg.Wait()
+}
+
+// sleepUntil waits until t; it reports false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	if d < 5*time.Millisecond {
+		// Short waits are the common case at high rates: a plain sleep
+		// costs no timer allocation and ctx is checked right after.
+		time.Sleep(d)
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}

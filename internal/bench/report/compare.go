@@ -1,0 +1,53 @@
+package report
+
+import "fmt"
+
+// Compare relates the runs that have something to say to each other:
+// seckill to the sync design and to the ceiling, and Redis's appendfsync
+// always to everysec, in the order of runs.
+func Compare(runs []*Report) []Comparison {
+	byTarget := map[string]*Report{}
+	for _, r := range runs {
+		byTarget[r.Target] = r
+	}
+	var out []Comparison
+	for _, o := range runs {
+		switch o.Target {
+		case TargetSync, TargetCeiling:
+			if base := byTarget[TargetSeckill]; base != nil {
+				out = append(out, relate(base, o))
+			}
+		case TargetAlways:
+			if base := byTarget[TargetEverysec]; base != nil {
+				out = append(out, relate(o, base))
+			}
+		}
+	}
+	return out
+}
+
+// relate compares base with other: ratios base/other and a sentence.
+func relate(base, o *Report) Comparison {
+	c := Comparison{Base: base.Target, Other: o.Target}
+	if o.Throughput > 0 {
+		c.ThroughputRatio = base.Throughput / o.Throughput
+	}
+	if o.Latency.P50 > 0 {
+		c.P50Ratio = base.Latency.P50 / o.Latency.P50
+	}
+	if o.Latency.P99 > 0 {
+		c.P99Ratio = base.Latency.P99 / o.Latency.P99
+	}
+	figures := fmt.Sprintf("%s vs %s requests/s; p99 %s vs %s", Number(int64(base.Throughput)), Number(int64(o.Throughput)),
+		Millis(base.Latency.P99), Millis(o.Latency.P99))
+	switch o.Target {
+	case TargetCeiling:
+		c.Text = fmt.Sprintf("%s reaches %.2f of the ceiling's throughput (%s)", base.Target, c.ThroughputRatio, figures)
+	case TargetEverysec:
+		c.Text = fmt.Sprintf("appendfsync always: %.2f× the throughput of everysec, p50 %.2f×, p99 %.2f× (%s; p50 %s vs %s)",
+			c.ThroughputRatio, c.P50Ratio, c.P99Ratio, figures, Millis(base.Latency.P50), Millis(o.Latency.P50))
+	default:
+		c.Text = fmt.Sprintf("%s serves %.1f× the throughput of %s (%s)", base.Target, c.ThroughputRatio, o.Target, figures)
+	}
+	return c
+}

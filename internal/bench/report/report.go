@@ -1,0 +1,168 @@
+// Package report turns what a bench run recorded into its report: the
+// figures of each target, the verdict on its books, the comparisons, and
+// how they are written for people (text, live progress) and programs
+// (JSON).
+package report
+
+import (
+	"time"
+
+	"seckill/internal/bench/load"
+)
+
+// Load modes, as LoadInfo.Mode names them (load.ModeBurst, ...).
+const (
+	ModeBurst  = load.ModeBurst
+	ModeOpen   = load.ModeOpen
+	ModeClosed = load.ModeClosed
+)
+
+// Targets a run can measure: the server under test and the servers it is
+// compared with.
+const (
+	TargetSeckill  = "seckill"  // the server at --url
+	TargetSync     = "sync"     // the seed's synchronous design, started by the bench
+	TargetCeiling  = "ceiling"  // the admission script behind a bare handler, started by the bench
+	TargetEverysec = "everysec" // seckill on a private Redis with appendfsync everysec
+	TargetAlways   = "always"   // seckill on a private Redis with appendfsync always
+)
+
+// Where a run's orders were verified.
+const (
+	SourcePostgres = "postgres"
+	SourceGraphQL  = "graphql"
+	SourceRedis    = "redis" // the ceiling: admissions stay pending in Redis
+)
+
+// Result is what one seckill-bench run measured: a Report per target, run
+// one after the other with the same load, and how they compare.
+type Result struct {
+	Load        LoadInfo     `json:"load"`
+	Runs        []*Report    `json:"runs"`
+	Comparisons []Comparison `json:"comparisons,omitempty"`
+	Interrupted bool         `json:"interrupted,omitempty"`
+}
+
+// LoadInfo describes the load every target received.
+type LoadInfo struct {
+	Mode        string  `json:"mode"` // one of the Mode constants
+	Users       int     `json:"users"`
+	Attempts    int     `json:"attempts,omitempty"`
+	Concurrency int     `json:"concurrency,omitempty"`
+	Rate        float64 `json:"rate,omitempty"`
+	DurationS   float64 `json:"duration_s,omitempty"`
+	RampS       float64 `json:"ramp_s,omitempty"`
+	MaxInFlight int     `json:"max_in_flight,omitempty"`
+	TimeoutS    float64 `json:"timeout_s"`
+	Warm        bool    `json:"warm,omitempty"` // connections opened before the clock started
+	Stock       int64   `json:"stock"`
+}
+
+// Report is what one target's run came to.
+type Report struct {
+	Target    string `json:"target"` // one of the Target constants
+	URL       string `json:"url"`
+	VoucherID int64  `json:"voucher_id"`
+	// VoucherOf says whose voucher VoucherID is when it is not the server
+	// under test's: a comparison server's own database or keys.
+	VoucherOf   string    `json:"voucher_of,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	Interrupted bool      `json:"interrupted,omitempty"`
+
+	Sent       int64                `json:"sent"`
+	Answered   int64                `json:"answered"` // with an outcome
+	Failed     int64                `json:"failed"`   // no outcome: HTTP, GraphQL or transport error
+	Dropped    int64                `json:"dropped,omitempty"`
+	Late       int64                `json:"late,omitempty"`
+	MaxLateMs  float64              `json:"max_late_ms,omitempty"`
+	ElapsedS   float64              `json:"elapsed_s"`
+	Throughput float64              `json:"requests_per_s"` // answered per second
+	Latency    Latency              `json:"latency_ms"`
+	Outcomes   map[string]int64     `json:"outcomes"`
+	Errors     map[string]ErrorStat `json:"errors,omitempty"`
+	Selling    *Phase               `json:"selling,omitempty"`  // requests sent before the first SOLD_OUT
+	SoldOut    *Phase               `json:"sold_out,omitempty"` // requests sent after it
+
+	Stock            int64        `json:"stock"` // units on sale when the run began
+	Accepted         int64        `json:"accepted"`
+	DuplicateAnswers int64        `json:"duplicate_answers"` // an order id or a user accepted twice
+	Persistence      *Persistence `json:"persistence,omitempty"`
+	Server           *ServerStats `json:"server,omitempty"`
+
+	OK      bool   `json:"ok"`
+	Verdict string `json:"verdict"`
+}
+
+// Latency percentiles in milliseconds, over answered requests.
+type Latency struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// Phase is the part of a run before or after the campaign sold out.
+type Phase struct {
+	Answered   int64   `json:"answered"`
+	ElapsedS   float64 `json:"elapsed_s"`
+	Throughput float64 `json:"requests_per_s"`
+	P50        float64 `json:"p50_ms"`
+	P99        float64 `json:"p99_ms"`
+}
+
+// ErrorStat counts one kind of failed request, with the first message seen.
+type ErrorStat struct {
+	Count   int64  `json:"count"`
+	Example string `json:"example"`
+}
+
+// Persistence is what the system of record holds after the run.
+type Persistence struct {
+	Source   string  `json:"source"` // one of the Source constants
+	Complete bool    `json:"complete"`
+	WaitedS  float64 `json:"waited_s"`
+
+	Rows           int64 `json:"rows"`            // orders of this run's users
+	FailedOrders   int64 `json:"failed_orders"`   // admissions recorded as FAILED
+	DuplicateUsers int64 `json:"duplicate_users"` // rows beyond one per (voucher, user)
+	DuplicateIDs   int64 `json:"duplicate_ids"`
+	Lost           int64 `json:"lost"`       // ACCEPTED answers without a row
+	Unexpected     int64 `json:"unexpected"` // rows no answer accepted
+
+	PostgresStock  *int64 `json:"postgres_stock,omitempty"`  // units left in Postgres
+	Sold           *int64 `json:"sold,omitempty"`            // GraphQL seckill.sold
+	RedisRemaining *int64 `json:"redis_remaining,omitempty"` // live admission counter
+	RedisPending   *int64 `json:"redis_pending,omitempty"`   // admitted, not yet persisted
+	MaxQueueDepth  *int64 `json:"max_queue_depth,omitempty"` // most pending admissions seen
+
+	LastCreatedAfterMs *float64 `json:"last_created_after_last_accepted_ms,omitempty"`
+	PersistedPerS      *float64 `json:"persisted_per_s,omitempty"`
+	Note               string   `json:"note,omitempty"`
+}
+
+// ServerStats samples the server's /metrics during the run.
+type ServerStats struct {
+	HeapStartMB     float64 `json:"heap_start_mb"`
+	HeapEndMB       float64 `json:"heap_end_mb"`
+	HeapMaxMB       float64 `json:"heap_max_mb"`
+	RSSStartMB      float64 `json:"rss_start_mb"`
+	RSSEndMB        float64 `json:"rss_end_mb"`
+	RSSMaxMB        float64 `json:"rss_max_mb"`
+	GoroutinesStart int64   `json:"goroutines_start"`
+	GoroutinesEnd   int64   `json:"goroutines_end"`
+	GoroutinesMax   int64   `json:"goroutines_max"`
+	Samples         int     `json:"samples"`
+}
+
+// Comparison relates one run to another: seckill to a compared server, or
+// appendfsync always to everysec.
+type Comparison struct {
+	Base            string  `json:"base"`
+	Other           string  `json:"other"`
+	ThroughputRatio float64 `json:"throughput_ratio"` // base / other
+	P50Ratio        float64 `json:"p50_ratio"`        // base / other
+	P99Ratio        float64 `json:"p99_ratio"`        // base / other
+	Text            string  `json:"text"`
+}

@@ -1,0 +1,242 @@
+package report
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// WriteJSON writes res as indented JSON.
+func (res *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// WriteText writes res for people: what load was sent, the runs side by
+// side, then the verdicts and the comparisons.
+func (res *Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString(res.headline() + "\n\n")
+	t := newRunTable(res.Runs)
+	t.requestRows(res.Load.Mode)
+	t.latencyRows()
+	t.outcomeRows()
+	t.persistenceRows()
+	t.serverRows()
+	t.write(&b)
+	b.WriteString("\n")
+	res.writeVerdicts(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// headline describes the load every run received.
+func (res *Result) headline() string {
+	var b strings.Builder
+	l := res.Load
+	switch l.Mode {
+	case ModeBurst:
+		fmt.Fprintf(&b, "seckill-bench: burst, %s users × %d attempt(s), %s at once", Number(int64(l.Users)), l.Attempts, Number(int64(l.Concurrency)))
+		if l.RampS > 0 {
+			fmt.Fprintf(&b, " (ramp %s)", Seconds(l.RampS))
+		}
+	case ModeOpen:
+		fmt.Fprintf(&b, "seckill-bench: open model, %s requests/s for %s, %s users, at most %s in flight",
+			Number(int64(l.Rate)), Seconds(l.DurationS), Number(int64(l.Users)), Number(int64(l.MaxInFlight)))
+	case ModeClosed:
+		fmt.Fprintf(&b, "seckill-bench: closed model, %s callers for %s, %s users",
+			Number(int64(l.Concurrency)), Seconds(l.DurationS), Number(int64(l.Users)))
+	}
+	fmt.Fprintf(&b, ", stock %s, timeout %s", Number(l.Stock), Seconds(l.TimeoutS))
+	if l.Warm {
+		b.WriteString(", connections opened beforehand")
+	}
+	if res.Interrupted {
+		b.WriteString(" — INTERRUPTED, partial results")
+	}
+	return b.String()
+}
+
+// requestRows: the voucher, and what became of the requests sent.
+func (t *runTable) requestRows(mode string) {
+	t.row("voucher", func(r *Report) string {
+		id := strconv.FormatInt(r.VoucherID, 10)
+		if r.VoucherOf != "" {
+			return id + " (" + r.VoucherOf + ")"
+		}
+		return id
+	})
+	t.row("requests sent", func(r *Report) string { return Number(r.Sent) })
+	if t.any(func(r *Report) bool { return r.Dropped > 0 }) {
+		t.row("dropped (in-flight cap)", func(r *Report) string { return Number(r.Dropped) })
+	}
+	if mode == ModeOpen {
+		t.row("sent late (>1 ms)", func(r *Report) string {
+			return fmt.Sprintf("%s (max %s)", Number(r.Late), Millis(r.MaxLateMs))
+		})
+	}
+	t.row("answered", func(r *Report) string { return Number(r.Answered) })
+	t.row("errors", func(r *Report) string { return Number(r.Failed) })
+	for _, k := range t.keys(func(r *Report) []string { return slices.Collect(maps.Keys(r.Errors)) }, strings.Compare) {
+		t.row("  "+k, func(r *Report) string { return Number(r.Errors[k].Count) })
+	}
+	t.row("elapsed", func(r *Report) string { return Seconds(r.ElapsedS) })
+}
+
+// latencyRows: throughput and latency percentiles.
+func (t *runTable) latencyRows() {
+	t.row("requests/s", func(r *Report) string { return Number(int64(r.Throughput + 0.5)) })
+	t.row("latency p50", func(r *Report) string { return Millis(r.Latency.P50) })
+	t.row("latency p90", func(r *Report) string { return Millis(r.Latency.P90) })
+	t.row("latency p99", func(r *Report) string { return Millis(r.Latency.P99) })
+	t.row("latency max", func(r *Report) string { return Millis(r.Latency.Max) })
+}
+
+// outcomeRows: the answers by outcome, and the two phases of a sale.
+func (t *runTable) outcomeRows() {
+	for _, k := range t.keys(func(r *Report) []string { return slices.Collect(maps.Keys(r.Outcomes)) }, outcomeOrder) {
+		t.row("  "+k, func(r *Report) string { return Number(r.Outcomes[k]) })
+	}
+	if t.any(func(r *Report) bool { return r.Selling != nil }) {
+		t.row("selling: req/s, p99", func(r *Report) string { return fmtPhase(r.Selling) })
+		t.row("sold out: req/s, p99", func(r *Report) string { return fmtPhase(r.SoldOut) })
+	}
+	t.row("accepted / stock", func(r *Report) string { return Number(r.Accepted) + " / " + Number(r.Stock) })
+}
+
+// persistenceRows: what the system of record holds after the run.
+func (t *runTable) persistenceRows() {
+	t.persistenceRow("verified in", func(p *Persistence) string { return p.Source })
+	t.persistenceRow("rows in Postgres", func(p *Persistence) string {
+		if p.Source == SourceRedis {
+			return "-"
+		}
+		return Number(p.Rows)
+	})
+	t.persistenceRow("failed orders", func(p *Persistence) string { return Number(p.FailedOrders) })
+	t.persistenceRow("lost / unexpected", func(p *Persistence) string { return Number(p.Lost) + " / " + Number(p.Unexpected) })
+	t.persistenceRow("duplicate rows", func(p *Persistence) string { return Number(p.DuplicateUsers + p.DuplicateIDs) })
+	t.persistenceRow("Postgres stock left", func(p *Persistence) string { return optInt(p.PostgresStock) })
+	t.persistenceRow("Redis remaining", func(p *Persistence) string { return optInt(p.RedisRemaining) })
+	t.persistenceRow("persisted", fmtPersisted)
+	t.persistenceRow("last row written", func(p *Persistence) string { return fmtLastCreated(p.LastCreatedAfterMs) })
+	t.persistenceRow("orders persisted/s", func(p *Persistence) string {
+		if p.PersistedPerS == nil {
+			return "-"
+		}
+		return Number(int64(*p.PersistedPerS + 0.5))
+	})
+	t.persistenceRow("max queue depth", func(p *Persistence) string { return optInt(p.MaxQueueDepth) })
+}
+
+// serverRows: memory and goroutines from the server's /metrics.
+func (t *runTable) serverRows() {
+	if !t.any(func(r *Report) bool { return r.Server != nil }) {
+		return
+	}
+	t.serverRow("server heap MB", func(s *ServerStats) string {
+		return fmt.Sprintf("%.1f→%.1f (max %.1f)", s.HeapStartMB, s.HeapEndMB, s.HeapMaxMB)
+	})
+	t.serverRow("server RSS MB", func(s *ServerStats) string {
+		return fmt.Sprintf("%.1f→%.1f (max %.1f)", s.RSSStartMB, s.RSSEndMB, s.RSSMaxMB)
+	})
+	t.serverRow("server goroutines", func(s *ServerStats) string {
+		return fmt.Sprintf("%d→%d (max %d)", s.GoroutinesStart, s.GoroutinesEnd, s.GoroutinesMax)
+	})
+}
+
+// keys returns the union of every run's keys, sorted by order.
+func (t *runTable) keys(of func(r *Report) []string, order func(a, b string) int) []string {
+	seen := map[string]bool{}
+	for _, r := range t.runs {
+		for _, k := range of(r) {
+			seen[k] = true
+		}
+	}
+	return slices.SortedFunc(maps.Keys(seen), order)
+}
+
+// writeVerdicts writes each run's verdict with its notes and errors, what
+// the timing rows mean when it is not obvious, and the comparisons.
+func (res *Result) writeVerdicts(b *strings.Builder) {
+	for _, r := range res.Runs {
+		fmt.Fprintf(b, "verdict %s: %s\n", r.Target, r.Verdict)
+		if p := r.Persistence; p != nil && p.Note != "" {
+			fmt.Fprintf(b, "  note: %s\n", p.Note)
+		}
+		for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
+			fmt.Fprintf(b, "  %s %s, e.g.: %s\n", Number(r.Errors[k].Count), k, r.Errors[k].Example)
+		}
+	}
+	if slices.ContainsFunc(res.Runs, func(r *Report) bool {
+		return r.Persistence != nil && r.Persistence.LastCreatedAfterMs != nil && *r.Persistence.LastCreatedAfterMs < 0
+	}) {
+		b.WriteString("last row written \"before\": the last order was in Postgres before its buyer heard ACCEPTED " +
+			"(a synchronous design writes, then answers)\n")
+	}
+	for _, c := range res.Comparisons {
+		fmt.Fprintf(b, "%s\n", c.Text)
+	}
+}
+
+// fmtPersisted says whether every accepted order reached the system of
+// record. The ceiling keeps its admissions pending in Redis: it claims
+// nothing.
+func fmtPersisted(p *Persistence) string {
+	switch {
+	case p.Source == SourceRedis:
+		return "nothing (by design)"
+	case !p.Complete:
+		return "INCOMPLETE after " + Seconds(p.WaitedS)
+	}
+	return "all, after " + Seconds(p.WaitedS)
+}
+
+// fmtLastCreated says when the last order was written relative to the last
+// ACCEPTED answer. created_at is the writing transaction's start, so a
+// synchronous design writes its last order before it answers: that is
+// "before", not a negative latency.
+func fmtLastCreated(v *float64) string {
+	switch {
+	case v == nil:
+		return "-"
+	case *v < 0:
+		return Millis(-*v) + " before last ACCEPTED"
+	}
+	return Millis(*v) + " after last ACCEPTED"
+}
+
+var outcomeRank = map[string]int{"ACCEPTED": 0, "SOLD_OUT": 1, "ALREADY_PURCHASED": 2, "RATE_LIMITED": 3,
+	"NOT_STARTED": 4, "ENDED": 5, "PAUSED": 6}
+
+func outcomeOrder(a, b string) int {
+	ra, oka := outcomeRank[a]
+	rb, okb := outcomeRank[b]
+	if !oka {
+		ra = 100
+	}
+	if !okb {
+		rb = 100
+	}
+	return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(a, b))
+}
+
+func fmtPhase(p *Phase) string {
+	if p == nil || p.Answered == 0 {
+		return "-"
+	}
+	return Number(int64(p.Throughput+0.5)) + ", " + Millis(p.P99)
+}
+
+func optInt(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return Number(*v)
+}

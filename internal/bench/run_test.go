@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/internal/bench/benchtest"
+	"seckill/internal/bench/load"
+	"seckill/internal/bench/report"
+)
+
+// TestRunAgainstFake runs a whole burst against the fake server, verified
+// through GraphQL only (no Postgres, no Redis).
+func TestRunAgainstFake(t *testing.T) {
+	f := benchtest.NewFakeServer(t, 0)
+	var progress bytes.Buffer
+	res, err := Run(t.Context(), Config{URL: f.URL, Users: 100, Stock: 20, JWTSecret: benchtest.Secret, JWTIssuer: "seckill", Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Runs[0]
+	if !r.OK || r.Accepted != 20 || r.Answered != 100 || r.Persistence.Source != report.SourceGraphQL || r.Persistence.Rows != 20 || !r.Persistence.Complete {
+		t.Errorf("report: %+v %+v", r, r.Persistence)
+	}
+	if !strings.Contains(progress.String(), "seckill  [####################] 100%") {
+		t.Errorf("progress: %q", progress.String())
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String() + "/graphql"
+	ln.Close()
+
+	notGraphQL := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, "<html>404 page not found</html>")
+	}))
+	defer notGraphQL.Close()
+	fake := benchtest.NewFakeServer(t, 0)
+
+	for _, tc := range []struct {
+		name   string
+		url    string
+		secret string
+		want   string
+	}{
+		{"server down", down, benchtest.Secret, "cannot reach " + down + ": connection refused; is `seckill serve` running?"},
+		{"wrong URL", notGraphQL.URL + "/x", benchtest.Secret, "answered 404 Not Found with \"<html>404 page not found</html>\" (text/html): not a GraphQL endpoint"},
+		{"wrong secret", fake.URL, "another-secret-that-is-long-enough-0123456789", "rejected the bench's tokens (invalid token): the bench signs them with SECKILL_JWT_SECRET"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			_, err := Run(ctx, Config{URL: tc.url, JWTSecret: tc.secret, JWTIssuer: "seckill"})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v; want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Compare: []string{"fast"}}, `unknown target "fast" (want sync, ceiling or fsync)`},
+		{Config{Stock: -1}, "--stock"},
+		{Config{Rate: 0.5, Duration: time.Second}, "less than one request"},
+		{Config{Users: maxUsers + 1}, "--users"},
+	} {
+		if _, err := tc.cfg.spec(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+	c := Config{Rate: 1000, Stock: 100_000}
+	s, err := c.spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Mode != load.ModeOpen || s.Duration != DefaultDuration || s.Users != 10_000 || s.MaxInFlight != DefaultMaxInFlight {
+		t.Errorf("open defaults: %+v", s)
+	}
+	c = Config{}
+	if s, _ = c.spec(); s.Mode != load.ModeBurst || s.Users != 1000 || s.Concurrency != 1000 || s.Attempts != 1 || c.URL != DefaultURL {
+		t.Errorf("burst defaults: %+v", s)
+	}
+}
+
+// TestInterrupt checks that a cancelled run stops sending at once and still
+// reports what it saw.
+func TestInterrupt(t *testing.T) {
+	f := benchtest.NewFakeServer(t, 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	start := time.Now()
+	res, err := Run(ctx, Config{URL: f.URL, Rate: 200, Duration: 10 * time.Second, Stock: 50, JWTSecret: benchtest.Secret, JWTIssuer: "seckill"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("interrupted run took %v", took)
+	}
+	if !res.Interrupted || !res.Runs[0].Interrupted {
+		t.Error("result not marked interrupted")
+	}
+	if s := res.Runs[0].Sent; s == 0 || s >= 2000 {
+		t.Errorf("sent %d requests before the interrupt", s)
+	}
+}

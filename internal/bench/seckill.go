@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/admission"
+	"seckill/internal/bench/load"
+	"seckill/internal/bench/report"
+	"seckill/internal/bench/verify"
+	"seckill/internal/store"
+)
+
+// seckillTarget is a seckill server to measure: the one at --url, or one
+// that --compare fsync started.
+type seckillTarget struct {
+	label     string // report.TargetSeckill, TargetEverysec, ...
+	url       string // GraphQL endpoint
+	voucherID int64  // an existing campaign; 0 creates one
+	voucherOf string // whose voucher it is, when not the server at --url's
+	// Its stores, for direct verification; "" verifies through GraphQL.
+	databaseURL, redisURL string
+}
+
+// seckillRun is one seckill target being measured: its campaign and the
+// bench's direct access to the server's stores.
+type seckillRun struct {
+	t          seckillTarget
+	control    *controlClient
+	voucherID  int64
+	stock      int64 // units on sale when the run began
+	soldBefore int64 // orders of the campaign before the run
+	pg         *verify.Postgres
+	queue      verify.Queue
+	notes      []string
+	closers    []func()
+}
+
+// runSeckill measures the server t and verifies what it persisted.
+func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Report, error) {
+	s, err := r.prepare(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+
+	smp := verify.StartSampler(ctx, s.queue, s.voucherID, metricsURL(t.url))
+	rec := r.load(ctx, t.label, t.url, load.PurchaseBody(s.voucherID))
+	interrupted := ctx.Err() != nil
+	rep := report.Build(t.label, t.url, s.voucherID, s.stock, rec, interrupted)
+	rep.VoucherOf = t.voucherOf
+
+	// Wait until every accepted order is persisted; after Ctrl-C look
+	// once instead, so the partial report comes at once.
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PersistTimeout+30*time.Second)
+	defer cancel()
+	timeout := r.cfg.PersistTimeout
+	if interrupted {
+		timeout = 0
+	}
+	p, doneAt, err := r.awaitPersisted(vctx, s, rep.Accepted, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("wait for persistence: %w", err)
+	}
+	smp.Stop()
+	p.MaxQueueDepth = smp.MaxQueueDepth()
+	rep.Server = smp.ServerStats()
+
+	if err := r.verifySeckill(vctx, s, p, rec, doneAt); err != nil {
+		return nil, err
+	}
+	p.Note = strings.Join(s.notes, "; ")
+	rep.Persistence = p
+	rep.Judge()
+	return rep, nil
+}
+
+// prepare creates or reads t's campaign and connects to its stores where
+// it can; what it cannot reach becomes a note, not an error.
+func (r *runner) prepare(ctx context.Context, t seckillTarget) (*seckillRun, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	s := &seckillRun{t: t, control: newControlClient(t.url, r.admin), voucherID: t.voucherID}
+	if s.voucherID == 0 {
+		id, err := s.control.createCampaign(ctx, r.cfg.Stock, time.Until(r.end))
+		if err != nil {
+			return nil, err
+		}
+		s.voucherID, s.stock = id, r.cfg.Stock
+	} else {
+		st, err := s.control.campaign(ctx, s.voucherID)
+		if err != nil {
+			return nil, err
+		}
+		if st.Status != "ACTIVE" {
+			return nil, fmt.Errorf("voucher %d is %s, not on sale: create a campaign (omit --voucher) or pick another", s.voucherID, st.Status)
+		}
+		s.stock, s.soldBefore = st.Remaining, st.Sold
+	}
+	if t.databaseURL != "" {
+		s.openPostgres(ctx)
+	}
+	if t.redisURL != "" {
+		s.openRedis(ctx)
+	}
+	return s, nil
+}
+
+func (s *seckillRun) openPostgres(ctx context.Context) {
+	db, err := store.Open(ctx, s.t.databaseURL, 2)
+	if err != nil {
+		s.notes = append(s.notes, fmt.Sprintf("Postgres not verified directly (%v); GraphQL counts only", err))
+		return
+	}
+	s.closers = append(s.closers, func() { _ = db.Close() })
+	pg := &verify.Postgres{DB: db, Failures: true}
+	if _, err := pg.Counts(ctx, s.voucherID, 1, 1); err != nil {
+		s.notes = append(s.notes, fmt.Sprintf("Postgres at SECKILL_DATABASE_URL does not hold voucher %d (%v): is it the server's database? GraphQL counts only", s.voucherID, err))
+		return
+	}
+	s.pg = pg
+}
+
+func (s *seckillRun) openRedis(ctx context.Context) {
+	opt, err := redis.ParseURL(s.t.redisURL)
+	if err != nil {
+		return
+	}
+	rdb := redis.NewClient(opt)
+	s.closers = append(s.closers, func() { _ = rdb.Close() })
+	if rdb.Ping(ctx).Err() == nil {
+		s.queue = admission.New(rdb, admission.Options{})
+	}
+}
+
+func (s *seckillRun) close() {
+	for _, c := range s.closers {
+		c()
+	}
+}
+
+// persisted counts the run's orders that reached Postgres, as rows or
+// recorded failures, or, without direct access, the campaign's sold count.
+func (r *runner) persisted(ctx context.Context, s *seckillRun) (int64, error) {
+	if s.pg != nil {
+		lo, hi := r.userRange()
+		c, err := s.pg.Counts(ctx, s.voucherID, lo, hi)
+		return c.Rows + c.Failed, err
+	}
+	st, err := s.control.campaign(ctx, s.voucherID)
+	return st.Sold - s.soldBefore, err
+}
+
+// awaitPersisted waits up to timeout for accepted orders to be persisted,
+// and returns the persistence so far and when the wait ended.
+func (r *runner) awaitPersisted(ctx context.Context, s *seckillRun, accepted int64, timeout time.Duration) (*report.Persistence, time.Time, error) {
+	p := &report.Persistence{Source: report.SourceGraphQL}
+	if s.pg != nil {
+		p.Source = report.SourcePostgres
+	}
+	start := time.Now()
+	complete, doneAt, err := verify.WaitPersisted(ctx, r.disp, s.t.label, accepted, timeout,
+		func(ctx context.Context) (int64, error) { return r.persisted(ctx, s) })
+	if err != nil {
+		return nil, doneAt, err
+	}
+	p.Complete, p.WaitedS = complete, doneAt.Sub(start).Seconds()
+	return p, doneAt, nil
+}
+
+// verifySeckill fills p with the campaign's state and the run's orders:
+// from Postgres when the bench reaches it, else from GraphQL's counts.
+func (r *runner) verifySeckill(ctx context.Context, s *seckillRun, p *report.Persistence, rec *load.Recorder, doneAt time.Time) error {
+	if st, err := s.control.campaign(ctx, s.voucherID); err == nil {
+		p.Sold, p.RedisRemaining = report.Ptr(st.Sold), report.Ptr(st.Remaining)
+		if s.pg == nil {
+			p.Rows = st.Sold - s.soldBefore
+			p.PostgresStock = report.Ptr(st.Stock - st.Sold)
+		}
+	} else {
+		s.notes = append(s.notes, "voucher state unavailable: "+err.Error())
+	}
+	if s.queue != nil {
+		if q, err := s.queue.Queued(ctx, []int64{s.voucherID}); err == nil {
+			p.RedisPending = report.Ptr(q[s.voucherID])
+		}
+	}
+	accepted := rec.AcceptedN.Load()
+	firstAccepted, lastAccepted := rec.At(&rec.FirstAccepted), rec.At(&rec.LastAccepted)
+	if s.pg == nil {
+		if missing := accepted - p.Rows; missing > 0 {
+			p.Lost = missing
+		}
+		if p.Complete && accepted > 0 {
+			// Known only to the polling interval.
+			p.LastCreatedAfterMs = report.Ptr(report.Ms(doneAt.Sub(lastAccepted)))
+			if d := doneAt.Sub(firstAccepted); d > 0 {
+				p.PersistedPerS = report.Ptr(float64(accepted) / d.Seconds())
+			}
+			s.notes = append(s.notes, "persistence times are upper bounds from polling GraphQL every 50 ms")
+		}
+		return nil
+	}
+	lo, hi := r.userRange()
+	c, err := s.pg.Verify(ctx, p, s.voucherID, lo, hi, rec.Snapshot().Accepted)
+	if err != nil {
+		return fmt.Errorf("verify orders in Postgres: %w", err)
+	}
+	if accepted > 0 && c.Rows > 0 {
+		p.LastCreatedAfterMs = report.Ptr(report.Ms(c.LastCreated.Sub(lastAccepted)))
+		if d := c.LastCreated.Sub(firstAccepted); d > 0 {
+			p.PersistedPerS = report.Ptr(float64(c.Rows) / d.Seconds())
+		}
+	}
+	return nil
+}
