@@ -13,7 +13,7 @@ export SECKILL_TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run test build playground generate check-generate services test-services vet fmt bench clean
+.PHONY: run test build playground generate check-generate services test-services vet fmt bench bench-load bench-fsync clean
 
 ## run: start Postgres/Redis if needed, migrate, and serve API + worker on :8080
 run: build services
@@ -33,8 +33,9 @@ test: test-services playground vet
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory check-generate
 
+## build: bin/seckill (the service) and bin/seckill-bench (the load test)
 build: playground
-	$(GO) build -o bin/seckill ./cmd/seckill
+	$(GO) build -o bin/ ./cmd/seckill ./cmd/seckill-bench
 
 ## playground: bundle GraphiQL from the npm packages pinned in
 ## playground/package-lock.json into playground/dist/assets, which the binary
@@ -81,6 +82,21 @@ fmt:
 ## bench: Go benchmarks of the admission path and the batch writer
 bench: test-services
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/admission/ ./internal/store/ ./jobs/
+
+# The server the load tests drive (make run's by default); BENCH_ARGS adds flags.
+BENCH_URL ?= http://localhost:8080/graphql
+
+## bench-load: the seed's load test (seckill-bench) against the running server, e.g.
+##   make bench-load BENCH_ARGS='--compare sync,ceiling'
+bench-load: build
+	./bin/seckill-bench --url $(BENCH_URL) $(BENCH_ARGS)
+
+## bench-fsync: the cost of Redis appendfsync always against everysec, in one run
+##   (two private redis-servers with their AOF under .run/, the seckill binary on each)
+bench-fsync: build
+	@mkdir -p .run
+	./bin/seckill-bench --url $(BENCH_URL) --duration 5s --concurrency 64 --warm \
+		--users 60000 --stock 60000 --compare fsync --fsync-dir .run $(BENCH_ARGS)
 
 clean:
 	rm -rf bin playground/dist/assets
