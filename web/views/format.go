@@ -8,27 +8,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
+// numbers formats integers with thousands separators; a Printer copies
+// itself for each call, so one serves every request.
+var numbers = message.NewPrinter(language.English)
+
 // num formats an integer with thousands separators: 1234567 -> "1,234,567".
-func num[T ~int | ~int64](n T) string {
-	s := strconv.FormatInt(int64(n), 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func num[T ~int | ~int64](n T) string { return numbers.Sprint(int64(n)) }
 
 // money formats cents: 12345 -> "123.45".
 func money(cents int64) string {
