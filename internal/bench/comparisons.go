@@ -24,6 +24,18 @@ func (r *runner) freshTokens() *auth.Tokens {
 	return auth.NewTokens([]byte(r.cfg.JWTSecret), r.cfg.JWTIssuer)
 }
 
+// loadInProcess serves decide as a comparison server on a free loopback
+// port, runs the load against its voucherID and stops the server.
+func (r *runner) loadInProcess(ctx context.Context, label string, decide compare.PurchaseFunc, voucherID int64) (*load.Recorder, string, error) {
+	srv, err := compare.Start(compare.PurchaseHandler(r.freshTokens(), decide), "/graphql")
+	if err != nil {
+		return nil, "", err
+	}
+	rec := r.load(ctx, label, srv.URL, load.PurchaseBody(voucherID))
+	srv.Close()
+	return rec, srv.URL, nil
+}
+
 // runSync measures the seed's synchronous design with the same load.
 func (r *runner) runSync(ctx context.Context, stock int64) (*report.Report, error) {
 	cfg := r.cfg
@@ -44,14 +56,11 @@ func (r *runner) runSync(ctx context.Context, stock int64) (*report.Report, erro
 		return nil, err
 	}
 	defer design.Close()
-	srv, err := compare.Start(compare.PurchaseHandler(r.freshTokens(), design.Purchase), "/graphql")
+	rec, endpoint, err := r.loadInProcess(ctx, report.TargetSync, design.Purchase, compare.SyncVoucherID)
 	if err != nil {
 		return nil, err
 	}
-	rec := r.load(ctx, report.TargetSync, srv.URL, load.PurchaseBody(compare.SyncVoucherID))
-	srv.Close()
-
-	rep := report.Build(report.TargetSync, srv.URL, compare.SyncVoucherID, stock, rec, ctx.Err() != nil)
+	rep := report.Build(report.TargetSync, endpoint, compare.SyncVoucherID, stock, rec, ctx.Err() != nil)
 	rep.VoucherOf = "its own database"
 	// Every order is written before its answer: nothing to wait for.
 	p := &report.Persistence{Source: report.SourcePostgres, Complete: true}
@@ -90,14 +99,11 @@ func (r *runner) runCeiling(ctx context.Context, stock int64) (*report.Report, e
 		return nil, err
 	}
 	defer c.Close()
-	srv, err := compare.Start(compare.PurchaseHandler(r.freshTokens(), c.Purchase), "/graphql")
+	rec, endpoint, err := r.loadInProcess(ctx, report.TargetCeiling, c.Purchase, compare.CeilingVoucherID)
 	if err != nil {
 		return nil, err
 	}
-	rec := r.load(ctx, report.TargetCeiling, srv.URL, load.PurchaseBody(compare.CeilingVoucherID))
-	srv.Close()
-
-	rep := report.Build(report.TargetCeiling, srv.URL, compare.CeilingVoucherID, stock, rec, ctx.Err() != nil)
+	rep := report.Build(report.TargetCeiling, endpoint, compare.CeilingVoucherID, stock, rec, ctx.Err() != nil)
 	rep.VoucherOf = "its own Redis keys"
 	p := &report.Persistence{Source: report.SourceRedis, Complete: true,
 		Note: "persists nothing: its admissions stay pending in Redis under " + c.Prefix + " (deleted after the run)"}

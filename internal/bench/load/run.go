@@ -77,14 +77,38 @@ func warmUp(ctx context.Context, client *http.Client, endpoint string) {
 // moment it leaves.
 func runBurst(ctx context.Context, spec Spec, rec *Recorder, warm func(), send func(user int, sent time.Time)) {
 	total := int64(spec.Users) * int64(spec.Attempts)
-	callers := int(min(int64(spec.Concurrency), total))
+	n := int(min(int64(spec.Concurrency), total))
+	var next atomic.Int64
+	startCallers(n, warm, rec.begin, func(w int) {
+		if spec.Ramp > 0 {
+			at := rec.Start.Add(time.Duration(int64(spec.Ramp) * int64(w) / int64(n)))
+			if !sleepUntil(ctx, at) {
+				return
+			}
+		}
+		for ctx.Err() == nil {
+			k := next.Add(1) - 1
+			if k >= total {
+				return
+			}
+			rec.Sent.Add(1)
+			rec.InFlight.Add(1)
+			send(int(k%int64(spec.Users)), time.Now())
+			rec.InFlight.Add(-1)
+		}
+	})
+}
+
+// startCallers starts n callers that each warm up and wait at a barrier
+// until all have; then begin runs once, the barrier opens and each caller
+// runs body with its index. It returns when every body has returned.
+func startCallers(n int, warm, begin func(), body func(w int)) {
 	var (
-		next  atomic.Int64
 		wg    sync.WaitGroup
 		ready sync.WaitGroup
 		gate  = make(chan struct{})
 	)
-	for w := range callers {
+	for w := range n {
 		wg.Add(1)
 		ready.Add(1)
 		go func() {
@@ -92,26 +116,11 @@ func runBurst(ctx context.Context, spec Spec, rec *Recorder, warm func(), send f
 			warm()
 			ready.Done()
 			<-gate
-			if spec.Ramp > 0 {
-				at := rec.Start.Add(time.Duration(int64(spec.Ramp) * int64(w) / int64(callers)))
-				if !sleepUntil(ctx, at) {
-					return
-				}
-			}
-			for ctx.Err() == nil {
-				k := next.Add(1) - 1
-				if k >= total {
-					return
-				}
-				rec.Sent.Add(1)
-				rec.InFlight.Add(1)
-				send(int(k%int64(spec.Users)), time.Now())
-				rec.InFlight.Add(-1)
-			}
+			body(w)
 		}()
 	}
 	ready.Wait()
-	rec.begin()
+	begin()
 	close(gate)
 	wg.Wait()
 }
@@ -156,38 +165,26 @@ func runOpen(ctx context.Context, spec Spec, rec *Recorder, send func(user int, 
 // sends its next request when the previous one is answered.
 func runClosed(ctx context.Context, spec Spec, rec *Recorder, warm func(), send func(user int, sent time.Time)) {
 	var (
-		next  atomic.Int64
-		wg    sync.WaitGroup
-		ready sync.WaitGroup
-		gate  = make(chan struct{})
-		end   time.Time
+		next atomic.Int64
+		end  time.Time // set by begin, read after the barrier opens
 	)
-	for range spec.Concurrency {
-		wg.Add(1)
-		ready.Add(1)
-		go func() {
-			defer wg.Done()
-			warm()
-			ready.Done()
-			<-gate
-			for ctx.Err() == nil {
-				now := time.Now()
-				if !now.Before(end) {
-					return
-				}
-				k := next.Add(1) - 1
-				rec.Sent.Add(1)
-				rec.InFlight.Add(1)
-				send(int(k%int64(spec.Users)), now)
-				rec.InFlight.Add(-1)
-			}
-		}()
+	begin := func() {
+		rec.begin()
+		end = rec.Start.Add(spec.Duration)
 	}
-	ready.Wait()
-	rec.begin()
-	end = rec.Start.Add(spec.Duration)
-	close(gate)
-	wg.Wait()
+	startCallers(spec.Concurrency, warm, begin, func(int) {
+		for ctx.Err() == nil {
+			now := time.Now()
+			if !now.Before(end) {
+				return
+			}
+			k := next.Add(1) - 1
+			rec.Sent.Add(1)
+			rec.InFlight.Add(1)
+			send(int(k%int64(spec.Users)), now)
+			rec.InFlight.Add(-1)
+		}
+	})
 }
 
 // sleepUntil waits until t; it reports false when ctx ended first.
