@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,58 +44,37 @@ type dashEnv struct {
 
 func newDashEnv(t *testing.T) *dashEnv {
 	t.Helper()
-	vars := map[string]string{
-		"SECKILL_ENV":              "dev",
-		"SECKILL_DATABASE_URL":     storetest.NewDSN(t),
-		"SECKILL_REDIS_URL":        testenv.RedisURL(t, testenv.RedisDBDashboard),
-		"SECKILL_SHUTDOWN_TIMEOUT": "5s",
-		"SECKILL_LOG_LEVEL":        "warn",
-		"SECKILL_REDIS_TIMEOUT":    "10s", // a shared, loaded machine: a slow answer is no fault here
-		"SECKILL_USER_RATE":        "0",
-		"SECKILL_ADMIN_USER":       dashAdmin,
-		"SECKILL_ADMIN_PASSWORD":   dashPassword,
-	}
+	vars := testenv.ServerVars(storetest.NewDSN(t), testenv.RedisURL(t, testenv.RedisDBDashboard))
+	vars["SECKILL_USER_RATE"] = "0"
+	vars["SECKILL_ADMIN_USER"] = dashAdmin
+	vars["SECKILL_ADMIN_PASSWORD"] = dashPassword
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	logger := slog.New(slog.NewTextHandler(dashLog{t}, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	a, err := app.New(ctx, cfg, logger)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if err := a.Redis.FlushDB(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.EnsureConfiguredAdmin(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Admitter.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(a.Handler(nil))
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		if err := a.RunWorker(ctx); err != nil {
-			t.Errorf("worker: %v", err)
+	a, srv := testenv.StartServer(t, func(ctx context.Context) (*app.App, error) {
+		a, err := app.New(ctx, cfg, logger)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	go func() { defer wg.Done(); _ = a.RunDashboard(ctx) }()
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		cancel()
-		wg.Wait()
-		a.Close()
+		for _, step := range []func(context.Context) error{
+			func(ctx context.Context) error { return a.Redis.FlushDB(ctx).Err() },
+			a.EnsureConfiguredAdmin, a.Admitter.Start,
+		} {
+			if err := step(ctx); err != nil {
+				a.Close()
+				return nil, err
+			}
+		}
+		return a, nil
 	})
+	srv.StartWorker()
+	srv.Go(func(ctx context.Context) { _ = a.RunDashboard(ctx) })
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar, Timeout: 10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &dashEnv{t: t, app: a, srv: srv, ctx: ctx, client: client}
+	return &dashEnv{t: t, app: a, srv: srv.HTTP, ctx: srv.Ctx, client: client}
 }
 
 // dashLog sends logs to the test's log, so they show only on failure.

@@ -70,12 +70,19 @@ func StartServer[A App](tb testing.TB, build func(ctx context.Context) (A, error
 // the first do nothing.
 func (s *Server) StartWorker() {
 	s.once.Do(func() {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			if err := s.run(s.Ctx); err != nil {
+		s.Go(func(ctx context.Context) {
+			if err := s.run(ctx); err != nil {
 				s.tb.Errorf("worker: %v", err)
 			}
-		}()
+		})
 	})
+}
+
+// Go runs f with the App's context; cleanup waits for it to return.
+func (s *Server) Go(f func(ctx context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f(s.Ctx)
+	}()
 }
