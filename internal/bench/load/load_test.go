@@ -54,14 +54,23 @@ func TestOpenModelRate(t *testing.T) {
 		}
 		// The arrivals span the duration less one interval. A request never
 		// leaves before its planned time, so a scheduler that bunches the
-		// load fails; on a busy shared machine (or under the race detector)
-		// sends and arrivals run late, so the upper bound is loose.
+		// load fails, whatever else runs on the machine: the first send may
+		// be late by as much as the generator reports. The upper bound holds
+		// only when the generator kept its schedule; on a machine too busy
+		// for that (it reports how late it sent), the requests pile up in
+		// the client and the server, and only the counts above are checked.
 		arrivals := f.Arrivals()
 		first, last := arrivals[0], arrivals[len(arrivals)-1]
 		span := last.Sub(first)
 		ideal := tc.duration - time.Duration(float64(time.Second)/tc.rate)
-		if span < ideal-50*time.Millisecond || span > ideal+2*time.Second {
+		late := time.Duration(rec.MaxLate.Load())
+		if span < ideal-late-50*time.Millisecond {
+			t.Errorf("rate %v: arrivals span %v, want about %v: bunched", tc.rate, span, ideal)
+		}
+		if late < 100*time.Millisecond && span > ideal+2*time.Second {
 			t.Errorf("rate %v: arrivals span %v, want about %v", tc.rate, span, ideal)
+		} else if late >= 100*time.Millisecond {
+			t.Logf("rate %v: the machine is too busy for the schedule (sends up to %v late); arrivals span %v", tc.rate, late, span)
 		}
 		// Every latency includes the server's 20 ms: it is measured from
 		// the planned time, never from a later actual send.
