@@ -17,6 +17,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"seckill/graph/model"
+	"seckill/internal/obs"
 )
 
 // The purchase fast path.
@@ -123,6 +124,7 @@ func (p *purchasePath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.onServe != nil {
 		p.onServe()
 	}
+	obs.SetOperation(r.Context(), "seckill")
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(p.execute(r.Context(), plan, voucherID))
 }

@@ -180,6 +180,7 @@ func NewHandler(svc Service, tokens TokenParser, opts Options) http.Handler {
 	}
 	srv.Use(extension.FixedComplexityLimit(opts.ComplexityLimit))
 	srv.Use(operationLimits{maxDepth: opts.MaxDepth, introspection: opts.Introspection})
+	srv.AroundOperations(nameOperation)
 	srv.SetRecoverFunc(recoverFunc(log))
 	srv.SetErrorPresenter(presentError(log))
 

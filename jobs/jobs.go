@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/trace"
 
+	"seckill/internal/obs"
 	"seckill/internal/seckill"
 )
 
@@ -140,13 +142,19 @@ func NewEnqueuer(client *asynq.Client, maxBatch int, logger *slog.Logger) *Enque
 
 // EnqueuePersist hands adm to the next batch and returns at once: the
 // admission is pending in Redis already, and the reconciler requeues it if
-// this enqueue is lost.
-func (e *Enqueuer) EnqueuePersist(_ context.Context, adm seckill.Admission) error {
+// this enqueue is lost. The trace context of ctx (the purchase request)
+// travels with the admission in the task payload; see tracing.go.
+func (e *Enqueuer) EnqueuePersist(ctx context.Context, adm seckill.Admission) error {
+	if adm.Trace == "" {
+		adm.Trace = obs.TraceParent(ctx)
+	}
 	e.coalescer.Submit(adm)
 	return nil
 }
 
 func (e *Enqueuer) enqueueBatch(ctx context.Context, adms []seckill.Admission) error {
+	ctx, span := startBatchSpan(ctx, "enqueue "+TypeOrderPersistBatch, trace.SpanKindProducer, adms)
+	defer span.End()
 	task, err := NewOrderPersistBatchTask(adms)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -154,7 +162,8 @@ func (e *Enqueuer) enqueueBatch(ctx context.Context, adms []seckill.Admission) e
 		_, err = e.client.EnqueueContext(ctx, task)
 	}
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		e.logger.Warn("enqueue admissions; the reconciler will requeue them", "count", len(adms), "first_order_id", adms[0].OrderID, "err", err)
+		endWithError(span, err)
+		e.logger.WarnContext(ctx, "enqueue admissions; the reconciler will requeue them", "count", len(adms), "first_order_id", adms[0].OrderID, "err", err)
 		return err
 	}
 	return nil

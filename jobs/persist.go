@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/trace"
+
+	"seckill/internal/seckill"
 )
 
 // PersistHandler persists admissions from both task types through one
@@ -28,7 +31,10 @@ func (h *PersistHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		if err != nil {
 			return err
 		}
+		ctx, span := startBatchSpan(ctx, TypeOrderPersist, trace.SpanKindConsumer, []seckill.Admission{adm})
+		defer span.End()
 		if err := h.coalescer.Do(ctx, adm); err != nil {
+			endWithError(span, err)
 			return fmt.Errorf("persist order %d: %w", adm.OrderID, err)
 		}
 	case TypeOrderPersistBatch:
@@ -36,7 +42,10 @@ func (h *PersistHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		if err != nil {
 			return err
 		}
+		ctx, span := startBatchSpan(ctx, TypeOrderPersistBatch, trace.SpanKindConsumer, adms)
+		defer span.End()
 		if err := h.coalescer.Do(ctx, adms...); err != nil {
+			endWithError(span, err)
 			return fmt.Errorf("persist %d orders from %d: %w", len(adms), adms[0].OrderID, err)
 		}
 	default:

@@ -72,7 +72,7 @@ func (h *Handler) requireSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, err := h.sessionAdmin(r)
 		if err != nil {
-			h.logger.Error("read session", "err", err)
+			h.logger.ErrorContext(r.Context(), "read session", "err", err)
 			http.Error(w, "internal error", http.StatusInternalServerError)
 			return
 		}
@@ -131,14 +131,14 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 
 	wait, slow, err := h.limiter.AllowLogin(ctx, ip, user)
 	if err != nil {
-		h.logger.Error("login rate limit", "err", err)
+		h.logger.ErrorContext(r.Context(), "login rate limit", "err", err)
 		page.Error = "Signing in is unavailable right now; try again in a moment."
 		h.render(w, r, http.StatusServiceUnavailable, views.Login(page))
 		return
 	}
 	if wait > 0 {
 		secs := int(math.Ceil(wait.Seconds()))
-		h.logger.Warn("login rate limited", "ip", ip, "user", user)
+		h.logger.WarnContext(r.Context(), "login rate limited", "ip", ip, "user", user)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		page.Error = "Too many sign-in attempts from your address. Try again in " + strconv.Itoa(secs) + " s."
 		h.render(w, r, http.StatusTooManyRequests, views.Login(page))
@@ -158,9 +158,9 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	a, err := h.cfg.Sessions.AuthenticateAdmin(ctx, user, password)
 	if seckill.ErrorCode(err) == seckill.EUNAUTHENTICATED {
-		h.logger.Warn("login failed", "ip", ip, "user", user, "slowed", slow)
+		h.logger.WarnContext(r.Context(), "login failed", "ip", ip, "user", user, "slowed", slow)
 		if err := h.limiter.LoginFailed(ctx, user); err != nil {
-			h.logger.Error("count login failure", "err", err)
+			h.logger.ErrorContext(r.Context(), "count login failure", "err", err)
 		}
 		page.Error = "Wrong user name or password."
 		h.render(w, r, http.StatusUnauthorized, views.Login(page))
@@ -172,7 +172,7 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
 		if err := h.cfg.Sessions.DeleteAdminSession(ctx, c.Value); err != nil {
-			h.logger.Warn("end previous session", "err", err)
+			h.logger.WarnContext(r.Context(), "end previous session", "err", err)
 		}
 	}
 	token, expires, err := h.cfg.Sessions.CreateAdminSession(ctx, a.ID, h.cfg.SessionTTL)
@@ -182,7 +182,7 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.setSessionCookie(w, r, token, expires)
-	h.logger.Info("admin signed in", "admin", a.Name, "ip", ip)
+	h.logger.InfoContext(r.Context(), "admin signed in", "admin", a.Name, "ip", ip)
 	http.Redirect(w, r, page.Next, http.StatusSeeOther)
 }
 
@@ -191,7 +191,7 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
 		if err := h.cfg.Sessions.DeleteAdminSession(r.Context(), c.Value); err != nil {
-			h.logger.Error("end session", "err", err)
+			h.logger.ErrorContext(r.Context(), "end session", "err", err)
 			http.Error(w, "internal error", http.StatusInternalServerError)
 			return
 		}

@@ -9,6 +9,13 @@ import (
 	"seckill/web/views"
 )
 
+// Balance runs a campaign's consistency check, the one its page shows, for
+// a caller outside the dashboard (the app's consistency metrics).
+func (h *Handler) Balance(ctx context.Context, voucherID int64) (views.Balance, error) {
+	b, _, _, err := h.balance(ctx, voucherID)
+	return b, err
+}
+
 // balanceReads is how often the consistency check reads again before it
 // reports that the equation does not hold.
 const balanceReads = 3
@@ -35,7 +42,7 @@ func (h *Handler) balance(ctx context.Context, id int64) (views.Balance, seckill
 		}
 		live, err := h.cfg.Live.LiveCounts(ctx, []int64{id})
 		if err != nil {
-			h.logger.Error("read live counts", "voucher_id", id, "err", err)
+			h.logger.ErrorContext(ctx, "read live counts", "voucher_id", id, "err", err)
 			live = nil
 		}
 		lc = live[id]

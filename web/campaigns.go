@@ -96,7 +96,7 @@ func (h *Handler) campaignsLive(ctx context.Context, before int64) (views.Campai
 func (h *Handler) liveCounts(ctx context.Context, ids []int64) map[int64]seckill.LiveCounts {
 	live, err := h.cfg.Live.LiveCounts(ctx, ids)
 	if err != nil {
-		h.logger.Error("read live counts", "err", err)
+		h.logger.ErrorContext(ctx, "read live counts", "err", err)
 		return map[int64]seckill.LiveCounts{}
 	}
 	return live

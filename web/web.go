@@ -226,7 +226,7 @@ func setCommonHeaders(hdr http.Header) {
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
-		h.logger.Error("render page", "path", r.URL.Path, "err", err)
+		h.logger.ErrorContext(r.Context(), "render page", "path", r.URL.Path, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -258,7 +258,7 @@ func statusOf(err error) int {
 // once here and shown as "internal error".
 func (h *Handler) messageOf(r *http.Request, err error) string {
 	if seckill.ErrorCode(err) == seckill.EINTERNAL {
-		h.logger.Error("dashboard request", "method", r.Method, "path", r.URL.Path, "err", err)
+		h.logger.ErrorContext(r.Context(), "dashboard request", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	return seckill.ErrorMessage(err)
 }

@@ -527,7 +527,7 @@ func (a *Admitter) Release(ctx context.Context, adm seckill.Admission, keepBuyer
 func (a *Admitter) stockReturned(ctx context.Context, voucherID int64) {
 	a.local.invalidate(voucherID)
 	if err := a.rdb.Publish(context.WithoutCancel(ctx), a.keys.stockReturned(), voucherID).Err(); err != nil {
-		a.logger.Warn("publish stock_returned; other processes catch up after the sold-out TTL",
+		a.logger.WarnContext(ctx, "publish stock_returned; other processes catch up after the sold-out TTL",
 			"voucher_id", voucherID, "err", err)
 	}
 }
@@ -549,7 +549,7 @@ func (a *Admitter) Stale(ctx context.Context, age time.Duration, limit int) ([]s
 	for iter.Next(ctx) {
 		id, err := strconv.ParseInt(iter.Val(), 10, 64)
 		if err != nil || !validVoucherID(id) {
-			a.logger.Warn("bad member of the campaigns set", "member", iter.Val())
+			a.logger.WarnContext(ctx, "bad member of the campaigns set", "member", iter.Val())
 			continue
 		}
 		ids = append(ids, id)
@@ -583,7 +583,7 @@ func (a *Admitter) Stale(ctx context.Context, age time.Duration, limit int) ([]s
 			member, _ := z.Member.(string)
 			seq, err := strconv.ParseInt(member, 10, 64)
 			if err != nil {
-				a.logger.Warn("bad member of pending_at", "voucher_id", ids[i], "member", z.Member)
+				a.logger.WarnContext(ctx, "bad member of pending_at", "voucher_id", ids[i], "member", z.Member)
 				continue
 			}
 			cands = append(cands, candidate{voucherID: ids[i], seq: seq, ms: z.Score})
@@ -617,7 +617,7 @@ func (a *Admitter) Stale(ctx context.Context, age time.Duration, limit int) ([]s
 		}
 		adm, err := parsePending(c.voucherID, c.seq, v)
 		if err != nil {
-			a.logger.Warn("skip malformed pending admission", "voucher_id", c.voucherID, "err", err)
+			a.logger.WarnContext(ctx, "skip malformed pending admission", "voucher_id", c.voucherID, "err", err)
 			continue
 		}
 		out = append(out, *adm)

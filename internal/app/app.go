@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"seckill/internal/admission"
 	"seckill/internal/auth"
 	"seckill/internal/config"
+	"seckill/internal/obs"
 	"seckill/internal/sampler"
 	"seckill/internal/seckill"
 	"seckill/internal/store"
@@ -38,19 +40,25 @@ type App struct {
 	Tokens   *auth.Tokens
 	Service  *seckill.Service
 
-	redisOpt  asynq.RedisConnOpt
-	outcomes  *sampler.OutcomeCounter // per-campaign outcomes for the dashboard
-	dashboard *dashboard
+	redisOpt      asynq.RedisConnOpt
+	traceShutdown func(context.Context) error // nil: no tracer provider of ours
+	outcomes      *sampler.OutcomeCounter     // per-campaign outcomes for the dashboard
+	dashboard     *dashboard
 }
 
 // NewLogger returns the process logger: JSON in production, text in
-// development, at the configured level.
+// development, at the configured level. Records logged with a context get
+// its request_id and trace_id (obs.LogHandler).
 func NewLogger(cfg *config.Config) *slog.Logger {
+	return newLogger(cfg, os.Stderr)
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+		return slog.New(obs.NewLogHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	return slog.New(obs.NewLogHandler(slog.NewJSONHandler(w, opts)))
 }
 
 // New connects to Postgres and Redis, loads the Lua scripts and builds the
@@ -60,8 +68,14 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
+	shutdown, err := startTracing(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.traceShutdown = shutdown
 	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
 	if err != nil {
+		a.Close()
 		return nil, err
 	}
 	a.DB = db
@@ -92,6 +106,10 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	}
 	a.redisOpt = asynq.RedisClientOpt{Addr: ropt.Addr, Username: ropt.Username, Password: ropt.Password,
 		DB: ropt.DB, TLSConfig: ropt.TLSConfig, PoolSize: ropt.PoolSize}
+	if err := a.instrument(); err != nil {
+		a.Close()
+		return nil, err
+	}
 
 	a.Store = store.New(db)
 	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger})
@@ -104,7 +122,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.Enqueuer = jobs.NewEnqueuer(a.Queue, cfg.BatchSize, logger)
 	a.Tokens = auth.NewTokens([]byte(cfg.JWTSecret), cfg.JWTIssuer)
 	a.Service = &seckill.Service{
-		Store:    a.Metrics.wrapStore(a.Store),
+		Store:    traceStore{a.Metrics.wrapStore(a.Store)},
 		Admitter: a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes}),
 		Queue:    a.Enqueuer,
 		Bus:      a.Bus,
@@ -115,6 +133,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		CampaignAdmitter: a.Admitter,
 	}
 	a.dashboard = a.newDashboard()
+	a.registerCollectors()
 	return a, nil
 }
 
@@ -132,6 +151,7 @@ func (a *App) Close() {
 	if a.DB != nil {
 		_ = a.DB.Close()
 	}
+	a.stopTracing()
 }
 
 // RunWorker runs the Asynq workers until ctx ends, then stops them: tasks in
@@ -139,7 +159,7 @@ func (a *App) Close() {
 // to the queue (and their admissions stay pending in Redis), so none is lost.
 func (a *App) RunWorker(ctx context.Context) error {
 	outage := newOutageLog(a.Logger, "persist orders")
-	persist := func(ctx context.Context, adms []seckill.Admission) error {
+	persist := tracePersist(func(ctx context.Context, adms []seckill.Admission) error {
 		ctx, cancel := context.WithTimeout(ctx, 25*time.Second)
 		defer cancel()
 		err := a.Service.PersistAdmissions(ctx, adms)
@@ -149,7 +169,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 			outage.ok(ctx)
 		}
 		return err
-	}
+	})
 	// The batch being written is not any one task's: it must outlive a
 	// task that gives up (its store writes are idempotent anyway).
 	coalescer := jobs.NewCoalescer(context.WithoutCancel(ctx), persist, a.Config.BatchSize, a.Config.PersistWriters)
@@ -209,12 +229,12 @@ func (a *App) RunReconciler(ctx context.Context) {
 func (a *App) reconcileOnce(ctx context.Context) {
 	n, err := a.Service.RestoreCampaigns(ctx)
 	if err != nil && ctx.Err() == nil {
-		a.Logger.Error("restore campaigns", "err", err)
+		a.Logger.ErrorContext(ctx, "restore campaigns", "err", err)
 	}
 	a.Metrics.Rewarmed.Add(float64(n))
 	if n, err := a.Service.Reconcile(ctx, a.Config.ReconcileAfter, 1000); err != nil {
 		if ctx.Err() == nil {
-			a.Logger.Error("reconcile admissions", "err", err)
+			a.Logger.ErrorContext(ctx, "reconcile admissions", "err", err)
 		}
 	} else {
 		a.Metrics.Reconciled.Add(float64(n))

@@ -18,7 +18,8 @@ import (
 )
 
 // Handler returns the HTTP API: /graphql, /playground (when enabled),
-// /healthz, /readyz and /metrics, and the dashboard under /admin.
+// /healthz, /readyz and /metrics, and the dashboard under /admin; every
+// request gets an id, a span and its request metrics (observe).
 func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
 	gql := graph.NewHandler(a.Service, a.Tokens, graph.Options{
@@ -53,7 +54,7 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
 	a.mountDashboard(mux)
-	return mux
+	return a.observe(mux)
 }
 
 // shed answers 503 at once when more than MaxInFlight requests are being

@@ -22,6 +22,9 @@ type Metrics struct {
 	Reconciled       prometheus.Counter
 	Rewarmed         prometheus.Counter
 	Overloaded       prometheus.Counter
+
+	http        *requestMetrics
+	consistency *consistencyMetrics
 }
 
 // NewMetrics registers seckill's series (and the Go and process collectors)
@@ -66,7 +69,10 @@ func NewMetrics() *Metrics {
 	}
 	m.Registry.MustRegister(m.Purchases, m.PurchaseDuration, m.OrdersPersisted, m.OrdersFailed, m.BatchSize,
 		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Overloaded,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
+		buildInfo())
+	m.http = newRequestMetrics(m.Registry, operationAllowlist())
+	m.consistency = newConsistencyMetrics(m.Registry)
 	return m
 }
 

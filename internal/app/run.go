@@ -57,6 +57,8 @@ func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, withWor
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = a.RunDashboard(workerCtx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); a.RunConsistencyCheck(workerCtx) }()
 
 	httpErr := a.RunHTTP(ctx, ln)
 	stopWorker()

@@ -23,6 +23,7 @@ type dashboard struct {
 	handler  *web.Handler
 	sampler  *sampler.Sampler
 	outcomes *sampler.OutcomeCounter
+	queues   *jobs.QueueStats // also read by the queue metrics
 }
 
 // newDashboard builds the dashboard on the app's connections. The Asynq
@@ -31,7 +32,7 @@ type dashboard struct {
 func (a *App) newDashboard() *dashboard {
 	inspector := asynq.NewInspectorFromRedisClient(a.Redis)
 	queues := jobs.NewQueueStats(inspector, []string{jobs.QueueOrders}, jobs.DefaultQueueTTL)
-	d := &dashboard{outcomes: a.outcomes}
+	d := &dashboard{outcomes: a.outcomes, queues: queues}
 	d.sampler = sampler.New(sampler.Config{
 		Campaigns: a.Store, Live: a.Admitter, Queues: queues, Outcomes: a.outcomes, Logger: a.Logger.With("component", "sampler"),
 	})

@@ -55,6 +55,13 @@ type Config struct {
 
 	PprofAddr string // empty: no profiling endpoint
 
+	// Tracing is on when an OTLP endpoint is configured: traces go there
+	// over OTLP/HTTP. The exporter reads its other OTEL_EXPORTER_OTLP_*
+	// settings (headers, timeout, ...) itself, and the SDK reads
+	// OTEL_TRACES_SAMPLER and OTEL_RESOURCE_ATTRIBUTES.
+	OTLPEndpoint    string // empty: tracing off (a no-op tracer)
+	OTelServiceName string
+
 	// Warnings are non-fatal remarks to log once at start.
 	Warnings []string
 }
@@ -147,6 +154,7 @@ func Load(getenv func(string) string) (*Config, error) {
 			p.errf("SECKILL_PPROF_ADDR must be a loopback address such as 127.0.0.1:6060, not %q", c.PprofAddr)
 		}
 	}
+	c.OTLPEndpoint, c.OTelServiceName = p.otel()
 	if (c.AdminUser == "") != (c.AdminPassword == "") {
 		p.errf("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together")
 	}
@@ -154,6 +162,31 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, fmt.Errorf("configuration:\n%w", err)
 	}
 	return c, nil
+}
+
+// otel reads OpenTelemetry's standard variables that decide whether seckill
+// traces and under which service name.
+func (p *parser) otel() (endpoint, service string) {
+	service = p.str("OTEL_SERVICE_NAME", "seckill")
+	if disabled, _ := strconv.ParseBool(p.getenv("OTEL_SDK_DISABLED")); disabled {
+		return "", service
+	}
+	for _, key := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if v := p.getenv(key); v != "" && v != "http/protobuf" {
+			p.errf("%s must be http/protobuf (seckill exports traces over OTLP/HTTP), not %q", key, v)
+		}
+	}
+	for _, key := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		v := p.getenv(key)
+		if v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.errf("%s must be an http:// or https:// URL such as http://127.0.0.1:4318, not %q", key, v)
+		}
+		return v, service
+	}
+	return "", service
 }
 
 type parser struct {

@@ -42,6 +42,8 @@ func TestLoadErrors(t *testing.T) {
 		{"public pprof", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PPROF_ADDR": ":6060"}, "SECKILL_PPROF_ADDR must be a loopback"},
 		{"admin pair", map[string]string{"SECKILL_ENV": "dev", "SECKILL_ADMIN_USER": "root"}, "go together"},
 		{"bad log level", map[string]string{"SECKILL_ENV": "dev", "SECKILL_LOG_LEVEL": "loud"}, "SECKILL_LOG_LEVEL"},
+		{"otlp endpoint not a url", map[string]string{"SECKILL_ENV": "dev", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT must be an http"},
+		{"otlp grpc", map[string]string{"SECKILL_ENV": "dev", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,5 +81,33 @@ func TestLoadProd(t *testing.T) {
 	}
 	if len(c.AllowedOrigins) != 2 || c.AllowedOrigins[1] != "https://admin.example" {
 		t.Fatalf("origins = %q", c.AllowedOrigins)
+	}
+}
+
+func TestLoadTracing(t *testing.T) {
+	tests := []struct {
+		name        string
+		env         map[string]string
+		endpoint    string
+		serviceName string
+	}{
+		{"off by default", map[string]string{}, "", "seckill"},
+		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, "http://127.0.0.1:4318", "seckill"},
+		{"traces endpoint wins", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4318",
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://b:4318/v1/traces"}, "https://b:4318/v1/traces", "seckill"},
+		{"sdk disabled", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"}, "", "seckill"},
+		{"service name", map[string]string{"OTEL_SERVICE_NAME": "shop-seckill"}, "", "shop-seckill"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.env["SECKILL_ENV"] = "dev"
+			c, err := Load(env(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.OTLPEndpoint != tt.endpoint || c.OTelServiceName != tt.serviceName {
+				t.Fatalf("endpoint %q service %q, want %q %q", c.OTLPEndpoint, c.OTelServiceName, tt.endpoint, tt.serviceName)
+			}
+		})
 	}
 }

@@ -155,7 +155,7 @@ func (s *Service) audit(ctx context.Context, u *User, voucherID int64, action, d
 	}
 	e := AuditEntry{VoucherID: voucherID, Actor: actorName(u), Action: action, Detail: detail}
 	if err := s.Campaigns.AddAudit(context.WithoutCancel(ctx), e); err != nil {
-		s.Logger.Error("record audit entry", "voucher_id", voucherID, "action", action, "err", err)
+		s.Logger.ErrorContext(ctx, "record audit entry", "voucher_id", voucherID, "action", action, "err", err)
 	}
 }
 
@@ -339,10 +339,10 @@ func (s *Service) manage(ctx context.Context, voucherID int64, action string,
 	switch {
 	case err == nil:
 	case ErrorCode(err) == ENOTFOUND:
-		s.Logger.Warn("admission does not hold the campaign; it takes the change when warmed",
+		s.Logger.WarnContext(ctx, "admission does not hold the campaign; it takes the change when warmed",
 			"voucher_id", voucherID, "action", action)
 	default:
-		s.Logger.Error("admission did not take a campaign change; undoing it in Postgres",
+		s.Logger.ErrorContext(ctx, "admission did not take a campaign change; undoing it in Postgres",
 			"voucher_id", voucherID, "action", action, "err", err)
 		s.revert(ctx, u, &before, after, action)
 		return nil, Errorf(EUNAVAILABLE, "admission is unavailable, so nothing was changed; try again")
@@ -380,6 +380,6 @@ func (s *Service) revert(ctx context.Context, u *User, before, after *Voucher, a
 	if err != nil {
 		// Postgres and admission disagree until an operator repeats the
 		// action; the dashboard's consistency panel shows it.
-		s.Logger.Error("undo campaign change", "voucher_id", before.ID, "action", action, "err", err)
+		s.Logger.ErrorContext(ctx, "undo campaign change", "voucher_id", before.ID, "action", action, "err", err)
 	}
 }

@@ -98,6 +98,10 @@ type Admission struct {
 	VoucherID  int64     `json:"voucher_id"`
 	UserID     int64     `json:"user_id"`
 	AdmittedAt time.Time `json:"admitted_at"`
+	// Trace is the W3C trace context (traceparent) of the request that
+	// admitted it, carried in the persistence task so that the write links
+	// back to that request's trace; empty when tracing is off. Opaque here.
+	Trace string `json:"trace,omitempty"`
 }
 
 // PurchaseResult is what a buyer is told.

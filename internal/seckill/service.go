@@ -78,7 +78,7 @@ func (s *Service) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (
 		// A campaign that Redis does not know cannot be sold; undo it so the
 		// admin can simply try again.
 		if derr := s.Store.DeleteVoucher(context.WithoutCancel(ctx), v.ID); derr != nil {
-			s.Logger.Error("undo voucher after failed warm", "voucher_id", v.ID, "err", derr)
+			s.Logger.ErrorContext(ctx, "undo voucher after failed warm", "voucher_id", v.ID, "err", derr)
 		}
 		return nil, fmt.Errorf("warm campaign %d: %w", v.ID, err)
 	}
@@ -182,7 +182,7 @@ func (s *Service) Purchase(ctx context.Context, voucherID int64) (PurchaseResult
 	// the process dies now) the reconciler enqueues it later, so the buyer
 	// is told the truth either way.
 	if err := s.Queue.EnqueuePersist(context.WithoutCancel(ctx), adm); err != nil {
-		s.Logger.Warn("enqueue admission; the reconciler will retry", "order_id", adm.OrderID, "err", err)
+		s.Logger.WarnContext(ctx, "enqueue admission; the reconciler will retry", "order_id", adm.OrderID, "err", err)
 	}
 	return PurchaseResult{Outcome: OutcomeAccepted, OrderID: adm.OrderID}, nil
 }
@@ -336,7 +336,7 @@ func (s *Service) PersistAdmissions(ctx context.Context, adms []Admission) error
 				errs = append(errs, fmt.Errorf("release order %d: %w", o.Admission.OrderID, err))
 				continue
 			}
-			s.Logger.Warn("order failed", "order_id", o.Admission.OrderID, "voucher_id", o.Admission.VoucherID, "reason", o.Reason)
+			s.Logger.WarnContext(ctx, "order failed", "order_id", o.Admission.OrderID, "voucher_id", o.Admission.VoucherID, "reason", o.Reason)
 			events = append(events, StatusEvent{OrderID: o.Admission.OrderID, Status: OrderFailed, At: s.now(), Reason: o.Reason})
 		}
 	}
@@ -351,7 +351,7 @@ func (s *Service) publish(ctx context.Context, evs ...StatusEvent) {
 	if err := s.Bus.Publish(ctx, evs...); err != nil {
 		// Subscribers read the current state when they start, and the
 		// status is in Postgres: a lost event delays nobody for long.
-		s.Logger.Warn("publish order status", "count", len(evs), "err", err)
+		s.Logger.WarnContext(ctx, "publish order status", "count", len(evs), "err", err)
 	}
 }
 
@@ -371,7 +371,7 @@ func (s *Service) Reconcile(ctx context.Context, age time.Duration, limit int) (
 		n++
 	}
 	if n > 0 {
-		s.Logger.Info("re-enqueued stale admissions", "count", n)
+		s.Logger.InfoContext(ctx, "re-enqueued stale admissions", "count", n)
 	}
 	return n, nil
 }

@@ -1,0 +1,234 @@
+package app
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"seckill/internal/seckill"
+	"seckill/jobs"
+	"seckill/web/views"
+)
+
+// buildInfo is seckill_build_info: always 1, labelled with the build.
+func buildInfo() prometheus.Collector {
+	revision := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "seckill_build_info", Help: "Always 1; its labels describe the running build.",
+		ConstLabels: prometheus.Labels{"version": buildVersion(), "revision": revision, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
+}
+
+// registerCollectors adds the series read from the app's connections at
+// scrape time: the Postgres pool (go_sql_*), the Redis pool, the Asynq
+// queues, and whether Postgres and Redis answer.
+func (a *App) registerCollectors() {
+	a.Metrics.Registry.MustRegister(
+		collectors.NewDBStatsCollector(a.DB.DB, "seckill"),
+		redisPoolCollector{a},
+		queueCollector{a.dashboard.queues},
+		&dependencyCollector{a: a},
+	)
+}
+
+var (
+	redisPoolDesc = map[string]*prometheus.Desc{
+		"hits":     prometheus.NewDesc("seckill_redis_pool_hits_total", "Times a free connection was found in the Redis pool.", nil, nil),
+		"misses":   prometheus.NewDesc("seckill_redis_pool_misses_total", "Times no free connection was found in the Redis pool.", nil, nil),
+		"timeouts": prometheus.NewDesc("seckill_redis_pool_timeouts_total", "Times a wait for a Redis pool connection timed out.", nil, nil),
+		"conns":    prometheus.NewDesc("seckill_redis_pool_connections", "Connections in the Redis pool, by state (idle or in use).", []string{"state"}, nil),
+		"stale":    prometheus.NewDesc("seckill_redis_pool_stale_connections_total", "Stale connections removed from the Redis pool.", nil, nil),
+		"max":      prometheus.NewDesc("seckill_redis_pool_max_connections", "The Redis pool's size.", nil, nil),
+	}
+)
+
+// redisPoolCollector reads go-redis' pool statistics at scrape time.
+type redisPoolCollector struct{ a *App }
+
+func (c redisPoolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range redisPoolDesc {
+		ch <- d
+	}
+}
+
+func (c redisPoolCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.a.Redis.PoolStats()
+	counter := func(name string, v uint32) {
+		ch <- prometheus.MustNewConstMetric(redisPoolDesc[name], prometheus.CounterValue, float64(v))
+	}
+	counter("hits", s.Hits)
+	counter("misses", s.Misses)
+	counter("timeouts", s.Timeouts)
+	counter("stale", s.StaleConns)
+	ch <- prometheus.MustNewConstMetric(redisPoolDesc["conns"], prometheus.GaugeValue, float64(s.IdleConns), "idle")
+	ch <- prometheus.MustNewConstMetric(redisPoolDesc["conns"], prometheus.GaugeValue, float64(s.TotalConns-s.IdleConns), "in_use")
+	ch <- prometheus.MustNewConstMetric(redisPoolDesc["max"], prometheus.GaugeValue, float64(c.a.Redis.Options().PoolSize))
+}
+
+var (
+	queueTasksDesc = prometheus.NewDesc("seckill_queue_tasks",
+		"Asynq tasks by queue and state (pending, active, scheduled, retry, archived, completed, aggregating).",
+		[]string{"queue", "state"}, nil)
+	queueLatencyDesc = prometheus.NewDesc("seckill_queue_latency_seconds",
+		"Age of the oldest pending task of an Asynq queue: how far the workers are behind.", []string{"queue"}, nil)
+	queueProcessedDesc = prometheus.NewDesc("seckill_queue_processed_today",
+		"Tasks an Asynq queue processed today (UTC), failed ones included.", []string{"queue"}, nil)
+	queueFailedDesc = prometheus.NewDesc("seckill_queue_failed_today",
+		"Tasks of an Asynq queue that failed today (UTC).", []string{"queue"}, nil)
+	queueReadErrorsDesc = prometheus.NewDesc("seckill_queue_stats_up",
+		"1 when the Asynq queues could be read at the last scrape, 0 otherwise.", nil, nil)
+)
+
+// queueCollector reports the Asynq queues through the dashboard's cached
+// reader, so a scrape costs at most one inspection per DefaultQueueTTL.
+type queueCollector struct{ q *jobs.QueueStats }
+
+func (c queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{queueTasksDesc, queueLatencyDesc, queueProcessedDesc, queueFailedDesc, queueReadErrorsDesc} {
+		ch <- d
+	}
+}
+
+func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
+	info, _, err := c.q.Get()
+	up := 1.0
+	if err != nil {
+		up = 0
+	}
+	ch <- prometheus.MustNewConstMetric(queueReadErrorsDesc, prometheus.GaugeValue, up)
+	for _, q := range info {
+		for state, n := range map[string]int{"pending": q.Pending, "active": q.Active, "scheduled": q.Scheduled,
+			"retry": q.Retry, "archived": q.Archived, "completed": q.Completed, "aggregating": q.Aggregating} {
+			ch <- prometheus.MustNewConstMetric(queueTasksDesc, prometheus.GaugeValue, float64(n), q.Queue, state)
+		}
+		ch <- prometheus.MustNewConstMetric(queueLatencyDesc, prometheus.GaugeValue, q.Latency.Seconds(), q.Queue)
+		ch <- prometheus.MustNewConstMetric(queueProcessedDesc, prometheus.GaugeValue, float64(q.Processed), q.Queue)
+		ch <- prometheus.MustNewConstMetric(queueFailedDesc, prometheus.GaugeValue, float64(q.Failed), q.Queue)
+	}
+}
+
+var dependencyUpDesc = prometheus.NewDesc("seckill_dependency_up",
+	"1 when the dependency answered a ping at the last scrape, 0 otherwise.", []string{"dependency"}, nil)
+
+// dependencyPingTimeout bounds each ping a scrape makes.
+const dependencyPingTimeout = time.Second
+
+// dependencyCollector pings Postgres and Redis at scrape time, both at
+// once, so an unreachable one shows within one scrape.
+type dependencyCollector struct{ a *App }
+
+func (c *dependencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- dependencyUpDesc }
+
+func (c *dependencyCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), dependencyPingTimeout)
+	defer cancel()
+	var pg, rd error
+	var wg sync.WaitGroup
+	wg.Go(func() { pg = c.a.DB.PingContext(ctx) })
+	wg.Go(func() { rd = c.a.Redis.Ping(ctx).Err() })
+	wg.Wait()
+	for name, err := range map[string]error{"postgres": pg, "redis": rd} {
+		v := 1.0
+		if err != nil {
+			v = 0
+		}
+		ch <- prometheus.MustNewConstMetric(dependencyUpDesc, prometheus.GaugeValue, v, name)
+	}
+}
+
+// consistencyMetrics are the results of the last consistency check: the
+// dashboard's equation initial = remaining + queued + sold, for every
+// campaign live or ended within consistencyWindow.
+type consistencyMetrics struct {
+	campaigns *prometheus.GaugeVec
+	drift     prometheus.Gauge
+	lastCheck prometheus.Gauge
+}
+
+func newConsistencyMetrics(reg prometheus.Registerer) *consistencyMetrics {
+	m := &consistencyMetrics{
+		campaigns: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_consistency_campaigns",
+			Help: "Campaigns by the state of their Redis/Postgres balance at the last check (ok, settling, mismatch, unknown).",
+		}, []string{"state"}),
+		drift: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_consistency_drift_units",
+			Help: "Units by which Redis and Postgres disagree, summed over mismatched campaigns at the last check.",
+		}),
+		lastCheck: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_consistency_last_check_timestamp_seconds",
+			Help: "When the consistency check last completed (Unix time).",
+		}),
+	}
+	for _, s := range balanceStates {
+		m.campaigns.WithLabelValues(s)
+	}
+	reg.MustRegister(m.campaigns, m.drift, m.lastCheck)
+	return m
+}
+
+var balanceStates = []string{views.BalanceOK, views.BalanceSettling, views.BalanceMismatch, views.BalanceUnknown}
+
+// Consistency check timing: how often, and how long after its end a
+// campaign is still checked.
+const (
+	consistencyInterval = 30 * time.Second
+	consistencyWindow   = time.Hour
+)
+
+// RunConsistencyCheck checks every recent campaign's balance each
+// consistencyInterval until ctx ends, for the consistency metrics.
+func (a *App) RunConsistencyCheck(ctx context.Context) {
+	t := time.NewTicker(consistencyInterval)
+	defer t.Stop()
+	for {
+		if err := a.checkConsistency(ctx); err != nil && ctx.Err() == nil {
+			a.Logger.WarnContext(ctx, "consistency check", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (a *App) checkConsistency(ctx context.Context) error {
+	vs, err := a.Store.Campaigns(ctx, seckill.CampaignFilter{Limit: 1000, EndedAfter: time.Now().Add(-consistencyWindow)})
+	if err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	var drift int64
+	for _, v := range vs {
+		b, err := a.dashboard.handler.Balance(ctx, v.ID)
+		if err != nil {
+			return err
+		}
+		counts[b.State]++
+		if b.State == views.BalanceMismatch {
+			drift += max(b.Diff, -b.Diff, b.Orders-b.Sold, b.Sold-b.Orders)
+		}
+	}
+	m := a.Metrics.consistency
+	for _, s := range balanceStates {
+		m.campaigns.WithLabelValues(s).Set(float64(counts[s]))
+	}
+	m.drift.Set(float64(drift))
+	m.lastCheck.SetToCurrentTime()
+	return nil
+}

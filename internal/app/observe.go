@@ -1,0 +1,147 @@
+package app
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"seckill/graph"
+	"seckill/internal/obs"
+)
+
+// Labels of the request metrics whose value is not a route or an operation.
+const (
+	routeUnmatched = "unmatched" // no route of ours: 404 and 405
+	operationNone  = "none"      // not a GraphQL operation (or refused before one began)
+	operationOther = "other"     // a name outside the allowlist
+)
+
+// requestMetrics count and time HTTP requests by route (the mux's pattern),
+// GraphQL operation and status. Every label has few values: routes are the
+// patterns we register, operations come from an allowlist (the schema's
+// root fields), statuses are the codes our handlers write.
+type requestMetrics struct {
+	requests   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	operations map[string]bool
+}
+
+func newRequestMetrics(reg prometheus.Registerer, operations []string) *requestMetrics {
+	m := &requestMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_http_requests_total",
+			Help: "HTTP requests by route, GraphQL operation (root field) and status code.",
+		}, []string{"route", "operation", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "seckill_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route and GraphQL operation (WebSockets: the connection's life).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
+		}, []string{"route", "operation"}),
+		operations: map[string]bool{},
+	}
+	for _, op := range operations {
+		m.operations[op] = true
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+func (m *requestMetrics) operation(name string) string {
+	switch {
+	case name == "":
+		return operationNone
+	case m.operations[name]:
+		return name
+	}
+	return operationOther
+}
+
+func (m *requestMetrics) observe(route, operation string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, operation, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route, operation).Observe(d.Seconds())
+}
+
+// observe wraps the whole HTTP API: it gives every request an id (the
+// client's X-Request-Id when it is acceptable, a new one otherwise), echoes
+// it in the response, and puts it in the context for the logs; it runs the
+// request in a server span (joining the caller's trace when the installed
+// propagator finds one); and it counts the request in the request metrics.
+func (a *App) observe(next http.Handler) http.Handler {
+	tracer := obs.Tracer()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get(obs.RequestIDHeader)
+		if !obs.ValidRequestID(id) {
+			id = obs.NewRequestID()
+		}
+		w.Header().Set(obs.RequestIDHeader, id)
+		req := &obs.Request{ID: id}
+		ctx := obs.WithRequest(r.Context(), req)
+		ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(r.Header))
+		ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
+		sw := &statusWriter{ResponseWriter: w}
+		r = r.WithContext(ctx)
+		next.ServeHTTP(sw, r)
+
+		route := r.Pattern // set by the mux on this request
+		if route == "" {
+			route = routeUnmatched
+		}
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		op := a.Metrics.http.operation(req.Operation())
+		a.Metrics.http.observe(route, op, status, time.Since(start))
+		if span.IsRecording() {
+			span.SetName(r.Method + " " + route)
+			span.SetAttributes(
+				attribute.String("http.request.method", r.Method),
+				attribute.String("http.route", route),
+				attribute.Int("http.response.status_code", status),
+				attribute.String("seckill.request_id", id),
+			)
+			if status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(status))
+			}
+		}
+		span.End()
+	})
+}
+
+// operationAllowlist is every operation label the GraphQL edge reports.
+func operationAllowlist() []string { return graph.OperationLabels() }
+
+// statusWriter records the status a handler writes. Unwrap lets
+// http.ResponseController (and the WebSocket upgrade) reach the
+// connection beneath.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush implements http.Flusher for handlers that assert it directly.
+func (w *statusWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
