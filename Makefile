@@ -13,7 +13,7 @@ export SECKILL_TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run test build playground generate check-generate services test-services vet fmt bench bench-load bench-fsync clean
+.PHONY: run test build playground generate check-generate check-deploy services test-services vet fmt bench bench-load bench-fsync clean
 
 ## run: start Postgres/Redis if needed, migrate, and serve API + worker on :8080
 run: build services
@@ -27,11 +27,16 @@ run: build services
 		export SECKILL_ADMIN_USER=admin SECKILL_ADMIN_PASSWORD=$$(cat .run/admin-password); \
 	fi; exec ./bin/seckill serve
 
-## test: everything CI checks: vet, race tests against real services, generated code current
+## test: everything CI checks: vet, race tests against real services, generated code current, alert rules
 test: test-services playground vet
 	$(GO) mod tidy -diff
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory check-generate
+	$(MAKE) --no-print-directory check-deploy
+
+## check-deploy: promtool checks and unit-tests the Prometheus alert rules in deploy/
+check-deploy:
+	scripts/promtool.sh
 
 ## build: bin/seckill (the service) and bin/seckill-bench (the load test)
 build: playground

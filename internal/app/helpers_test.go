@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"seckill/internal/auth"
 	"seckill/internal/config"
+	"seckill/internal/obs"
 	"seckill/internal/seckill"
 	"seckill/internal/store/storetest"
 	"seckill/internal/testenv"
@@ -30,6 +32,7 @@ type testEnv struct {
 	url    string // the API's base URL
 	ctx    context.Context
 	worker func() // starts the workers; stopped at cleanup
+	logs   *logBuffer
 }
 
 type envOption func(m map[string]string)
@@ -49,7 +52,8 @@ func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	logs := &logBuffer{}
+	logger := slog.New(obs.NewLogHandler(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: cfg.LogLevel})))
 	a, srv := testenv.StartServer(t, func(ctx context.Context) (*App, error) {
 		a, err := New(ctx, cfg, logger)
 		if err != nil {
@@ -65,7 +69,25 @@ func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
 		}
 		return a, nil
 	})
-	return &testEnv{t: t, app: a, srv: srv.HTTP, url: srv.URL, ctx: srv.Ctx, worker: srv.StartWorker}
+	return &testEnv{t: t, app: a, srv: srv.HTTP, url: srv.URL, ctx: srv.Ctx, worker: srv.StartWorker, logs: logs}
+}
+
+// logBuffer keeps what the app logged, for tests that look at it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // testWriter sends logs to the test's log, so they show only on failure.
