@@ -64,17 +64,35 @@ func (m *requestMetrics) operation(name string) string {
 }
 
 func (m *requestMetrics) observe(route, operation string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, operation, strconv.Itoa(status)).Inc()
+	m.requests.WithLabelValues(route, operation, statusLabel(status)).Inc()
 	m.duration.WithLabelValues(route, operation).Observe(d.Seconds())
+}
+
+// statusLabels spares the request path a strconv.Itoa per request.
+var statusLabels = func() (l [600]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(i)
+	}
+	return l
+}()
+
+func statusLabel(code int) string {
+	if code >= 0 && code < len(statusLabels) {
+		return statusLabels[code]
+	}
+	return strconv.Itoa(code)
 }
 
 // observe wraps the whole HTTP API: it gives every request an id (the
 // client's X-Request-Id when it is acceptable, a new one otherwise), echoes
-// it in the response, and puts it in the context for the logs; it runs the
-// request in a server span (joining the caller's trace when the installed
-// propagator finds one); and it counts the request in the request metrics.
+// it in the response, and puts it in the context for the logs; it counts
+// the request in the request metrics; and, when tracing is on, it runs the
+// request in a server span that joins the caller's trace when the
+// propagator finds one. With tracing off it creates no span at all.
 func (a *App) observe(next http.Handler) http.Handler {
+	traced := tracingInstalled()
 	tracer := obs.Tracer()
+	serverSpan := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get(obs.RequestIDHeader)
@@ -82,24 +100,25 @@ func (a *App) observe(next http.Handler) http.Handler {
 			id = obs.NewRequestID()
 		}
 		w.Header().Set(obs.RequestIDHeader, id)
-		req := &obs.Request{ID: id}
-		ctx := obs.WithRequest(r.Context(), req)
-		ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(r.Header))
-		ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
-		sw := &statusWriter{ResponseWriter: w}
+		o := &observed{statusWriter: statusWriter{ResponseWriter: w}, req: obs.Request{ID: id}}
+		ctx := obs.WithRequest(r.Context(), &o.req)
+		span := trace.SpanFromContext(ctx) // non-recording unless traced
+		if traced {
+			ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(r.Header))
+			ctx, span = tracer.Start(ctx, r.Method, serverSpan...)
+		}
 		r = r.WithContext(ctx)
-		next.ServeHTTP(sw, r)
+		next.ServeHTTP(&o.statusWriter, r)
 
 		route := r.Pattern // set by the mux on this request
 		if route == "" {
 			route = routeUnmatched
 		}
-		status := sw.status
+		status := o.status
 		if status == 0 {
 			status = http.StatusOK
 		}
-		op := a.Metrics.http.operation(req.Operation())
-		a.Metrics.http.observe(route, op, status, time.Since(start))
+		a.Metrics.http.observe(route, a.Metrics.http.operation(o.req.Operation()), status, time.Since(start))
 		if span.IsRecording() {
 			span.SetName(r.Method + " " + route)
 			span.SetAttributes(
@@ -111,9 +130,15 @@ func (a *App) observe(next http.Handler) http.Handler {
 			if status >= 500 {
 				span.SetStatus(codes.Error, http.StatusText(status))
 			}
+			span.End()
 		}
-		span.End()
 	})
+}
+
+// observed is one request's state in observe, in one allocation.
+type observed struct {
+	statusWriter
+	req obs.Request
 }
 
 // operationAllowlist is every operation label the GraphQL edge reports.

@@ -488,11 +488,20 @@ func BenchmarkObserve(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				req := httptest.NewRequest(http.MethodPost, "/graphql", nil)
+				w := &discardWriter{h: http.Header{}}
 				for pb.Next() {
-					w := httptest.NewRecorder()
+					clear(w.h)
 					bc.h.ServeHTTP(w, req)
 				}
 			})
 		})
 	}
 }
+
+// discardWriter is a ResponseWriter that keeps nothing, so that the
+// benchmark measures the handlers rather than httptest's recorder.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) WriteHeader(int)             {}

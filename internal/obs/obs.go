@@ -11,7 +11,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
-	"sync/atomic"
+	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -35,8 +35,10 @@ const MaxRequestIDLen = 64
 // Request is what the HTTP edge knows of one request; the middleware puts
 // one in the context and the GraphQL edge names its operation.
 type Request struct {
-	ID        string
-	operation atomic.Pointer[string]
+	ID string
+
+	mu        sync.Mutex // a WebSocket's operations run on goroutines of their own
+	operation string
 }
 
 type requestKey struct{}
@@ -62,10 +64,9 @@ func RequestID(ctx context.Context) string {
 
 // Operation returns the operation SetOperation named last, or "".
 func (r *Request) Operation() string {
-	if p := r.operation.Load(); p != nil {
-		return *p
-	}
-	return ""
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.operation
 }
 
 // SetOperation names the GraphQL operation being served in ctx (its root
@@ -74,7 +75,9 @@ func (r *Request) Operation() string {
 // costs a context lookup.
 func SetOperation(ctx context.Context, name string) {
 	if r := RequestFrom(ctx); r != nil {
-		r.operation.Store(&name)
+		r.mu.Lock()
+		r.operation = name
+		r.mu.Unlock()
 	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.SetAttributes(attribute.String("graphql.operation.name", name))
