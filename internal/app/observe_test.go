@@ -153,6 +153,11 @@ func TestTraceOfAnOrder(t *testing.T) {
 	}) {
 		t.Errorf("no Postgres span under the batch write")
 	}
+	if i := slices.IndexFunc(spans, func(s sdktrace.ReadOnlySpan) bool {
+		return !s.Parent().IsValid() && attr(s, "db.system") != ""
+	}); i >= 0 {
+		t.Errorf("a %s call outside any span made a trace of its own: %q", attr(spans[i], "db.system"), spans[i].Name())
+	}
 	if !childOf(persisted, server) || !linksTo(persisted, persist) || attr(persisted, "seckill.order_status") != "CREATED" {
 		t.Errorf("order persisted span: parent %s (want %s), links %v (want %s), attributes %v",
 			persisted.Parent().SpanID(), server.SpanContext().SpanID(), persisted.Links(), persist.SpanContext().SpanID(), persisted.Attributes())

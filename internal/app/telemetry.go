@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 
 	"seckill/internal/config"
 	"seckill/internal/obs"
@@ -74,15 +75,42 @@ func tracingInstalled() bool {
 }
 
 // instrument adds the bun and go-redis tracing hooks when tracing is on.
+// They trace only calls made within a span: Asynq's polling, the dashboard
+// sampler and the reconciler would otherwise start a trace of one span for
+// every command they send, several a second.
 func (a *App) instrument() error {
 	if !tracingInstalled() {
 		return nil
 	}
-	a.DB.AddQueryHook(bunotel.NewQueryHook(bunotel.WithDBName("seckill")))
-	if err := redisotel.InstrumentTracing(a.Redis, redisotel.WithDBStatement(false)); err != nil {
+	tp := childSpansOnly{tp: otel.GetTracerProvider()}
+	a.DB.AddQueryHook(bunotel.NewQueryHook(bunotel.WithDBName("seckill"), bunotel.WithTracerProvider(tp)))
+	if err := redisotel.InstrumentTracing(a.Redis, redisotel.WithDBStatement(false), redisotel.WithTracerProvider(tp)); err != nil {
 		return fmt.Errorf("trace redis: %w", err)
 	}
 	return nil
+}
+
+// childSpansOnly is a tracer provider whose tracers start a span only
+// under another one; without a parent they hand back the no-op span.
+type childSpansOnly struct {
+	embedded.TracerProvider
+	tp trace.TracerProvider
+}
+
+func (p childSpansOnly) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return childTracer{t: p.tp.Tracer(name, opts...)}
+}
+
+type childTracer struct {
+	embedded.Tracer
+	t trace.Tracer
+}
+
+func (t childTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return t.t.Start(ctx, name, opts...)
 }
 
 // stopTracing flushes the spans still buffered.
