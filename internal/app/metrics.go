@@ -71,6 +71,10 @@ func NewMetrics() *Metrics {
 		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Overloaded,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		buildInfo())
+	// Exported at 0 from the start, so that rates and alerts see them.
+	for _, reason := range []string{seckill.FailureLost, seckill.FailureConflict} {
+		m.OrdersFailed.WithLabelValues(failureLabel(reason))
+	}
 	m.http = newRequestMetrics(m.Registry, operationAllowlist())
 	m.consistency = newConsistencyMetrics(m.Registry)
 	return m
