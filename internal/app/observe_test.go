@@ -186,6 +186,45 @@ func linksTo(s, target sdktrace.ReadOnlySpan) bool {
 	return false
 }
 
+// TestOTLPExport checks that with OTEL_EXPORTER_OTLP_ENDPOINT set the
+// app's spans reach that collector over OTLP/HTTP, flushed when it closes,
+// and that closing puts the no-op provider back.
+func TestOTLPExport(t *testing.T) {
+	got := make(chan []byte, 16)
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/traces" && r.Header.Get("Content-Type") == "application/x-protobuf" {
+			select {
+			case got <- body:
+			default:
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	e := newTestEnv(t, "", func(m map[string]string) { m["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.URL })
+	if !tracingInstalled() {
+		t.Fatal("OTEL_EXPORTER_OTLP_ENDPOINT is set but no tracer provider is installed")
+	}
+	res, err := http.Get(e.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	e.app.stopTracing()
+	if tracingInstalled() {
+		t.Error("the stopped provider is still installed")
+	}
+	select {
+	case body := <-got:
+		if !bytes.Contains(body, []byte("GET /healthz")) || !bytes.Contains(body, []byte("seckill")) {
+			t.Errorf("the export does not hold the request's span: %q", body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no OTLP export reached the collector")
+	}
+}
+
 // TestRequestID checks that every response carries a request id (the
 // client's when acceptable) and that what the request logs carries it too.
 func TestRequestID(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"seckill/internal/config"
 	"seckill/internal/obs"
@@ -48,9 +49,9 @@ func startTracing(ctx context.Context, cfg *config.Config) (func(context.Context
 	if cfg.OTLPEndpoint == "" {
 		return nil, nil
 	}
-	// The exporter reads OTEL_EXPORTER_OTLP_* itself (endpoint, headers,
-	// timeout, certificate).
-	exp, err := otlptracehttp.New(ctx)
+	// The exporter reads its other OTEL_EXPORTER_OTLP_* settings (headers,
+	// timeout, certificate) itself.
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.OTLPEndpoint))
 	if err != nil {
 		return nil, fmt.Errorf("OTLP trace exporter: %w", err)
 	}
@@ -64,7 +65,14 @@ func startTracing(ctx context.Context, cfg *config.Config) (func(context.Context
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	return tp.Shutdown, nil
+	return func(ctx context.Context) error {
+		// Back to the no-op, so that nothing traces into a stopped provider.
+		if otel.GetTracerProvider() == trace.TracerProvider(tp) {
+			otel.SetTracerProvider(noop.NewTracerProvider())
+			otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
+		}
+		return tp.Shutdown(ctx)
+	}, nil
 }
 
 // tracingInstalled reports whether the global tracer provider records

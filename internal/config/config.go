@@ -59,7 +59,7 @@ type Config struct {
 	// over OTLP/HTTP. The exporter reads its other OTEL_EXPORTER_OTLP_*
 	// settings (headers, timeout, ...) itself, and the SDK reads
 	// OTEL_TRACES_SAMPLER and OTEL_RESOURCE_ATTRIBUTES.
-	OTLPEndpoint    string // empty: tracing off (a no-op tracer)
+	OTLPEndpoint    string // the full traces URL; empty: tracing off (a no-op tracer)
 	OTelServiceName string
 
 	// Warnings are non-fatal remarks to log once at start.
@@ -176,6 +176,8 @@ func (p *parser) otel() (endpoint, service string) {
 			p.errf("%s must be http/protobuf (seckill exports traces over OTLP/HTTP), not %q", key, v)
 		}
 	}
+	// The traces endpoint is the full URL; the general one is a base URL
+	// that the traces path is appended to, as the OTLP specification says.
 	for _, key := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
 		v := p.getenv(key)
 		if v == "" {
@@ -183,6 +185,9 @@ func (p *parser) otel() (endpoint, service string) {
 		}
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			p.errf("%s must be an http:// or https:// URL such as http://127.0.0.1:4318, not %q", key, v)
+		}
+		if key == "OTEL_EXPORTER_OTLP_ENDPOINT" {
+			v = strings.TrimSuffix(v, "/") + "/v1/traces"
 		}
 		return v, service
 	}

@@ -92,7 +92,8 @@ func TestLoadTracing(t *testing.T) {
 		serviceName string
 	}{
 		{"off by default", map[string]string{}, "", "seckill"},
-		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, "http://127.0.0.1:4318", "seckill"},
+		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, "http://127.0.0.1:4318/v1/traces", "seckill"},
+		{"endpoint with a path", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://otel.example/base/"}, "https://otel.example/base/v1/traces", "seckill"},
 		{"traces endpoint wins", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4318",
 			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://b:4318/v1/traces"}, "https://b:4318/v1/traces", "seckill"},
 		{"sdk disabled", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"}, "", "seckill"},
