@@ -22,6 +22,12 @@ import (
 func TestSeedScenario(t *testing.T) {
 	e := newTestEnv(t, "")
 	e.worker()
+	// As serve does: the reconciler requeues an admission whose enqueue
+	// failed (a Redis call that timed out on this loaded machine).
+	rctx, stopReconciler := context.WithCancel(e.ctx)
+	var rwg sync.WaitGroup
+	rwg.Go(func() { e.app.RunReconciler(rctx) })
+	defer func() { stopReconciler(); rwg.Wait() }()
 	const users, attempts, stock = 1000, 2, 200
 	voucher := e.createCampaign(stock)
 
