@@ -2,8 +2,8 @@ package jobs
 
 import (
 	"context"
-	"sync"
 
+	"seckill/internal/batch"
 	"seckill/internal/seckill"
 )
 
@@ -11,74 +11,41 @@ import (
 // in it.
 type BatchFunc func(ctx context.Context, adms []seckill.Admission) error
 
-// Coalescer runs a BatchFunc over the admissions submitted to it with at
-// most slots calls at once. Admissions submitted while every slot is busy
-// wait together and go in the next call, up to maxSize a call. That is group
-// commit: with little load each admission goes at once, alone; under heavy
-// load batches grow to what the slots can drain, with no timer to wait for.
+// Coalescer runs a BatchFunc over the admissions submitted to it, with at
+// most slots calls at once (group commit, package batch). Admissions
+// submitted while every slot is busy wait together and go in the next call.
+// A call gets at most maxSize admissions, except that the admissions of one
+// submission always share a call, so a submission of more goes alone. At
+// most backlog admissions wait for a call: beyond that Do waits for room
+// within its ctx and Submit is refused with batch.ErrBusy.
+//
+// A call runs under the values, but not the cancellation, of the submission
+// that started it: the batch is shared. fn bounds its own time.
 type Coalescer struct {
-	fn      BatchFunc
-	maxSize int
-	slots   chan struct{}
-	ctx     context.Context // for the calls; never a submitter's context
-	running sync.WaitGroup
-
-	mu      sync.Mutex
-	pending *batch // accepting admissions while it waits for a slot
-}
-
-type batch struct {
-	adms []seckill.Admission
-	done chan struct{}
-	err  error
+	batches *batch.Committer[seckill.Admission, struct{}]
 }
 
 // NewCoalescer returns a Coalescer calling fn with at most maxSize
-// admissions, slots calls at a time; ctx bounds every call.
-func NewCoalescer(ctx context.Context, fn BatchFunc, maxSize, slots int) *Coalescer {
-	return &Coalescer{fn: fn, maxSize: max(maxSize, 1), slots: make(chan struct{}, max(slots, 1)), ctx: ctx}
+// admissions (but see Coalescer), slots calls at a time, holding at most
+// backlog admissions (at least maxSize) that wait for a call.
+func NewCoalescer(fn BatchFunc, maxSize, slots, backlog int) *Coalescer {
+	commit := func(ctx context.Context, adms []seckill.Admission, _ []struct{}) error { return fn(ctx, adms) }
+	return &Coalescer{batches: batch.New(commit, batch.Options{MaxBatch: maxSize, Flushes: slots, Backlog: backlog})}
 }
 
-// Submit adds adms to the next batch and returns it without waiting.
-func (c *Coalescer) Submit(adms ...seckill.Admission) *batch {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b := c.pending
-	if b == nil || len(b.adms)+len(adms) > c.maxSize {
-		b = &batch{done: make(chan struct{}), adms: make([]seckill.Admission, 0, min(c.maxSize, 64))}
-		c.pending = b
-		c.running.Add(1)
-		go c.run(b)
-	}
-	b.adms = append(b.adms, adms...)
-	return b
+// Submit adds adms to the next batch and returns without waiting for it;
+// batch.ErrBusy, taking none of them, while the backlog is full.
+func (c *Coalescer) Submit(ctx context.Context, adms ...seckill.Admission) error {
+	return c.batches.Submit(ctx, adms...)
 }
 
 // Do submits adms and waits for their batch's result, or for ctx. A batch
 // that ctx gave up on may still be written: the store is idempotent.
 func (c *Coalescer) Do(ctx context.Context, adms ...seckill.Admission) error {
-	b := c.Submit(adms...)
-	select {
-	case <-b.done:
-		return b.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	_, err := c.batches.Do(ctx, adms...)
+	return err
 }
 
-// Wait returns once every submitted batch has been handled.
-func (c *Coalescer) Wait() { c.running.Wait() }
-
-func (c *Coalescer) run(b *batch) {
-	defer c.running.Done()
-	c.slots <- struct{}{}
-	defer func() { <-c.slots }()
-	// Close the batch to newcomers now that it holds a slot.
-	c.mu.Lock()
-	if c.pending == b {
-		c.pending = nil
-	}
-	c.mu.Unlock()
-	b.err = c.fn(c.ctx, b.adms)
-	close(b.done)
-}
+// Wait returns once every admission submitted has been handled, or when
+// ctx ends.
+func (c *Coalescer) Wait(ctx context.Context) error { return c.batches.Wait(ctx) }

@@ -17,6 +17,7 @@ type recorder struct {
 	mu      sync.Mutex
 	batches [][]seckill.Admission
 	err     error
+	ctxErrs int // batches whose context had ended when written
 	delay   time.Duration
 	active  atomic.Int64
 	maxSeen atomic.Int64
@@ -34,6 +35,9 @@ func (r *recorder) persist(ctx context.Context, adms []seckill.Admission) error 
 	time.Sleep(r.delay)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if ctx.Err() != nil {
+		r.ctxErrs++
+	}
 	r.batches = append(r.batches, append([]seckill.Admission(nil), adms...))
 	return r.err
 }
@@ -47,7 +51,7 @@ func adm(i int64) seckill.Admission {
 // each admission exactly once.
 func TestCoalescerGroupsWhileBusy(t *testing.T) {
 	rec := &recorder{delay: 20 * time.Millisecond}
-	c := NewCoalescer(context.Background(), rec.persist, 100, 2)
+	c := NewCoalescer(rec.persist, 100, 2, 1000)
 	var wg sync.WaitGroup
 	for i := range 300 {
 		wg.Add(1)
@@ -82,26 +86,10 @@ func TestCoalescerGroupsWhileBusy(t *testing.T) {
 	}
 }
 
-// TestCoalescerLoneSubmissionGoesAtOnce: no timer to wait for when idle.
-func TestCoalescerLoneSubmissionGoesAtOnce(t *testing.T) {
-	rec := &recorder{}
-	c := NewCoalescer(context.Background(), rec.persist, 100, 1)
-	start := time.Now()
-	if err := c.Do(context.Background(), adm(1)); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("a lone submission waited %s", d)
-	}
-	if len(rec.batches) != 1 || len(rec.batches[0]) != 1 {
-		t.Fatalf("batches %v, want one of one", rec.batches)
-	}
-}
-
 func TestCoalescerErrorFailsEverySubmissionOfTheBatch(t *testing.T) {
 	boom := errors.New("postgres down")
 	rec := &recorder{err: boom, delay: 10 * time.Millisecond}
-	c := NewCoalescer(context.Background(), rec.persist, 10, 1)
+	c := NewCoalescer(rec.persist, 10, 1, 1000)
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
 	for i := range 20 {
@@ -117,17 +105,25 @@ func TestCoalescerErrorFailsEverySubmissionOfTheBatch(t *testing.T) {
 	}
 }
 
+// TestCoalescerHonoursSubmitterContext: a submitter whose batch waits
+// behind a slow write gives up with its deadline; its batch is still
+// written, under a context its deadline does not end.
 func TestCoalescerHonoursSubmitterContext(t *testing.T) {
 	rec := &recorder{delay: 300 * time.Millisecond}
-	c := NewCoalescer(context.Background(), rec.persist, 10, 1)
+	c := NewCoalescer(rec.persist, 10, 1, 1000)
+	if err := c.Submit(context.Background(), adm(1)); err != nil { // takes the only slot
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := c.Do(ctx, adm(1)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := c.Do(ctx, adm(2)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want the submitter's deadline", err)
 	}
-	c.Wait() // the batch is still written
-	if len(rec.batches) != 1 {
-		t.Fatalf("%d batches written, want 1", len(rec.batches))
+	if err := c.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.batches) != 2 || rec.ctxErrs > 0 {
+		t.Fatalf("%d batches written (%d with an ended context), want 2", len(rec.batches), rec.ctxErrs)
 	}
 }
 
@@ -152,7 +148,7 @@ func TestPayloadChecks(t *testing.T) {
 	}
 
 	rec := &recorder{}
-	h := NewPersistHandler(NewCoalescer(context.Background(), rec.persist, 10, 1))
+	h := NewPersistHandler(NewCoalescer(rec.persist, 10, 1, 1000))
 	bad := map[string]*asynq.Task{}
 	for name, payload := range map[string]string{
 		"not json":       "{",

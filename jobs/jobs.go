@@ -131,24 +131,34 @@ type Enqueuer struct {
 
 var _ seckill.Enqueuer = (*Enqueuer)(nil)
 
+// EnqueueBacklog is the most admissions an Enqueuer holds while its enqueues
+// are slow or failing (at least one batch): at 5,000 purchases a second,
+// ten seconds' worth. Beyond it EnqueuePersist refuses; the admissions stay
+// pending in Redis for the reconciler.
+const EnqueueBacklog = 50_000
+
 // NewEnqueuer returns an Enqueuer using client, putting at most maxBatch
 // admissions in one task. Close flushes what it holds.
 func NewEnqueuer(client *asynq.Client, maxBatch int, logger *slog.Logger) *Enqueuer {
 	e := &Enqueuer{client: client, logger: logger}
 	// Two enqueues at a time: one being sent while the next batch fills.
-	e.coalescer = NewCoalescer(context.Background(), e.enqueueBatch, maxBatch, 2)
+	e.coalescer = NewCoalescer(e.enqueueBatch, maxBatch, 2, max(EnqueueBacklog, maxBatch))
 	return e
 }
 
 // EnqueuePersist hands adm to the next batch and returns at once: the
 // admission is pending in Redis already, and the reconciler requeues it if
-// this enqueue is lost. The trace context of ctx (the purchase request)
-// travels with the admission in the task payload; see tracing.go.
+// this enqueue is lost. It fails (with batch.ErrBusy) only when
+// EnqueueBacklog admissions wait already. The trace context of ctx (the
+// purchase request) travels with the admission in the task payload; see
+// tracing.go.
 func (e *Enqueuer) EnqueuePersist(ctx context.Context, adm seckill.Admission) error {
 	if adm.Trace == "" {
 		adm.Trace = obs.TraceParent(ctx)
 	}
-	e.coalescer.Submit(adm)
+	if err := e.coalescer.Submit(ctx, adm); err != nil {
+		return fmt.Errorf("jobs: enqueue order %d: %w", adm.OrderID, err)
+	}
 	return nil
 }
 
@@ -184,7 +194,7 @@ func (e *Enqueuer) RequeuePersist(ctx context.Context, adm seckill.Admission) er
 
 // Close waits until every admission handed over has been enqueued (or
 // failed to be).
-func (e *Enqueuer) Close() { e.coalescer.Wait() }
+func (e *Enqueuer) Close() { _ = e.coalescer.Wait(context.Background()) }
 
 // RetryDelay backs off exponentially from 1 s to at most 10 minutes.
 func RetryDelay(n int, _ error, _ *asynq.Task) time.Duration {

@@ -125,7 +125,7 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 		keys:   keys{prefix: opts.Prefix},
 		logger: logger,
 		local:  newLocal(ttl),
-		admits: newPipeline(rdb, admitScript, defaultPipelines, defaultMaxPipeline),
+		admits: newPipeline(rdb, admitScript, defaultPipelines, defaultMaxPipeline, defaultBacklog),
 	}
 }
 

@@ -93,7 +93,7 @@ func ListenerDone(a *Admitter) <-chan struct{} { return a.subDone }
 // Unpipelined makes every admission of a go to Redis alone, at once, as
 // before pipelining (benchmarks compare the two).
 func Unpipelined(a *Admitter) {
-	a.admits = newPipeline(a.rdb, admitScript, 1<<20, 1)
+	a.admits = newPipeline(a.rdb, admitScript, 1<<20, 1, 1)
 }
 
 // Prefix returns the key prefix of an Admitter.

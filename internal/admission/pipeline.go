@@ -2,9 +2,10 @@ package admission
 
 import (
 	"context"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/batch"
 )
 
 // Admissions that arrive together go to Redis together.
@@ -14,113 +15,90 @@ import (
 // under load those dominate: the script itself runs in a few microseconds.
 // pipeline gathers the admissions that arrive while earlier ones are on the
 // wire and sends them as one pipeline: one write, one read, and Redis runs
-// the scripts back to back. It is group commit again, as in jobs.Coalescer:
-// with light load every admission goes at once, alone; under heavy load
-// batches grow to what the connections drain, with no timer to wait for.
+// the scripts back to back. It is group commit (package batch, as the
+// enqueuer and the workers use it): with light load every admission goes at
+// once, alone; under heavy load batches grow to what the connections drain,
+// with no timer to wait for.
 //
 // A pipeline changes nothing Redis decides: each script is still atomic,
 // and scripts from different callers were never ordered among themselves.
 
 // Defaults for pipeline.
 const (
-	defaultPipelines   = 4   // pipelines in flight at once, each on its own connection
-	defaultMaxPipeline = 128 // admissions in one pipeline
+	defaultPipelines   = 4    // pipelines in flight at once, each on its own connection
+	defaultMaxPipeline = 128  // admissions in one pipeline
+	defaultBacklog     = 4096 // admissions waiting for a pipeline; more wait for room
 )
 
 type pipeline struct {
-	rdb      redis.UniversalClient
-	script   *redis.Script
-	slots    chan struct{}
-	maxBatch int
-
-	mu      sync.Mutex
-	pending *pipeBatch // gathering calls while it waits for a slot
+	rdb     redis.UniversalClient
+	script  *redis.Script
+	batches *batch.Committer[pipeCall, pipeReply]
 
 	// sent, when set, is told each batch's size (tests).
 	sent func(n int)
 }
 
-type pipeBatch struct {
-	calls []pipeCall
-	done  chan struct{}
-}
-
+// pipeCall is one run of the script: its keys and its one argument.
 type pipeCall struct {
 	keys []string
 	arg  int64
-	res  []any
-	err  error
 }
 
-func newPipeline(rdb redis.UniversalClient, script *redis.Script, inFlight, maxBatch int) *pipeline {
-	return &pipeline{rdb: rdb, script: script, slots: make(chan struct{}, max(inFlight, 1)), maxBatch: max(maxBatch, 1)}
+// pipeReply is the script's array reply to one call, or its error.
+type pipeReply struct {
+	res []any
+	err error
 }
 
-// run runs the script with keys and arg and returns its array reply. The
-// first caller of a batch sends it: it waits for a free slot while later
-// callers join, then sends them all. The sender finishes sending even if
-// its own ctx ends, since the others wait on it; go-redis's timeouts bound
-// that. A caller whose ctx ends while it waits gets ctx's error; its
+func newPipeline(rdb redis.UniversalClient, script *redis.Script, inFlight, maxBatch, backlog int) *pipeline {
+	p := &pipeline{rdb: rdb, script: script}
+	p.batches = batch.New(p.send, batch.Options{MaxBatch: maxBatch, Flushes: inFlight, Backlog: backlog})
+	return p
+}
+
+// run runs the script with keys and arg and returns its array reply. A
+// caller whose ctx ends while its call waits gets ctx's error (wrapping
+// batch.ErrBusy if it was still waiting for room in the backlog); its
 // admission may still be decided, as when a reply is lost, and the
-// reconciler persists what was admitted.
+// reconciler persists what was admitted. A batch, once sent, finishes even
+// if the ctx of its sender ends, since other callers wait on it; go-redis's
+// timeouts bound it.
 func (p *pipeline) run(ctx context.Context, keys []string, arg int64) ([]any, error) {
-	p.mu.Lock()
-	b := p.pending
-	leader := b == nil || len(b.calls) >= p.maxBatch
-	if leader {
-		b = &pipeBatch{done: make(chan struct{}), calls: make([]pipeCall, 0, 8)}
-		p.pending = b
+	out, err := p.batches.Do(ctx, pipeCall{keys: keys, arg: arg})
+	if err != nil {
+		return nil, err
 	}
-	i := len(b.calls)
-	b.calls = append(b.calls, pipeCall{keys: keys, arg: arg})
-	p.mu.Unlock()
-
-	if leader {
-		p.send(context.WithoutCancel(ctx), b)
-	} else {
-		select {
-		case <-b.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	c := &b.calls[i]
-	return c.res, c.err
+	return out[0].res, out[0].err
 }
 
-// send waits for a slot, closes b to newcomers and runs it.
-func (p *pipeline) send(ctx context.Context, b *pipeBatch) {
-	p.slots <- struct{}{}
-	defer func() { <-p.slots }()
-	p.mu.Lock()
-	if p.pending == b {
-		p.pending = nil
-	}
-	p.mu.Unlock()
-	defer close(b.done)
+// send runs one batch: alone with Run (EVALSHA, then EVAL if Redis lost the
+// script), or as one pipeline of EVALSHAs.
+func (p *pipeline) send(ctx context.Context, calls []pipeCall, out []pipeReply) error {
 	if p.sent != nil {
-		p.sent(len(b.calls))
+		p.sent(len(calls))
 	}
-	if len(b.calls) == 1 {
-		c := &b.calls[0]
-		c.res, c.err = p.script.Run(ctx, p.rdb, c.keys, c.arg).Slice()
-		return
+	if len(calls) == 1 {
+		c := calls[0]
+		out[0].res, out[0].err = p.script.Run(ctx, p.rdb, c.keys, c.arg).Slice()
+		return nil
 	}
-	cmds := make([]*redis.Cmd, len(b.calls))
+	cmds := make([]*redis.Cmd, len(calls))
 	_, _ = p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, c := range b.calls {
+		for i, c := range calls {
 			cmds[i] = p.script.EvalSha(ctx, pipe, c.keys, c.arg)
 		}
 		return nil
 	})
-	for i := range b.calls {
-		c := &b.calls[i]
-		c.res, c.err = cmds[i].Slice()
-		if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
+	for i, c := range calls {
+		r := &out[i]
+		r.res, r.err = cmds[i].Slice()
+		if r.err != nil && redis.HasErrorPrefix(r.err, "NOSCRIPT") {
 			// Redis lost its script cache (a restart, SCRIPT FLUSH): the
 			// script did not run, so running it again is safe. Run loads
 			// it with EVAL once; the calls after that find it again.
-			c.res, c.err = p.script.Run(ctx, p.rdb, c.keys, c.arg).Slice()
+			r.res, r.err = p.script.Run(ctx, p.rdb, c.keys, c.arg).Slice()
 		}
 	}
+	return nil
 }

@@ -62,7 +62,7 @@ func checkEchoReplies(t *testing.T, res [][]any, errs []error) {
 // once, and every caller must get its own reply or error.
 func TestPipelineBatches(t *testing.T) {
 	rdb, prefix := MustOpenRedis(t)
-	p := newPipeline(rdb, echoScript, 1, 50)
+	p := newPipeline(rdb, echoScript, 1, 50, 1000)
 	var batches, largest atomic.Int64
 	p.sent = func(n int) {
 		batches.Add(1)
@@ -89,7 +89,7 @@ func TestPipelineBatches(t *testing.T) {
 // back NOSCRIPT, did not run, and are run once each with EVAL.
 func TestPipelineNoScript(t *testing.T) {
 	rdb, prefix := MustOpenRedis(t)
-	p := newPipeline(rdb, echoScript, 1, 50)
+	p := newPipeline(rdb, echoScript, 1, 50, 1000)
 	var batched atomic.Bool
 	p.sent = func(n int) {
 		if n > 1 {
@@ -116,7 +116,7 @@ func TestPipelineNoScript(t *testing.T) {
 func TestPipelineRedisDown(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	defer rdb.Close()
-	p := newPipeline(rdb, echoScript, 1, 50)
+	p := newPipeline(rdb, echoScript, 1, 50, 1000)
 	res, errs := runConcurrently(t, p, "k", 100)
 	for i := 1; i <= 100; i++ {
 		if errs[i] == nil || res[i] != nil {
@@ -130,16 +130,20 @@ func TestPipelineRedisDown(t *testing.T) {
 // the batch (as when a reply is lost), and the other callers are answered.
 func TestPipelineCallerGivesUp(t *testing.T) {
 	rdb, prefix := MustOpenRedis(t)
-	p := newPipeline(rdb, echoScript, 1, 50)
+	p := newPipeline(rdb, echoScript, 1, 50, 1000)
 	key := prefix + "runs"
-	p.slots <- struct{}{} // every slot busy: the next batch waits
+	gate, sending := make(chan struct{}), make(chan int, 10)
+	p.sent = func(n int) {
+		sending <- n
+		<-gate
+	}
 
-	leader := make(chan error, 1)
+	first := make(chan error, 1)
 	go func() {
 		_, err := p.run(context.Background(), []string{key}, 1)
-		leader <- err
+		first <- err
 	}()
-	waitFor(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.pending != nil })
+	<-sending // the only pipeline is busy: the next calls wait together
 
 	ctx, cancel := context.WithCancel(context.Background())
 	follower := make(chan error, 1)
@@ -147,7 +151,15 @@ func TestPipelineCallerGivesUp(t *testing.T) {
 		_, err := p.run(ctx, []string{key}, 2)
 		follower <- err
 	}()
-	waitFor(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return len(p.pending.calls) == 2 })
+	last := make(chan error, 1)
+	go func() {
+		res, err := p.run(context.Background(), []string{key}, 3)
+		if err == nil && (len(res) != 1 || res[0] != int64(6)) {
+			err = fmt.Errorf("reply %v, want [6]", res)
+		}
+		last <- err
+	}()
+	waitFor(t, func() bool { return p.batches.Waiting() == 2 })
 	cancel()
 	select {
 	case err := <-follower:
@@ -158,12 +170,18 @@ func TestPipelineCallerGivesUp(t *testing.T) {
 		t.Fatal("the follower did not give up with its context")
 	}
 
-	<-p.slots // free the slot: the batch goes
-	if err := <-leader; err != nil {
-		t.Fatalf("leader: %v", err)
+	close(gate) // the first batch goes, then the one the follower left
+	if err := <-first; err != nil {
+		t.Fatalf("first caller: %v", err)
 	}
-	if runs, _ := rdb.Get(context.Background(), key).Int(); runs != 2 {
-		t.Fatalf("the script ran %d times, want 2 (the batch includes the follower's call)", runs)
+	if err := <-last; err != nil {
+		t.Fatalf("last caller: %v", err)
+	}
+	if n := <-sending; n != 2 {
+		t.Fatalf("second batch of %d calls, want 2 (the follower's call stays in it)", n)
+	}
+	if runs, _ := rdb.Get(context.Background(), key).Int(); runs != 3 {
+		t.Fatalf("the script ran %d times, want 3", runs)
 	}
 }
 

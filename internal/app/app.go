@@ -170,9 +170,11 @@ func (a *App) RunWorker(ctx context.Context) error {
 		}
 		return err
 	})
-	// The batch being written is not any one task's: it must outlive a
-	// task that gives up (its store writes are idempotent anyway).
-	coalescer := jobs.NewCoalescer(context.WithoutCancel(ctx), persist, a.Config.BatchSize, a.Config.PersistWriters)
+	// A batch is not any one task's: the coalescer runs it without the
+	// cancellation of the task that started it, so it outlives a task that
+	// gives up (its store writes are idempotent anyway). Tasks beyond two
+	// rounds of writes wait for room within their own timeout.
+	coalescer := jobs.NewCoalescer(persist, a.Config.BatchSize, a.Config.PersistWriters, 2*a.Config.BatchSize*a.Config.PersistWriters)
 	mux := asynq.NewServeMux()
 	jobs.Register(mux, jobs.NewPersistHandler(coalescer))
 	srv := asynq.NewServerFromRedisClient(a.Redis, asynq.Config{

@@ -137,7 +137,7 @@ func TestPersistIsIdempotent(t *testing.T) {
 		adms = append(adms, adm)
 	}
 
-	handler := jobs.NewPersistHandler(jobs.NewCoalescer(e.ctx, e.app.Service.PersistAdmissions, 32, 2))
+	handler := jobs.NewPersistHandler(jobs.NewCoalescer(e.app.Service.PersistAdmissions, 32, 2, 64))
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*len(adms)+20)
 	for _, adm := range adms[:80] {

@@ -1,0 +1,279 @@
+// Package batch gathers work that arrives concurrently into batches and
+// commits each batch with one call: group commit.
+//
+// With little load every call is committed at once, alone; while commits are
+// under way, the calls that arrive meanwhile wait together and go in the next
+// commit, so under heavy load batches grow to what the commits drain, with
+// no timer to wait for. What may wait is bounded: a Committer holds at most
+// Backlog items that are not being committed yet, and starts at most Flushes
+// goroutines of its own, however long its commits take.
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// ErrBusy is returned when the backlog is full: Submit returns it at once,
+// Do when its context ends before there is room.
+var ErrBusy = errors.New("batch: busy")
+
+// Func commits one batch. It sets out[i] to the result of items[i]; out has
+// the length of items and starts zeroed. An error fails the whole batch:
+// every caller with an item in it gets that error and no results.
+//
+// ctx carries the values, but not the cancellation, of the call that started
+// the commit: a batch is shared, so no one caller's ending may end it. Func
+// bounds its own time.
+type Func[T, R any] func(ctx context.Context, items []T, out []R) error
+
+// Options bound a Committer.
+type Options struct {
+	// MaxBatch is the most items in one commit (at least 1). The items of
+	// one call always share a commit, so a call with more items than this
+	// is committed alone.
+	MaxBatch int
+	// Flushes is the most commits under way at once (at least 1).
+	Flushes int
+	// Backlog is the most items waiting for a commit, not counting those
+	// being committed (at least MaxBatch). A call that does not fit waits
+	// (Do) or is refused with ErrBusy (Submit). A call larger than Backlog
+	// is let in when nothing else waits.
+	Backlog int
+}
+
+// Committer gathers the items of concurrent calls into batches and commits
+// them with a Func. It is safe for concurrent use; its zero value is not
+// usable: call New.
+type Committer[T, R any] struct {
+	commit   Func[T, R]
+	maxBatch int
+	flushes  int
+	backlog  int
+
+	mu      sync.Mutex
+	open    *group[T, R]   // takes new items; nil when none does
+	full    []*group[T, R] // closed to new items, waiting for a flush, oldest first
+	waiting int            // items in open and full
+	running int            // commits under way
+	room    chan struct{}  // closed when items leave the backlog; nil while nobody waits for that
+	idle    chan struct{}  // closed when nothing waits or runs; nil while nobody waits for that
+}
+
+// group is one batch: the items of the calls that share a commit.
+type group[T, R any] struct {
+	items []T
+	out   []R
+	err   error
+	done  chan struct{} // closed once out and err are set
+}
+
+// New returns a Committer that commits with fn, bounded by opts.
+func New[T, R any](fn Func[T, R], opts Options) *Committer[T, R] {
+	maxBatch := max(opts.MaxBatch, 1)
+	return &Committer[T, R]{
+		commit:   fn,
+		maxBatch: maxBatch,
+		flushes:  max(opts.Flushes, 1),
+		backlog:  max(opts.Backlog, maxBatch),
+	}
+}
+
+// Do commits items together, in a batch with other callers' items, and
+// returns their results in order (a slice owned by the caller; nil for no
+// items). If a commit slot is free, Do commits at once in its own goroutine.
+//
+// While the backlog is full, Do waits for room until ctx ends, then returns
+// an error that is both ErrBusy and ctx's error; its items were not taken.
+// If ctx ends while its batch waits or is being committed, Do returns ctx's
+// error at once, but the items stay in the batch and may still be committed,
+// as when a reply is lost: Func must make that harmless.
+func (c *Committer[T, R]) Do(ctx context.Context, items ...T) ([]R, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	c.mu.Lock()
+	for !c.fits(len(items)) {
+		room := c.roomLocked()
+		c.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", ErrBusy, ctx.Err())
+		}
+		c.mu.Lock()
+	}
+	g, off := c.addLocked(items)
+	lead := c.startLocked()
+	c.mu.Unlock()
+
+	if lead != nil {
+		// A slot was free, so nothing else waited: lead is g. The next
+		// batches to take this slot go in a goroutine, so that this caller
+		// returns as soon as its own batch is done.
+		ctx := context.WithoutCancel(ctx)
+		if next := c.flush(ctx, lead); next != nil {
+			go c.work(ctx, next)
+		}
+	} else {
+		select {
+		case <-g.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if g.err != nil {
+		return nil, g.err
+	}
+	return g.out[off : off+len(items) : off+len(items)], nil
+}
+
+// Submit hands items to the next batch and returns without waiting for
+// their commit; their results are dropped. It returns ErrBusy, taking
+// nothing, when the backlog is full. A commit it starts runs in a goroutine
+// of the Committer's, under ctx's values without its cancellation.
+func (c *Committer[T, R]) Submit(ctx context.Context, items ...T) error {
+	if len(items) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	if !c.fits(len(items)) {
+		c.mu.Unlock()
+		return ErrBusy
+	}
+	c.addLocked(items)
+	lead := c.startLocked()
+	c.mu.Unlock()
+	if lead != nil {
+		go c.work(context.WithoutCancel(ctx), lead)
+	}
+	return nil
+}
+
+// Wait returns once nothing waits for a commit and no commit is under way,
+// or when ctx ends (with its error).
+func (c *Committer[T, R]) Wait(ctx context.Context) error {
+	c.mu.Lock()
+	if c.waiting == 0 && c.running == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	if c.idle == nil {
+		c.idle = make(chan struct{})
+	}
+	idle := c.idle
+	c.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Waiting returns how many items wait for a commit, not counting those
+// being committed.
+func (c *Committer[T, R]) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waiting
+}
+
+// fits reports whether n more items may wait. c.mu is held.
+func (c *Committer[T, R]) fits(n int) bool {
+	return c.waiting == 0 || c.waiting+n <= c.backlog
+}
+
+// roomLocked returns a channel closed when items next leave the backlog.
+func (c *Committer[T, R]) roomLocked() <-chan struct{} {
+	if c.room == nil {
+		c.room = make(chan struct{})
+	}
+	return c.room
+}
+
+// addLocked appends items to the open batch, opening a new one when they do
+// not fit, and returns the batch and where the items start in it.
+func (c *Committer[T, R]) addLocked(items []T) (*group[T, R], int) {
+	g := c.open
+	if g != nil && len(g.items)+len(items) > c.maxBatch {
+		c.full = append(c.full, g)
+		g = nil
+	}
+	if g == nil {
+		g = &group[T, R]{items: make([]T, 0, min(c.maxBatch, max(len(items), 8))), done: make(chan struct{})}
+		c.open = g
+	}
+	off := len(g.items)
+	g.items = append(g.items, items...)
+	c.waiting += len(items)
+	return g, off
+}
+
+// startLocked takes the oldest waiting batch if a commit slot is free, and
+// counts its commit as under way. The caller then runs it with flush.
+func (c *Committer[T, R]) startLocked() *group[T, R] {
+	if c.running >= c.flushes {
+		return nil
+	}
+	g := c.takeLocked()
+	if g != nil {
+		c.running++
+	}
+	return g
+}
+
+// takeLocked removes the oldest waiting batch from the backlog.
+func (c *Committer[T, R]) takeLocked() *group[T, R] {
+	var g *group[T, R]
+	switch {
+	case len(c.full) > 0:
+		g = c.full[0]
+		c.full[0] = nil
+		c.full = c.full[1:]
+	case c.open != nil:
+		g = c.open
+		c.open = nil
+	default:
+		return nil
+	}
+	c.waiting -= len(g.items)
+	if c.room != nil {
+		close(c.room)
+		c.room = nil
+	}
+	return g
+}
+
+// flush commits g in its slot, then hands the slot to the next waiting
+// batch, which it returns, or frees it and returns nil.
+func (c *Committer[T, R]) flush(ctx context.Context, g *group[T, R]) *group[T, R] {
+	g.out = make([]R, len(g.items))
+	g.err = c.commit(ctx, g.items, g.out)
+	close(g.done)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := c.takeLocked()
+	if next == nil {
+		c.running--
+		if c.running == 0 && c.waiting == 0 && c.idle != nil {
+			close(c.idle)
+			c.idle = nil
+		}
+	}
+	return next
+}
+
+// work commits g and then every batch handed to its slot. It runs in a
+// goroutine of its own, one per slot at most.
+func (c *Committer[T, R]) work(ctx context.Context, g *group[T, R]) {
+	for g != nil {
+		g = c.flush(ctx, g)
+	}
+}
