@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		Admitter: a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes}),
 		Queue:    a.Enqueuer,
 		Bus:      a.Bus,
-		Limiter:  a.Metrics.wrapLimiter(seckill.NewUserLimiter(cfg.UserRate, cfg.UserBurst)),
+		Limiter:  a.Metrics.wrapLimiter(admission.NewUserLimiter(cfg.UserRate, cfg.UserBurst)),
 		Logger:   logger,
 
 		Campaigns:        a.Store,

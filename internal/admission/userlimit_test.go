@@ -1,4 +1,4 @@
-package seckill
+package admission
 
 import (
 	"sync"
@@ -32,11 +32,16 @@ func TestUserLimiter(t *testing.T) {
 	}
 	clock = clock.Add(time.Hour)
 	l.Allow(7 + 64) // same shard as user 7: its sweep forgets the idle user 7
-	if _, ok := l.shards[7].buckets[7]; ok {
+	if _, ok := l.shards[7].users[7]; ok {
 		t.Fatal("idle user 7 still has a bucket after an idle hour")
 	}
-	if n := len(l.shards[7].buckets); n != 1 {
+	if n := len(l.shards[7].users); n != 1 {
 		t.Fatalf("shard keeps %d buckets, want only the active user", n)
+	}
+	for i := range 2 { // a forgotten user starts again with a full burst
+		if !l.Allow(7) {
+			t.Fatalf("attempt %d of a returning user refused", i)
+		}
 	}
 }
 
@@ -45,13 +50,11 @@ func TestUserLimiterConcurrent(t *testing.T) {
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for range 300 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if l.Allow(42) {
 				allowed.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if got := allowed.Load(); got != 5 {
