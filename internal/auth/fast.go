@@ -14,9 +14,9 @@ import (
 )
 
 // The fast path verifies the one token shape Issue produces without the jwt
-// package's reflection-based JSON decoding: every buyer of a flash sale is
-// new to the server, so the token cache misses and verification is on the
-// purchase path (see BenchmarkParse and docs/performance.md).
+// package's reflection-based JSON decoding: every request verifies its
+// token, so verification is on the purchase path (see BenchmarkParse and
+// docs/performance.md).
 //
 // It is a strict subset of the full verification, never a replacement:
 //
@@ -74,17 +74,17 @@ func newMACPool(secret []byte) *macPool {
 }
 
 // parseFast verifies token on the fast path. On fastAccepted it returns the
-// user and the expiry; on fastRefused an EUNAUTHENTICATED error.
-func (t *Tokens) parseFast(token string, now time.Time) (seckill.User, time.Time, fastResult, error) {
+// user; on fastRefused an EUNAUTHENTICATED error.
+func (t *Tokens) parseFast(token string, now time.Time) (seckill.User, fastResult, error) {
 	if t.macs == nil || t.issuer == "" || len(token) > maxFastToken {
-		return seckill.User{}, time.Time{}, fastUnsure, nil
+		return seckill.User{}, fastUnsure, nil
 	}
 	if len(token) <= len(issuedHeader) || token[:len(issuedHeader)] != issuedHeader || token[len(issuedHeader)] != '.' {
-		return seckill.User{}, time.Time{}, fastUnsure, nil
+		return seckill.User{}, fastUnsure, nil
 	}
 	dot := strings.LastIndexByte(token, '.')
 	if dot <= len(issuedHeader) || strings.IndexByte(token[len(issuedHeader)+1:dot], '.') >= 0 {
-		return seckill.User{}, time.Time{}, fastUnsure, nil
+		return seckill.User{}, fastUnsure, nil
 	}
 	v := t.macs.p.Get().(*verifier)
 	defer t.macs.p.Put(v)
@@ -93,11 +93,11 @@ func (t *Tokens) parseFast(token string, now time.Time) (seckill.User, time.Time
 	// compared in constant time with the HMAC of the same signing input.
 	v.in = append(v.in[:0], token[dot+1:]...)
 	if base64.RawURLEncoding.DecodedLen(len(v.in)) > len(v.sig) {
-		return seckill.User{}, time.Time{}, fastRefused, invalidToken()
+		return seckill.User{}, fastRefused, invalidToken()
 	}
 	n, err := base64.RawURLEncoding.Decode(v.sig[:], v.in)
 	if err != nil {
-		return seckill.User{}, time.Time{}, fastRefused, invalidToken()
+		return seckill.User{}, fastRefused, invalidToken()
 	}
 	v.in = append(v.in[:0], token[:dot]...)
 	v.mac.Reset()
@@ -105,44 +105,43 @@ func (t *Tokens) parseFast(token string, now time.Time) (seckill.User, time.Time
 	var sum [sha256.Size]byte
 	v.mac.Sum(sum[:0])
 	if !hmac.Equal(sum[:], v.sig[:n]) {
-		return seckill.User{}, time.Time{}, fastRefused, invalidToken()
+		return seckill.User{}, fastRefused, invalidToken()
 	}
 
 	// Signed with our secret: read the claims.
 	payloadText := v.in[len(issuedHeader)+1:]
 	if base64.RawURLEncoding.DecodedLen(len(payloadText)) > len(v.payload) {
-		return seckill.User{}, time.Time{}, fastUnsure, nil
+		return seckill.User{}, fastUnsure, nil
 	}
 	n, err = base64.RawURLEncoding.Decode(v.payload[:], payloadText)
 	if err != nil {
-		return seckill.User{}, time.Time{}, fastUnsure, nil
+		return seckill.User{}, fastUnsure, nil
 	}
 	c, ok := readIssuedClaims(v.payload[:n])
 	if !ok {
-		return seckill.User{}, time.Time{}, fastUnsure, nil
+		return seckill.User{}, fastUnsure, nil
 	}
 	// In the jwt validator's order: exp, then iss, then ours.
 	if !c.hasExp {
-		return seckill.User{}, time.Time{}, fastRefused, invalidToken()
+		return seckill.User{}, fastRefused, invalidToken()
 	}
-	exp := time.Unix(c.exp, 0)
-	if !now.Before(exp) {
-		return seckill.User{}, time.Time{}, fastRefused, tokenExpired()
+	if !now.Before(time.Unix(c.exp, 0)) {
+		return seckill.User{}, fastRefused, tokenExpired()
 	}
 	if string(c.iss) != t.issuer {
-		return seckill.User{}, time.Time{}, fastRefused, invalidToken()
+		return seckill.User{}, fastRefused, invalidToken()
 	}
 	id, err := strconv.ParseInt(string(c.sub), 10, 64)
 	if err != nil || id <= 0 {
-		return seckill.User{}, time.Time{}, fastRefused, invalidToken()
+		return seckill.User{}, fastRefused, invalidToken()
 	}
 	switch string(c.role) {
 	case RoleUser:
-		return seckill.User{ID: id}, exp, fastAccepted, nil
+		return seckill.User{ID: id}, fastAccepted, nil
 	case RoleAdmin:
-		return seckill.User{ID: id, Admin: true}, exp, fastAccepted, nil
+		return seckill.User{ID: id, Admin: true}, fastAccepted, nil
 	}
-	return seckill.User{}, time.Time{}, fastRefused, invalidToken()
+	return seckill.User{}, fastRefused, invalidToken()
 }
 
 // issuedClaims are the claims Issue writes.
