@@ -2,7 +2,6 @@ package lua_test
 
 import (
 	"context"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/testenv"
 	"seckill/lua"
 )
 
@@ -44,16 +44,7 @@ func TestHeaders(t *testing.T) {
 
 // TestCompile loads every script into Redis, which compiles it.
 func TestCompile(t *testing.T) {
-	url := os.Getenv("SECKILL_TEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatalf("parse SECKILL_TEST_REDIS_URL: %v", err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
+	rdb, _ := testenv.MustOpenRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for name, src := range lua.All {

@@ -16,13 +16,14 @@ import (
 
 	"seckill/internal/admission"
 	"seckill/internal/seckill"
+	"seckill/internal/testenv"
 )
 
 // newAdmitter returns an Admitter on a fresh key prefix with its scripts
 // loaded, and the raw client for assertions.
 func newAdmitter(tb testing.TB, opts admission.Options) (*admission.Admitter, *redis.Client) {
 	tb.Helper()
-	rdb, prefix := admission.MustOpenRedis(tb)
+	rdb, prefix := testenv.MustOpenRedis(tb)
 	opts.Prefix = prefix
 	a := admission.New(rdb, opts)
 	if err := a.Load(context.Background()); err != nil {
@@ -661,7 +662,7 @@ func TestSoldOutMark(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			rdb, prefix := admission.MustOpenRedis(t)
+			rdb, prefix := testenv.MustOpenRedis(t)
 			// An hour: only an invalidation can explain an acceptance.
 			a := admission.New(rdb, admission.Options{Prefix: prefix, SoldOutTTL: time.Hour})
 			ctx, cancel := context.WithCancel(ctx)

@@ -10,11 +10,12 @@ import (
 
 	"seckill/internal/admission"
 	"seckill/internal/seckill"
+	"seckill/internal/testenv"
 )
 
 func newBus(tb testing.TB) *admission.Bus {
 	tb.Helper()
-	rdb, prefix := admission.MustOpenRedis(tb)
+	rdb, prefix := testenv.MustOpenRedis(tb)
 	b := admission.NewBus(rdb, prefix, nil)
 	tb.Cleanup(func() { b.Close() })
 	return b
@@ -114,7 +115,7 @@ func TestBusFanOut(t *testing.T) {
 func TestBusAcrossBuses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb, prefix := admission.MustOpenRedis(t)
+	rdb, prefix := testenv.MustOpenRedis(t)
 	sub := admission.NewBus(rdb, prefix, nil)
 	defer sub.Close()
 	pub := admission.NewBus(rdb, prefix, nil)
@@ -229,7 +230,7 @@ func TestBusSlowSubscriber(t *testing.T) {
 // the number of goroutines settles back, and that Close releases the rest.
 // It does not run in parallel: it counts every goroutine of the process.
 func TestBusNoGoroutineLeak(t *testing.T) {
-	rdb, prefix := admission.MustOpenRedis(t)
+	rdb, prefix := testenv.MustOpenRedis(t)
 	base := settledGoroutines(0)
 
 	b := admission.NewBus(rdb, prefix, nil)
@@ -272,7 +273,7 @@ func TestBusNoGoroutineLeak(t *testing.T) {
 // TestAdmitterListenerNoLeak checks that the stock_returned listener goes
 // away with its context. Not parallel: it counts every goroutine.
 func TestAdmitterListenerNoLeak(t *testing.T) {
-	rdb, prefix := admission.MustOpenRedis(t)
+	rdb, prefix := testenv.MustOpenRedis(t)
 	base := settledGoroutines(0)
 	for range 20 {
 		a := admission.New(rdb, admission.Options{Prefix: prefix})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/testenv"
 )
 
 // echoScript doubles its argument, refuses multiples of 7 with an error
@@ -61,7 +63,7 @@ func checkEchoReplies(t *testing.T, res [][]any, errs []error) {
 // they must go in batches of more than one, every call must run exactly
 // once, and every caller must get its own reply or error.
 func TestPipelineBatches(t *testing.T) {
-	rdb, prefix := MustOpenRedis(t)
+	rdb, prefix := testenv.MustOpenRedis(t)
 	p := newPipeline(rdb, echoScript, 1, 50, 1000)
 	var batches, largest atomic.Int64
 	p.sent = func(n int) {
@@ -88,7 +90,7 @@ func TestPipelineBatches(t *testing.T) {
 // TestPipelineNoScript flushes Redis's script cache: batched EVALSHAs come
 // back NOSCRIPT, did not run, and are run once each with EVAL.
 func TestPipelineNoScript(t *testing.T) {
-	rdb, prefix := MustOpenRedis(t)
+	rdb, prefix := testenv.MustOpenRedis(t)
 	p := newPipeline(rdb, echoScript, 1, 50, 1000)
 	var batched atomic.Bool
 	p.sent = func(n int) {
@@ -129,7 +131,7 @@ func TestPipelineRedisDown(t *testing.T) {
 // waits returns at once with the context's error. Its call still runs with
 // the batch (as when a reply is lost), and the other callers are answered.
 func TestPipelineCallerGivesUp(t *testing.T) {
-	rdb, prefix := MustOpenRedis(t)
+	rdb, prefix := testenv.MustOpenRedis(t)
 	p := newPipeline(rdb, echoScript, 1, 50, 1000)
 	key := prefix + "runs"
 	gate, sending := make(chan struct{}), make(chan int, 10)

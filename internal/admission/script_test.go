@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/seckill"
+	"seckill/internal/testenv"
 )
 
 // snapshot reads everything a campaign holds in Redis.
@@ -29,7 +30,7 @@ func snapshot(t *testing.T, rdb *redis.Client, k keys, voucherID int64) map[stri
 func TestScriptArgumentValidation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb, prefix := MustOpenRedis(t)
+	rdb, prefix := testenv.MustOpenRedis(t)
 	a := New(rdb, Options{Prefix: prefix})
 	const v = 5
 	now := time.Now()
@@ -110,7 +111,7 @@ func TestScriptArgumentValidation(t *testing.T) {
 func TestScriptSeqExhausted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb, prefix := MustOpenRedis(t)
+	rdb, prefix := testenv.MustOpenRedis(t)
 	a := New(rdb, Options{Prefix: prefix})
 	now := time.Now()
 	if _, err := a.Warm(ctx, seckill.WarmState{Campaign: seckill.Campaign{VoucherID: 1, Stock: 10, Epoch: 5,
