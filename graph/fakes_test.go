@@ -14,7 +14,8 @@ import (
 // In-memory fakes of the Service's dependencies, so the tests exercise the
 // real *seckill.Service and its auth and validation rules. They keep only
 // what these tests need; the adapters' own tests run against Postgres and
-// Redis.
+// Redis, and contract_test.go holds memAdmitter and memBus to the Redis
+// adapter's answers.
 
 type memStore struct {
 	mu       sync.Mutex
@@ -140,17 +141,22 @@ func (s *memStore) PersistOrders(_ context.Context, adms []seckill.Admission) ([
 	defer s.mu.Unlock()
 	out := make([]seckill.PersistOutcome, 0, len(adms))
 	for _, a := range adms {
-		v, ok := s.vouchers[a.VoucherID]
-		if !ok || v.Campaign == nil || v.Campaign.Stock <= 0 {
-			out = append(out, seckill.PersistOutcome{Admission: a, Status: seckill.OrderFailed, Reason: "no stock left"})
+		if o, ok := s.orders[a.OrderID]; ok { // decided by an earlier delivery
+			out = append(out, seckill.PersistOutcome{Admission: a, Status: o.Status, Reason: o.FailureReason, CreatedAt: o.CreatedAt})
 			continue
 		}
-		if _, ok := s.orders[a.OrderID]; !ok {
-			v.Campaign.Stock--
+		v, ok := s.vouchers[a.VoucherID]
+		if !ok || v.Campaign == nil || v.Campaign.Stock <= 0 {
+			const reason = "no stock left"
 			s.orders[a.OrderID] = &seckill.Order{ID: a.OrderID, VoucherID: a.VoucherID, UserID: a.UserID,
-				Status: seckill.OrderCreated, CreatedAt: a.AdmittedAt}
+				Status: seckill.OrderFailed, CreatedAt: a.AdmittedAt, FailureReason: reason}
+			out = append(out, seckill.PersistOutcome{Admission: a, Status: seckill.OrderFailed, Reason: reason})
+			continue
 		}
-		out = append(out, seckill.PersistOutcome{Admission: a, Status: seckill.OrderCreated, CreatedAt: a.AdmittedAt})
+		v.Campaign.Stock--
+		s.orders[a.OrderID] = &seckill.Order{ID: a.OrderID, VoucherID: a.VoucherID, UserID: a.UserID,
+			Status: seckill.OrderCreated, CreatedAt: a.AdmittedAt}
+		out = append(out, seckill.PersistOutcome{Admission: a, Status: seckill.OrderCreated, CreatedAt: a.AdmittedAt, Inserted: true})
 	}
 	return out, nil
 }
@@ -266,8 +272,12 @@ func (a *memAdmitter) Ack(_ context.Context, adms []seckill.Admission) error {
 func (a *memAdmitter) Release(_ context.Context, adm seckill.Admission, keepBuyer bool) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, ok := a.pending[adm.OrderID]; !ok {
+	p, ok := a.pending[adm.OrderID]
+	if !ok {
 		return false, nil
+	}
+	if p.UserID != adm.UserID {
+		return false, seckill.Errorf(seckill.ECONFLICT, "order %d is pending for another user", adm.OrderID)
 	}
 	delete(a.pending, adm.OrderID)
 	if c, ok := a.campaigns[adm.VoucherID]; ok {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -131,7 +132,7 @@ func (a answer) String() string { return fmt.Sprintf("%d %s\n%s", a.status, a.he
 
 func sendCase(t *testing.T, url string, tokens map[string]string, c purchaseCase, voucher string) answer {
 	t.Helper()
-	method := cmpOr(c.method, http.MethodPost)
+	method := cmp.Or(c.method, http.MethodPost)
 	body := strings.ReplaceAll(c.body, "{{V}}", voucher)
 	if method == http.MethodGet {
 		url += "?query=" + strings.ReplaceAll("mutation{seckill(voucherId:\"V\"){outcome}}", "V", voucher)
@@ -140,7 +141,7 @@ func sendCase(t *testing.T, url string, tokens map[string]string, c purchaseCase
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", cmpOr(c.contentType, "application/json"))
+	req.Header.Set("Content-Type", cmp.Or(c.contentType, "application/json"))
 	if c.accept != "" {
 		req.Header.Set("Accept", c.accept)
 	}
@@ -161,13 +162,6 @@ func sendCase(t *testing.T, url string, tokens map[string]string, c purchaseCase
 	var hb bytes.Buffer
 	_ = h.Write(&hb)
 	return answer{status: resp.StatusCode, header: hb.String(), body: string(raw)}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // twinEnvs are two identical services, one behind the fast path and one
