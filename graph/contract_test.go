@@ -29,11 +29,31 @@ func TestMemAdmitterContract(t *testing.T) {
 	if err := real.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	want := admitterStory(t, real)
-	got := admitterStory(t, newMemAdmitter())
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("memAdmitter differs from the Redis Admitter (-redis +fake):\n%s", diff)
+	sameStory(t, admitterStory, seckill.Admitter(real), seckill.Admitter(newMemAdmitter()))
+}
+
+// sameStory tells story on the real adapter and on its fake, and fails on
+// any difference in what they answered.
+func sameStory[T any](t *testing.T, story func(*testing.T, T) []string, real, fake T) {
+	t.Helper()
+	if diff := cmp.Diff(story(t, real), story(t, fake)); diff != "" {
+		t.Fatalf("the fake %T differs from the real %T (-real +fake):\n%s", fake, real, diff)
 	}
+}
+
+// transcript collects one line per step of a story.
+type transcript []string
+
+func (tr *transcript) say(format string, args ...any) {
+	*tr = append(*tr, fmt.Sprintf(format, args...))
+}
+
+// code is how a step's error reads in a transcript: its domain code.
+func code(err error) string {
+	if err != nil {
+		return "error " + string(seckill.ErrorCode(err))
+	}
+	return "ok"
 }
 
 // admitterStory warms an open campaign with two units (and one not started,
@@ -45,14 +65,8 @@ func admitterStory(t *testing.T, a seckill.Admitter) []string {
 	campaign := func(id int64, begin, end time.Time, stock int64) seckill.WarmState {
 		return seckill.WarmState{Campaign: seckill.Campaign{VoucherID: id, Stock: stock, BeginTime: begin, EndTime: end}, MaxSeq: 10}
 	}
-	var out []string
-	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	result := func(err error) string {
-		if err != nil {
-			return "error " + string(seckill.ErrorCode(err))
-		}
-		return "ok"
-	}
+	var out transcript
+	say := out.say
 	for _, st := range []seckill.WarmState{
 		campaign(1, now.Add(-time.Hour), now.Add(time.Hour), 2),
 		campaign(2, now.Add(time.Hour), now.Add(2*time.Hour), 2),
@@ -60,19 +74,19 @@ func admitterStory(t *testing.T, a seckill.Admitter) []string {
 		campaign(1, now.Add(-time.Hour), now.Add(time.Hour), 5), // held already
 	} {
 		warmed, err := a.Warm(ctx, st)
-		say("warm %d: %v %s", st.Campaign.VoucherID, warmed, result(err))
+		say("warm %d: %v %s", st.Campaign.VoucherID, warmed, code(err))
 	}
 	adms := map[int64]seckill.Admission{}
 	admit := func(voucherID, userID int64) {
 		o, adm, err := a.Admit(ctx, voucherID, userID)
-		say("admit voucher %d user %d: %s order %d %s", voucherID, userID, o, adm.OrderID, result(err))
+		say("admit voucher %d user %d: %s order %d %s", voucherID, userID, o, adm.OrderID, code(err))
 		if o == seckill.OutcomeAccepted {
 			adms[userID] = adm
 		}
 	}
 	remaining := func() {
 		rem, err := a.Remaining(ctx, []int64{1, 2, 3, 99})
-		say("remaining %v %s", rem, result(err))
+		say("remaining %v %s", rem, code(err))
 	}
 	pending := func(userID int64) {
 		p, err := a.Pending(ctx, adms[userID].OrderID)
@@ -80,11 +94,11 @@ func admitterStory(t *testing.T, a seckill.Admitter) []string {
 			say("pending of user %d: order %d user %d voucher %d", userID, p.OrderID, p.UserID, p.VoucherID)
 			return
 		}
-		say("pending of user %d: %s", userID, result(err))
+		say("pending of user %d: %s", userID, code(err))
 	}
 	release := func(adm seckill.Admission, keepBuyer bool) {
 		ok, err := a.Release(ctx, adm, keepBuyer)
-		say("release order %d of user %d keep %v: %v %s", adm.OrderID, adm.UserID, keepBuyer, ok, result(err))
+		say("release order %d of user %d keep %v: %v %s", adm.OrderID, adm.UserID, keepBuyer, ok, code(err))
 	}
 
 	admit(1, 100)
@@ -119,11 +133,7 @@ func TestMemBusContract(t *testing.T) {
 	rdb, prefix := testenv.MustOpenRedis(t)
 	real := admission.NewBus(rdb, prefix, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { _ = real.Close() })
-	want := busStory(t, real)
-	got := busStory(t, newMemBus())
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("memBus differs from the Redis Bus (-redis +fake):\n%s", diff)
-	}
+	sameStory(t, busStory, seckill.StatusBus(real), seckill.StatusBus(newMemBus()))
 }
 
 // busStory subscribes twice to one order and once to another, publishes,
@@ -152,17 +162,17 @@ func busStory(t *testing.T, b seckill.StatusBus) []string {
 	publish(seckill.StatusEvent{OrderID: 1, Status: seckill.OrderCreated, At: at},
 		seckill.StatusEvent{OrderID: 2, Status: seckill.OrderFailed, At: at, Reason: "no stock left"})
 
-	var out []string
+	var out transcript
 	next := func(name string, ch <-chan seckill.StatusEvent) {
 		select {
 		case ev, ok := <-ch:
 			if !ok {
-				out = append(out, name+": closed")
+				out.say("%s: closed", name)
 				return
 			}
-			out = append(out, fmt.Sprintf("%s: order %d %s %s %q", name, ev.OrderID, ev.Status, ev.At.UTC().Format(time.RFC3339), ev.Reason))
+			out.say("%s: order %d %s %s %q", name, ev.OrderID, ev.Status, ev.At.UTC().Format(time.RFC3339), ev.Reason)
 		case <-time.After(5 * time.Second):
-			out = append(out, name+": nothing in 5 s")
+			out.say("%s: nothing in 5 s", name)
 		}
 	}
 	next("a1", a1)
@@ -178,11 +188,7 @@ func busStory(t *testing.T, b seckill.StatusBus) []string {
 // TestMemStoreContract runs one story of vouchers and orders against
 // memStore and the Postgres Store and compares what each answered.
 func TestMemStoreContract(t *testing.T) {
-	want := storeStory(t, store.New(storetest.NewDB(t)))
-	got := storeStory(t, newMemStore())
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("memStore differs from the Postgres Store (-postgres +fake):\n%s", diff)
-	}
+	sameStory(t, storeStory, seckill.Store(store.New(storetest.NewDB(t))), seckill.Store(newMemStore()))
 }
 
 // storeStory creates two campaigns of one unit, persists admissions (one
@@ -190,14 +196,8 @@ func TestMemStoreContract(t *testing.T) {
 // step.
 func storeStory(t *testing.T, s seckill.Store) []string {
 	ctx := t.Context()
-	var out []string
-	say := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	code := func(err error) string {
-		if err != nil {
-			return "error " + string(seckill.ErrorCode(err))
-		}
-		return "ok"
-	}
+	var out transcript
+	say := out.say
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	var ids []int64
 	for _, title := range []string{"first", "second"} {

@@ -161,7 +161,7 @@ func TestPipelineCallerGivesUp(t *testing.T) {
 		}
 		last <- err
 	}()
-	waitFor(t, func() bool { return p.batches.Waiting() == 2 })
+	testenv.WaitFor(t, func() bool { return p.batches.Waiting() == 2 })
 	cancel()
 	select {
 	case err := <-follower:
@@ -184,15 +184,5 @@ func TestPipelineCallerGivesUp(t *testing.T) {
 	}
 	if runs, _ := rdb.Get(context.Background(), key).Int(); runs != 3 {
 		t.Fatalf("the script ran %d times, want 3", runs)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5 s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

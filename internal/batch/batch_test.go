@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"seckill/internal/testenv"
 )
 
 // sink is a Func over ints that doubles each item, records every batch and
@@ -195,10 +197,10 @@ func TestCallerGivesUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
 	go func() { _, err := c.Do(ctx, 2); gaveUp <- err }()
-	waitFor(t, func() bool { return c.Waiting() == 1 })
+	testenv.WaitFor(t, func() bool { return c.Waiting() == 1 })
 	third := make(chan []int, 1)
 	go func() { r, _ := c.Do(context.Background(), 3); third <- r }()
-	waitFor(t, func() bool { return c.Waiting() == 2 })
+	testenv.WaitFor(t, func() bool { return c.Waiting() == 2 })
 	cancel()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the caller that gave up: %v, want context.Canceled", err)
@@ -251,7 +253,7 @@ func TestFullBacklog(t *testing.T) {
 		}
 		waiter <- r
 	}()
-	waitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.room != nil })
+	testenv.WaitFor(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.room != nil })
 	close(s.gate)
 	if r := <-waiter; len(r) != 1 || r[0] != 16 {
 		t.Fatalf("the caller that waited for room: %v", r)
@@ -420,16 +422,6 @@ func TestStalledSinkStaysBounded(t *testing.T) {
 		}
 		return true
 	})
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // BenchmarkDo measures the Committer's own cost: 64 callers, a sink that

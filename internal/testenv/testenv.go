@@ -112,3 +112,15 @@ func MustOpenRedis(tb testing.TB) (*redis.Client, string) {
 	})
 	return rdb, prefix
 }
+
+// WaitFor polls cond every millisecond until it holds, failing tb if it
+// does not within 5 seconds.
+func WaitFor(tb testing.TB, cond func() bool) {
+	tb.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			tb.Fatal("condition not reached in 5 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
