@@ -63,7 +63,7 @@ func admitterStory(t *testing.T, a seckill.Admitter) []string {
 	ctx := t.Context()
 	now := time.Now()
 	campaign := func(id int64, begin, end time.Time, stock int64) seckill.WarmState {
-		return seckill.WarmState{Campaign: seckill.Campaign{VoucherID: id, Stock: stock, BeginTime: begin, EndTime: end}, MaxSeq: 10}
+		return seckill.WarmState{Campaign: seckill.Campaign{VoucherID: id, Stock: stock, BeginTime: begin, EndTime: end}}
 	}
 	var out transcript
 	say := out.say
