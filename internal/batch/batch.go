@@ -83,13 +83,16 @@ func New[T, R any](fn Func[T, R], opts Options) *Committer[T, R] {
 
 // Do commits items together, in a batch with other callers' items, and
 // returns their results in order (a slice owned by the caller; nil for no
-// items). If a commit slot is free, Do commits at once in its own goroutine.
+// items). If a commit slot is free, Do commits at once in its own goroutine
+// and returns when that commit is done, whatever ctx does meanwhile (Func
+// bounds its own time).
 //
 // While the backlog is full, Do waits for room until ctx ends, then returns
 // an error that is both ErrBusy and ctx's error; its items were not taken.
-// If ctx ends while its batch waits or is being committed, Do returns ctx's
-// error at once, but the items stay in the batch and may still be committed,
-// as when a reply is lost: Func must make that harmless.
+// If ctx ends while its batch waits, or is committed by another caller, Do
+// returns ctx's error at once, but the items stay in the batch and may
+// still be committed, as when a reply is lost: Func must make that
+// harmless.
 func (c *Committer[T, R]) Do(ctx context.Context, items ...T) ([]R, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
