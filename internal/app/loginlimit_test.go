@@ -2,17 +2,14 @@ package app
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"seckill/internal/admission"
+	"seckill/internal/testenv"
 	"seckill/web"
 )
 
@@ -22,39 +19,9 @@ import (
 var loginLimiters = map[string]func(t *testing.T, l web.LoginLimits) web.LoginLimiter{
 	"memory": func(_ *testing.T, l web.LoginLimits) web.LoginLimiter { return web.NewMemoryLimiter(l) },
 	"redis": func(t *testing.T, l web.LoginLimits) web.LoginLimiter {
-		rdb, prefix := loginRedis(t)
+		rdb, prefix := testenv.MustOpenRedis(t)
 		return admission.NewLoginLimiter(rdb, prefix, toAdmissionLoginLimits(l))
 	},
-}
-
-var loginSeq atomic.Int64
-
-// loginRedis is a client on the test Redis and a key prefix unique to t,
-// whose keys are deleted when t ends.
-func loginRedis(t *testing.T) (*redis.Client, string) {
-	t.Helper()
-	url := os.Getenv("SECKILL_TEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	prefix := fmt.Sprintf("test:login:%d:%d:", time.Now().UnixNano(), loginSeq.Add(1))
-	t.Cleanup(func() {
-		defer rdb.Close()
-		ctx := context.Background()
-		keys, err := rdb.Keys(ctx, prefix+"*").Result()
-		if err == nil && len(keys) > 0 {
-			err = rdb.Del(ctx, keys...).Err()
-		}
-		if err != nil {
-			t.Errorf("clean up %s*: %v", prefix, err)
-		}
-	})
-	return rdb, prefix
 }
 
 // TestLoginLimiterContract runs one suite against every LoginLimiter.
