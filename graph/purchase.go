@@ -12,9 +12,11 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
-	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/parser"
+	"github.com/vektah/gqlparser/v2/validator"
+	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"seckill/graph/model"
 	"seckill/internal/obs"
@@ -59,28 +61,28 @@ type resultField struct {
 }
 
 type purchasePath struct {
-	resolve    func(ctx context.Context, voucherID string) (*model.SeckillResult, error)
-	schema     *ast.Schema
-	plans      *lru.LRU[*purchasePlan]
-	present    graphql.ErrorPresenterFunc
-	recover    graphql.RecoverFunc
-	complexity int // the complexity limit gqlgen applies
-	maxDepth   int
-	next       http.Handler
-	onServe    func() // tests: called when the fast path answers
+	resolve func(ctx context.Context, voucherID string) (*model.SeckillResult, error)
+	schema  *ast.Schema
+	plans   *lru.LRU[*purchasePlan]
+	present graphql.ErrorPresenterFunc
+	recover graphql.RecoverFunc
+	limits  limits              // the limits the gqlgen server applies
+	rules   func() *rules.Rules // and its validation rules
+	next    http.Handler
+	onServe func() // tests: called when the fast path answers
 }
 
 func newPurchasePath(es graphql.ExecutableSchema, r *Resolver, opts Options, next http.Handler) *purchasePath {
 	return &purchasePath{
-		resolve:    r.Mutation().Seckill,
-		schema:     es.Schema(),
-		plans:      lru.New[*purchasePlan](1000),
-		present:    presentError(opts.Logger),
-		recover:    recoverFunc(opts.Logger),
-		complexity: opts.ComplexityLimit,
-		maxDepth:   opts.MaxDepth,
-		next:       next,
-		onServe:    opts.onFastPath,
+		resolve: r.Mutation().Seckill,
+		schema:  es.Schema(),
+		plans:   lru.New[*purchasePlan](1000),
+		present: presentError(opts.Logger),
+		recover: recoverFunc(opts.Logger),
+		limits:  opts.limits(),
+		rules:   validationRules(opts.Introspection),
+		next:    next,
+		onServe: opts.onFastPath,
 	}
 }
 
@@ -186,10 +188,11 @@ func (p *purchasePath) plan(ctx context.Context, query string) *purchasePlan {
 // recognise returns a plan when query is a valid document with exactly
 // one operation, a mutation that selects only seckill(voucherId: $var or
 // "literal") with plain scalar fields, and no fragments or directives
-// anywhere; nil otherwise.
+// anywhere, within the server's limits; nil otherwise. The shape is
+// checked first, so only purchases are ever validated here.
 func (p *purchasePath) recognise(query string) *purchasePlan {
-	doc, errs := gqlparser.LoadQuery(p.schema, query)
-	if len(errs) > 0 || len(doc.Operations) != 1 || len(doc.Fragments) != 0 {
+	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	if err != nil || len(doc.Operations) != 1 || len(doc.Fragments) != 0 {
 		return nil
 	}
 	op := doc.Operations[0]
@@ -234,9 +237,14 @@ func (p *purchasePath) recognise(query string) *purchasePlan {
 		seen[sf.Alias] = true
 		plan.fields = append(plan.fields, resultField{key: sf.Alias, name: sf.Name})
 	}
-	// Leave the limits' answers to gqlgen whenever they could refuse: the
-	// field and each selection cost 1, and the depth is 2.
-	if len(plan.fields) == 0 || 1+len(plan.fields) > p.complexity || 2 > p.maxDepth {
+	// Leave refusals to gqlgen: the same limits, the same rules.
+	if len(plan.fields) == 0 {
+		return nil
+	}
+	if _, err := p.limits.check(doc); err != nil {
+		return nil
+	}
+	if errs := validator.ValidateWithRules(p.schema, doc, p.rules()); len(errs) > 0 {
 		return nil
 	}
 	return plan

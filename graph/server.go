@@ -36,6 +36,7 @@ type TokenParser interface {
 const (
 	DefaultComplexityLimit   = 200
 	DefaultMaxDepth          = 10
+	DefaultMaxSelections     = 1000
 	DefaultMaxBodyBytes      = 64 << 10
 	DefaultPingInterval      = 15 * time.Second
 	DefaultKeepAliveInterval = 10 * time.Second
@@ -59,12 +60,20 @@ type Options struct {
 	// Logger receives internal errors and recovered panics; nil means
 	// slog.Default().
 	Logger *slog.Logger
-	// ComplexityLimit bounds gqlgen's complexity score of an operation
-	// (every field costs 1). Default DefaultComplexityLimit.
+	// ComplexityLimit bounds gqlgen's complexity score of each operation
+	// and fragment of a document (every field costs 1, introspection
+	// below __schema nothing). Default DefaultComplexityLimit.
 	ComplexityLimit int
 	// MaxDepth bounds how deeply an operation nests its selections.
 	// Default DefaultMaxDepth.
 	MaxDepth int
+	// MaxSelections bounds the selections (fields, fragment spreads and
+	// inline fragments) of a whole document, its operations and fragment
+	// definitions each counted with their fragments expanded. It bounds
+	// the work of validating a document, and introspection queries, which
+	// the complexity does not count (GraphiQL's needs about 300). Default
+	// DefaultMaxSelections.
+	MaxSelections int
 	// MaxBodyBytes bounds a request body, a GET query string and one
 	// WebSocket message. Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -106,6 +115,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = DefaultMaxDepth
 	}
+	if o.MaxSelections <= 0 {
+		o.MaxSelections = DefaultMaxSelections
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -115,6 +127,15 @@ func (o Options) withDefaults() Options {
 		o.InitTimeout = DefaultInitTimeout
 	}
 	return o
+}
+
+func (o Options) limits() limits {
+	return limits{
+		complexity:    o.ComplexityLimit,
+		depth:         o.MaxDepth,
+		selections:    o.MaxSelections,
+		introspection: o.Introspection,
+	}
 }
 
 // orDefault maps 0 to def and a negative duration to 0, which gqlgen reads
@@ -174,12 +195,17 @@ func NewHandler(svc Service, tokens TokenParser, opts Options) http.Handler {
 	srv.AddTransport(transport.GET{}) // refuses mutations itself
 	srv.AddTransport(transport.POST{})
 
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	cache := lru.New[*ast.QueryDocument](1000)
+	srv.SetQueryCache(cache)
 	if opts.Introspection {
 		srv.Use(extension.Introspection{})
 	}
-	srv.Use(extension.FixedComplexityLimit(opts.ComplexityLimit))
-	srv.Use(operationLimits{maxDepth: opts.MaxDepth, introspection: opts.Introspection})
+	// The limits run before gqlgen parses and validates a document (see
+	// limits.go); they replace gqlgen's complexity extension, which
+	// expands every fragment spread again.
+	srv.Use(documentLimits{limits: opts.limits(), cache: cache})
+	srv.SetValidationRulesFn(validationRules(opts.Introspection))
+	srv.SetDisableSuggestion(!opts.Introspection)
 	srv.AroundOperations(nameOperation)
 	srv.SetRecoverFunc(recoverFunc(log))
 	srv.SetErrorPresenter(presentError(log))
