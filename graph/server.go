@@ -157,8 +157,8 @@ func orDefault(d, def time.Duration) time.Duration {
 //
 // Authentication applies to every transport. An HTTP request's
 // "Authorization: Bearer <token>" header is verified with tokens; without
-// the header the request is anonymous, and with a bad one it is answered
-// 401. A WebSocket must present its token in
+// a token (no header, or "Bearer" and nothing else) the request is
+// anonymous, and with a bad one it is answered 401. A WebSocket must present its token in
 // the connection_init payload ({"Authorization": "Bearer <token>"}) unless
 // its upgrade request was authenticated: without one it is closed with
 // 4401, with a bad one with 4403. The resolvers leave every permission
@@ -221,12 +221,12 @@ func NewHandler(svc Service, tokens TokenParser, opts Options) http.Handler {
 // context; see NewHandler.
 func authenticate(tokens TokenParser, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		if h == "" {
+		token, ok := bearerToken(r.Header.Get("Authorization"))
+		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
-		u, err := tokens.Parse(bearerToken(h))
+		u, err := tokens.Parse(token)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 			writeJSONError(w, http.StatusUnauthorized, "invalid token", seckill.EUNAUTHENTICATED)
@@ -240,15 +240,15 @@ func authenticate(tokens TokenParser, next http.Handler) http.Handler {
 // socket is refused: the only subscription needs a user.
 func websocketInit(tokens TokenParser) transport.WebsocketInitFunc {
 	return func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-		h := p.Authorization() // "Authorization" or "authorization"
-		if h == "" {
+		token, ok := bearerToken(p.Authorization()) // "Authorization" or "authorization"
+		if !ok {
 			if seckill.UserFromContext(ctx) != nil {
 				return ctx, nil, nil // the upgrade request carried a valid token
 			}
 			ctx = transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, CloseUnauthorized), "Unauthorized")
 			return ctx, nil, errors.New("authentication required: send {\"Authorization\": \"Bearer <token>\"} in connection_init")
 		}
-		u, err := tokens.Parse(bearerToken(h))
+		u, err := tokens.Parse(token)
 		if err != nil {
 			ctx = transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, CloseForbidden), "Forbidden")
 			return ctx, nil, errors.New("invalid token")
@@ -257,14 +257,22 @@ func websocketInit(tokens TokenParser) transport.WebsocketInitFunc {
 	}
 }
 
-// bearerToken returns the token of "Bearer <token>" (any case), or "" for
-// anything else, which no TokenParser accepts.
-func bearerToken(h string) string {
-	const prefix = "bearer "
-	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return ""
+// bearerToken reads an Authorization header value. Nothing, or the Bearer
+// scheme with nothing after it ("Bearer", "Bearer "), is no token at all
+// (!ok): a shell variable that came out empty makes the request anonymous,
+// not wrongly signed. Otherwise it returns the token of "Bearer <token>"
+// (the scheme in any case), or "" for another scheme, which no TokenParser
+// accepts.
+func bearerToken(h string) (token string, ok bool) {
+	const scheme = "bearer"
+	h = strings.TrimSpace(h)
+	if h == "" || strings.EqualFold(h, scheme) {
+		return "", false
 	}
-	return strings.TrimSpace(h[len(prefix):])
+	if len(h) > len(scheme) && strings.EqualFold(h[:len(scheme)], scheme) && (h[len(scheme)] == ' ' || h[len(scheme)] == '\t') {
+		return strings.TrimSpace(h[len(scheme)+1:]), true
+	}
+	return "", true
 }
 
 // limitBody refuses request bodies and GET query strings longer than max

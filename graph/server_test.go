@@ -185,7 +185,7 @@ func TestAuthRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Millisecond)
-		for _, header := range []string{"Bearer " + user + "x", "Bearer " + expired, "Basic dXNlcjpw", "Bearer"} {
+		for _, header := range []string{"Bearer " + user + "x", "Bearer " + expired, "Basic dXNlcjpw", "Bearerx", "Bearer x y"} {
 			req, _ := http.NewRequest(http.MethodPost, e.srv.URL, strings.NewReader(`{"query":"{ vouchers { id } }"}`))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", header)
@@ -195,6 +195,21 @@ func TestAuthRules(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, strings.TrimSpace(raw)); diff != "" {
 				t.Errorf("body (-want +got):\n%s", diff)
+			}
+		}
+	})
+
+	// An empty token (a shell variable that came out empty) is no token:
+	// the request is anonymous, and what needs a user says the token is
+	// missing.
+	t.Run("empty token", func(t *testing.T) {
+		for _, header := range []string{"Bearer ", "Bearer", "bearer  ", " "} {
+			req, _ := http.NewRequest(http.MethodPost, e.srv.URL, strings.NewReader(`{"query":"{ myOrders { id } }"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", header)
+			status, resp, raw := send(t, req)
+			if err := onlyError(t, resp, raw); status != http.StatusOK || err.code() != seckill.EUNAUTHENTICATED || err.Message != "missing token" {
+				t.Errorf("%q: status %d: %s", header, status, raw)
 			}
 		}
 	})

@@ -255,6 +255,8 @@ func TestWebSocketInitRejected(t *testing.T) {
 	}{
 		{"no payload", nil, CloseUnauthorized},
 		{"no token", json.RawMessage(`{"foo":"bar"}`), CloseUnauthorized},
+		{"empty token", json.RawMessage(`{"Authorization":"Bearer "}`), CloseUnauthorized},
+		{"empty bearer", json.RawMessage(`{"Authorization":"Bearer"}`), CloseUnauthorized},
 		{"bad token", initPayload("not-a-token"), CloseForbidden},
 		{"not bearer", json.RawMessage(`{"Authorization":"Basic dXNlcjpw"}`), CloseForbidden},
 	}

@@ -37,7 +37,7 @@ func (s *Service) now() time.Time {
 func requireUser(ctx context.Context) (*User, error) {
 	u := UserFromContext(ctx)
 	if u == nil {
-		return nil, Errorf(EUNAUTHENTICATED, "authentication required")
+		return nil, Errorf(EUNAUTHENTICATED, "missing token")
 	}
 	return u, nil
 }
