@@ -10,15 +10,9 @@ import (
 	"seckill/internal/seckill"
 )
 
-// parseID reads a GraphQL ID argument: a positive decimal int64. Anything
-// else is an INVALID_INPUT error naming field.
-func parseID(field, id string) (int64, error) {
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, seckill.Invalidf(field, "%s must be a positive integer id", field)
-	}
-	return n, nil
-}
+// parseID reads a GraphQL ID argument: a positive int64 in canonical
+// decimal. Anything else is an INVALID_INPUT error naming field.
+func parseID(field, id string) (int64, error) { return seckill.ParseID(field, id) }
 
 func formatID(id int64) string { return strconv.FormatInt(id, 10) }
 

@@ -248,6 +248,10 @@ func TestAddSeckillVoucherInvalidInput(t *testing.T) {
 		{"shopId negative", map[string]any{"shopId": "-7"}, "shopId"},
 		{"shopId beyond int64", map[string]any{"shopId": "9223372036854775808"}, "shopId"},
 		{"subTitle of 256 characters", map[string]any{"subTitle": strings.Repeat("x", 256)}, "subTitle"},
+		{"NUL in title", map[string]any{"title": "100 off\x00 200"}, "title"},
+		{"escape in subTitle", map[string]any{"subTitle": "\x1b[31mred"}, "subTitle"},
+		{"newline in title", map[string]any{"title": "100 off\n200"}, "title"},
+		{"NUL in rules", map[string]any{"rules": "one\nper\x00user"}, "rules"},
 	}
 	e := newTestEnv(t, Options{})
 	admin := e.token(t, 1, true)
@@ -290,7 +294,14 @@ func TestInvalidIDs(t *testing.T) {
 		{`{ vouchers(first: 0) { id } }`, "first"},
 		{`{ vouchers(first: 101) { id } }`, "first"},
 		{`mutation { seckill(voucherId: "-1") { outcome } }`, "voucherId"},
+		// One id, one spelling: these would otherwise buy voucher 1.
+		{`mutation { seckill(voucherId: "+1") { outcome } }`, "voucherId"},
+		{`mutation { seckill(voucherId: "01") { outcome } }`, "voucherId"},
+		{`mutation { seckill(voucherId: " 1") { outcome } }`, "voucherId"},
+		{`{ voucher(id: "+1") { id } }`, "id"},
+		{`{ order(id: "0001") { id } }`, "id"},
 	}
+	e.addVoucher(t, validVoucherInput()) // voucher 1 exists
 	for _, tc := range tests {
 		status, resp, raw := e.post(t, user, tc.query, nil)
 		err := onlyError(t, resp, raw)

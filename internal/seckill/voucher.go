@@ -111,6 +111,9 @@ type NewSeckillVoucher struct {
 // the field. now is the moment the campaign must end after.
 func (in *NewSeckillVoucher) Validate(now time.Time) error {
 	in.Title = strings.TrimSpace(in.Title)
+	if err := checkText("title", in.Title, false); err != nil {
+		return err
+	}
 	switch n := utf8.RuneCountInString(in.Title); {
 	case n == 0:
 		return Invalidf("title", "title is required")
@@ -119,6 +122,12 @@ func (in *NewSeckillVoucher) Validate(now time.Time) error {
 	}
 	if in.ShopID <= 0 {
 		return Invalidf("shopId", "shopId must be a positive integer")
+	}
+	if err := checkText("subTitle", in.SubTitle, false); err != nil {
+		return err
+	}
+	if err := checkText("rules", in.Rules, true); err != nil {
+		return err
 	}
 	if utf8.RuneCountInString(in.SubTitle) > MaxSubTitleLen {
 		return Invalidf("subTitle", "subTitle must be at most %d characters", MaxSubTitleLen)
