@@ -179,9 +179,9 @@ func NewHandler(svc Service, tokens TokenParser, opts Options) http.Handler {
 	// without a CORS preflight.
 	readLimit := opts.MaxBodyBytes
 	srv.AddTransport(transport.Websocket{
-		Implementation: transport.CoderWebsocketImplementation{
+		Implementation: initFirst{transport.CoderWebsocketImplementation{
 			AcceptOptions: websocket.AcceptOptions{OriginPatterns: opts.AllowedOrigins},
-		},
+		}},
 		InitFunc:              websocketInit(tokens),
 		InitTimeout:           opts.InitTimeout,
 		PingPongInterval:      opts.PingInterval,      // graphql-transport-ws

@@ -276,6 +276,30 @@ func TestWebSocketInitRejected(t *testing.T) {
 	}
 }
 
+// TestWebSocketSubscribeBeforeInit: graphql-transport-ws says a subscribe
+// before connection_init closes the socket with 4401, so that clients do
+// not retry.
+func TestWebSocketSubscribeBeforeInit(t *testing.T) {
+	e := newTestEnv(t, Options{})
+	c, _, err := e.dialWS(t, "graphql-transport-ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.send(wsMessage{ID: "1", Type: "subscribe", Payload: subscribePayload(`{ vouchers { id } }`, nil)})
+	if got := c.closeStatus(); got != CloseUnauthorized {
+		t.Errorf("close code = %d, want %d", got, CloseUnauthorized)
+	}
+	// After connection_init, everything works as before.
+	c, _, err = e.dialWS(t, "graphql-transport-ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.send(wsMessage{Type: "connection_init", Payload: initPayload(e.token(t, 1, false))})
+	c.expect("connection_ack")
+	c.send(wsMessage{ID: "1", Type: "subscribe", Payload: subscribePayload(`{ vouchers { id } }`, nil)})
+	c.expect("next")
+}
+
 // TestWebSocketUpgradeHeader checks that a client able to set headers may
 // authenticate the upgrade request instead of connection_init, and that a
 // bad header is refused before the upgrade.
