@@ -11,15 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"seckill/graph"
 	"seckill/playground"
 )
 
 // Handler returns the HTTP API: /graphql, /playground (when enabled),
-// /healthz, /readyz and /metrics, and the dashboard under /admin; every
-// request gets an id, a span and its request metrics (observe).
+// /healthz, /readyz and /metrics (unless it has an address of its own),
+// and the dashboard under /admin; every request gets an id, a span and its
+// request metrics (observe).
 func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
 	gql := graph.NewHandler(a.Service, a.Tokens, graph.Options{
@@ -52,7 +51,9 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 		}
 		writeJSON(w, code, status)
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
+	if a.Config.MetricsAddr == "" { // else on its own address: runMetrics
+		mux.Handle("GET /metrics", a.metricsHandler())
+	}
 	a.mountDashboard(mux)
 	return a.observe(mux)
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -55,6 +56,10 @@ func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, withWor
 		wg.Add(1)
 		go func() { defer wg.Done(); a.runPprof(workerCtx) }()
 	}
+	if cfg.MetricsAddr != "" {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.runMetrics(workerCtx) }()
+	}
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = a.RunDashboard(workerCtx) }()
 	wg.Add(1)
@@ -84,6 +89,9 @@ func Worker(ctx context.Context, cfg *config.Config, logger *slog.Logger) error 
 	}
 	defer a.Close()
 	go a.RunReconciler(ctx)
+	if cfg.MetricsAddr != "" {
+		go a.runMetrics(ctx)
+	}
 	return a.RunWorker(ctx)
 }
 
@@ -105,7 +113,7 @@ func (a *App) printBanner(w io.Writer, addr string) {
 seckill is running (development mode)
   GraphQL endpoint   http://%[1]s/graphql   (POST, GET, WebSocket)
   Playground         http://%[1]s/playground
-  Metrics            http://%[1]s/metrics
+  Metrics            http://%[7]s/metrics
   Health             http://%[1]s/healthz   http://%[1]s/readyz
   Dashboard          http://%[1]s/admin   %[4]s
   Admin token (user 1, 24h):
@@ -114,7 +122,7 @@ seckill is running (development mode)
     %[3]s
   More tokens        %[5]s./bin/seckill token --user 1002   (--admin for an admin)
   A sale to try      %[5]s./bin/seckill demo%[6]s
-`, host, admin, user, dashboardLogin(a.Config), cliEnv(a.Config), demoURL(host))
+`, host, admin, user, dashboardLogin(a.Config), cliEnv(a.Config), demoURL(host), cmp.Or(a.Config.MetricsAddr, host))
 }
 
 // cliEnv is what a plain shell must put before ./bin/seckill so that its

@@ -54,6 +54,9 @@ type Config struct {
 	AdminPassword string
 
 	PprofAddr string // empty: no profiling endpoint
+	// MetricsAddr, when set, serves /metrics on its own listener (and not
+	// on HTTPAddr), so that it need not face the internet.
+	MetricsAddr string
 
 	// Tracing is on when an OTLP endpoint is configured: traces go there
 	// over OTLP/HTTP. The exporter reads its other OTEL_EXPORTER_OTLP_*
@@ -102,6 +105,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		ShutdownTimeout: p.duration("SECKILL_SHUTDOWN_TIMEOUT", 20*time.Second),
 
 		PprofAddr:     p.str("SECKILL_PPROF_ADDR", ""),
+		MetricsAddr:   p.str("SECKILL_METRICS_ADDR", ""),
 		AdminUser:     p.str("SECKILL_ADMIN_USER", ""),
 		AdminPassword: p.str("SECKILL_ADMIN_PASSWORD", ""),
 	}
@@ -155,6 +159,11 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 	}
 	c.OTLPEndpoint, c.OTelServiceName = p.otel()
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil || c.MetricsAddr == c.HTTPAddr {
+			p.errf("SECKILL_METRICS_ADDR must be a host:port other than SECKILL_HTTP_ADDR, such as 10.0.0.5:9090 or 127.0.0.1:9090, not %q", c.MetricsAddr)
+		}
+	}
 	if (c.AdminUser == "") != (c.AdminPassword == "") {
 		p.errf("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together")
 	}

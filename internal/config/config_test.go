@@ -40,6 +40,8 @@ func TestLoadErrors(t *testing.T) {
 		{"bad db url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_DATABASE_URL": "mysql://x"}, "SECKILL_DATABASE_URL must be a postgres"},
 		{"bad redis url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_URL": "http://x"}, "SECKILL_REDIS_URL must be a redis"},
 		{"public pprof", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PPROF_ADDR": ":6060"}, "SECKILL_PPROF_ADDR must be a loopback"},
+		{"metrics address", map[string]string{"SECKILL_ENV": "dev", "SECKILL_METRICS_ADDR": "9090"}, "SECKILL_METRICS_ADDR must be a host:port"},
+		{"metrics on the API's address", map[string]string{"SECKILL_ENV": "dev", "SECKILL_METRICS_ADDR": ":8080"}, "other than SECKILL_HTTP_ADDR"},
 		{"admin pair", map[string]string{"SECKILL_ENV": "dev", "SECKILL_ADMIN_USER": "root"}, "go together"},
 		{"bad log level", map[string]string{"SECKILL_ENV": "dev", "SECKILL_LOG_LEVEL": "loud"}, "SECKILL_LOG_LEVEL"},
 		{"otlp endpoint not a url", map[string]string{"SECKILL_ENV": "dev", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT must be an http"},
