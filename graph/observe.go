@@ -67,9 +67,21 @@ func operationLabel(op *ast.OperationDefinition) string {
 
 func isIntrospection(field string) bool { return len(field) >= 2 && field[:2] == "__" }
 
-// nameOperation reports every operation gqlgen runs to obs (metrics and
-// the request's span).
-func nameOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+// operationNamer reports every operation gqlgen runs to obs (metrics and
+// the request's span). The purchase fast path names its purchases itself
+// (fastPathHonours).
+type operationNamer struct{}
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationInterceptor
+} = operationNamer{}
+
+func (operationNamer) ExtensionName() string { return "OperationNamer" }
+
+func (operationNamer) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (operationNamer) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	obs.SetOperation(ctx, operationLabel(graphql.GetOperationContext(ctx).Operation))
 	return next(ctx)
 }

@@ -46,6 +46,7 @@ const maxPlannedQuery = 1024
 // purchasePlan is what a recognised document asks for. A nil *purchasePlan
 // in the cache means "not a plain purchase: use gqlgen".
 type purchasePlan struct {
+	op       *ast.OperationDefinition
 	opName   string // the operation's name, "" when anonymous
 	key      string // the response key of the seckill field (its alias)
 	field    *ast.Field
@@ -68,8 +69,21 @@ type purchasePath struct {
 	recover graphql.RecoverFunc
 	limits  limits              // the limits the gqlgen server applies
 	rules   func() *rules.Rules // and its validation rules
+	around  graphql.OperationMiddleware
 	next    http.Handler
 	onServe func() // tests: called when the fast path answers
+}
+
+// fastPathHonours names, by Go type, every extension of the gqlgen server
+// (NewHandler installs them) with how the fast path gives a purchase the
+// same effect. TestFastPathFence compares it with the server's extensions:
+// an extension added there and not here fails it, because the fast path
+// would silently skip it for nearly every request.
+var fastPathHonours = map[string]string{
+	"graph.documentLimits":    "recognise applies the same limits (Options.limits) and validation rules",
+	"extension.Introspection": "a purchase asks for no introspection",
+	"executor.aroundOpFunc":   "Options.AroundOperations: execute calls it around the purchase",
+	"graph.operationNamer":    `ServeHTTP names the operation "seckill" for obs (its label by root field)`,
 }
 
 func newPurchasePath(es graphql.ExecutableSchema, r *Resolver, opts Options, next http.Handler) *purchasePath {
@@ -81,6 +95,7 @@ func newPurchasePath(es graphql.ExecutableSchema, r *Resolver, opts Options, nex
 		recover: recoverFunc(opts.Logger),
 		limits:  opts.limits(),
 		rules:   validationRules(opts.Introspection),
+		around:  opts.AroundOperations,
 		next:    next,
 		onServe: opts.onFastPath,
 	}
@@ -128,7 +143,7 @@ func (p *purchasePath) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	obs.SetOperation(r.Context(), "seckill")
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(p.execute(r.Context(), plan, voucherID))
+	_, _ = w.Write(p.execute(r.Context(), plan, &req, voucherID))
 }
 
 // supports accepts what gqlgen's POST transport accepts and answers with
@@ -203,7 +218,7 @@ func (p *purchasePath) recognise(query string) *purchasePlan {
 	if !ok || f.Name != "seckill" || len(f.Directives) != 0 || len(f.Arguments) != 1 || f.Arguments[0].Name != "voucherId" {
 		return nil
 	}
-	plan := &purchasePlan{opName: op.Name, key: f.Alias, field: f}
+	plan := &purchasePlan{op: op, opName: op.Name, key: f.Alias, field: f}
 	switch v := f.Arguments[0].Value; v.Kind {
 	case ast.Variable:
 		if len(op.VariableDefinitions) != 1 {
@@ -277,8 +292,42 @@ func (plan *purchasePlan) voucherID(req *purchaseRequest) (string, bool) {
 
 // execute runs the resolver and encodes the response as gqlgen's POST
 // transport does: a resolver error or panic becomes one presented error on
-// the field's path and, the field being non-null, "data": null.
-func (p *purchasePath) execute(ctx context.Context, plan *purchasePlan, voucherID string) []byte {
+// the field's path and, the field being non-null, "data": null. An
+// Options.AroundOperations middleware wraps it as gqlgen's executor would.
+func (p *purchasePath) execute(ctx context.Context, plan *purchasePlan, req *purchaseRequest, voucherID string) []byte {
+	if p.around == nil {
+		return encodeResponse(p.respond(ctx, plan, voucherID))
+	}
+	opCtx := &graphql.OperationContext{
+		RawQuery:      req.Query,
+		OperationName: req.OperationName, // as gqlgen: the request's
+		Operation:     plan.op,
+		RecoverFunc:   p.recover,
+		Stats:         graphql.Stats{OperationStart: graphql.Now()},
+	}
+	if plan.variable != "" {
+		opCtx.Variables = map[string]any{plan.variable: voucherID}
+	}
+	ctx = graphql.WithOperationContext(ctx, opCtx)
+	handler := p.around(ctx, func(ctx context.Context) graphql.ResponseHandler {
+		done := false
+		return func(ctx context.Context) *graphql.Response {
+			if done {
+				return nil
+			}
+			done = true
+			resp := p.respond(ctx, plan, voucherID)
+			return &resp
+		}
+	})
+	resp := handler(ctx)
+	if resp == nil {
+		return []byte("null") // what gqlgen's POST transport writes
+	}
+	return encodeResponse(*resp)
+}
+
+func (p *purchasePath) respond(ctx context.Context, plan *purchasePlan, voucherID string) graphql.Response {
 	res, err, panicked := p.call(ctx, voucherID)
 	var resp graphql.Response
 	if res == nil {
@@ -286,7 +335,11 @@ func (p *purchasePath) execute(ctx context.Context, plan *purchasePlan, voucherI
 	} else {
 		resp.Data = plan.marshal(res)
 	}
-	if resp.Errors == nil && !needsEscaping(resp.Data) {
+	return resp
+}
+
+func encodeResponse(resp graphql.Response) []byte {
+	if resp.Errors == nil && resp.Extensions == nil && !needsEscaping(resp.Data) {
 		// What json.Marshal would write: the data is already compact and
 		// has nothing it escapes further.
 		b := make([]byte, 0, len(resp.Data)+len(`{"data":}`))

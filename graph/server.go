@@ -97,6 +97,15 @@ type Options struct {
 	// InitTimeout is how long a new WebSocket may take to send
 	// connection_init. Default DefaultInitTimeout.
 	InitTimeout time.Duration
+	// AroundOperations, when set, wraps every operation, whichever path
+	// answers it: gqlgen runs it as its AroundOperations middleware, and
+	// the purchase fast path calls it the same way, with an
+	// OperationContext holding the operation, its name and variables, and
+	// a ResponseHandler giving the response (errors included). This is the
+	// place for tracing and request metrics; an extension added to the
+	// gqlgen server in another way is skipped by the fast path
+	// (TestFastPathFence fails until the fast path says how it honours it).
+	AroundOperations graphql.OperationMiddleware
 
 	// genericOnly turns the purchase fast path off, so that tests can
 	// compare it with gqlgen's answers.
@@ -206,15 +215,29 @@ func NewHandler(svc Service, tokens TokenParser, opts Options) http.Handler {
 	srv.Use(documentLimits{limits: opts.limits(), cache: cache})
 	srv.SetValidationRulesFn(validationRules(opts.Introspection))
 	srv.SetDisableSuggestion(!opts.Introspection)
-	srv.AroundOperations(nameOperation)
+	srv.Use(operationNamer{})
+	if opts.AroundOperations != nil {
+		srv.AroundOperations(opts.AroundOperations)
+	}
 	srv.SetRecoverFunc(recoverFunc(log))
 	srv.SetErrorPresenter(presentError(log))
 
+	e := &endpoint{gql: srv}
 	var h http.Handler = srv
 	if !opts.genericOnly {
-		h = newPurchasePath(schema, resolver, opts, srv)
+		e.fast = newPurchasePath(schema, resolver, opts, srv)
+		h = e.fast
 	}
-	return limitBody(opts.MaxBodyBytes, authenticate(tokens, h))
+	e.Handler = limitBody(opts.MaxBodyBytes, authenticate(tokens, h))
+	return e
+}
+
+// endpoint is what NewHandler returns: the handler, and its parts for the
+// tests to look into.
+type endpoint struct {
+	http.Handler
+	gql  *handler.Server
+	fast *purchasePath // nil when the fast path is off
 }
 
 // authenticate puts the user of a valid bearer token into the request's

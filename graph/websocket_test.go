@@ -345,7 +345,7 @@ func TestWebSocketOrigin(t *testing.T) {
 // (PingPongInterval) and graphql-ws clients get keep-alives
 // (KeepAlivePingInterval).
 func TestWebSocketPing(t *testing.T) {
-	e := newTestEnv(t, Options{PingInterval: 20 * time.Millisecond, KeepAliveInterval: 20 * time.Millisecond})
+	e := newTestEnv(t, Options{PingInterval: 100 * time.Millisecond, KeepAliveInterval: 20 * time.Millisecond})
 	c, _, err := e.dialWS(t, "graphql-transport-ws", nil)
 	if err != nil {
 		t.Fatal(err)
