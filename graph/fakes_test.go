@@ -186,6 +186,9 @@ type memAdmitter struct {
 	pending   map[int64]seckill.Admission
 	// failMode makes Admit fail (see setFailure).
 	failMode string
+	// block, when set, makes Admit wait for its context to end, telling
+	// blocked when it starts and then what ended it.
+	block chan error
 }
 
 type memCampaign struct {
@@ -209,8 +212,15 @@ func (a *memAdmitter) Warm(_ context.Context, st seckill.WarmState) (bool, error
 	return true, nil
 }
 
-func (a *memAdmitter) Admit(_ context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
+func (a *memAdmitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
 	a.mu.Lock()
+	if block := a.block; block != nil {
+		a.mu.Unlock()
+		block <- nil // started
+		<-ctx.Done()
+		block <- ctx.Err()
+		return "", seckill.Admission{}, ctx.Err()
+	}
 	defer a.mu.Unlock()
 	if out, err, ok := a.failure(); ok {
 		return out, seckill.Admission{}, err

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -455,3 +456,44 @@ func (nilMutation) Seckill(context.Context, string) (*model.SeckillResult, error
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// TestClientGoneStopsWork: when a client hangs up, the request's context
+// ends, and so does the work done for it, on both paths.
+func TestClientGoneStopsWork(t *testing.T) {
+	for _, opts := range []Options{{}, {genericOnly: true}} {
+		e := newTestEnv(t, opts)
+		voucher := e.addVoucher(t, validVoucherInput())
+		block := make(chan error)
+		e.adm.mu.Lock()
+		e.adm.block = block
+		e.adm.mu.Unlock()
+
+		ctx, cancel := context.WithCancel(t.Context())
+		body, _ := json.Marshal(map[string]any{"query": buyDoc, "variables": map[string]any{"voucherId": voucher}})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+e.token(t, 3, false))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		select {
+		case <-block: // the purchase is under way
+		case <-time.After(10 * time.Second):
+			t.Fatal("the purchase never reached admission")
+		}
+		cancel()
+		select {
+		case err := <-block:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("genericOnly=%v: admission ended with %v", opts.genericOnly, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("genericOnly=%v: admission goes on after the client went away", opts.genericOnly)
+		}
+		<-done
+	}
+}
