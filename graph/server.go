@@ -71,7 +71,7 @@ type Options struct {
 	// inline fragments) of a whole document, its operations and fragment
 	// definitions each counted with their fragments expanded. It bounds
 	// the work of validating a document, and introspection queries, which
-	// the complexity does not count (GraphiQL's needs about 300). Default
+	// the complexity does not count (GraphiQL's counts 468). Default
 	// DefaultMaxSelections.
 	MaxSelections int
 	// MaxBodyBytes bounds a request body, a GET query string and one
