@@ -167,8 +167,9 @@ func orDefault(d, def time.Duration) time.Duration {
 // Authentication applies to every transport. An HTTP request's
 // "Authorization: Bearer <token>" header is verified with tokens; without
 // a token (no header, or "Bearer" and nothing else) the request is
-// anonymous, and with a bad one it is answered 401. A WebSocket must present its token in
-// the connection_init payload ({"Authorization": "Bearer <token>"}) unless
+// anonymous, and with a bad one it is answered 401. A WebSocket must
+// present its token in the connection_init payload
+// ({"Authorization": "Bearer <token>"}) unless
 // its upgrade request was authenticated: without one it is closed with
 // 4401, with a bad one with 4403. The resolvers leave every permission
 // decision to the Service.
