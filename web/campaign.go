@@ -155,8 +155,8 @@ func (h *Handler) ordersView(ctx context.Context, r *http.Request, id int64) vie
 	}
 	f := seckill.OrderFilter{VoucherID: id, Before: queryInt(r, "before"), Limit: ordersPerPage + 1}
 	if o.Query != "" {
-		n, err := strconv.ParseInt(o.Query, 10, 64)
-		if err != nil || n <= 0 {
+		n, err := seckill.ParseID("q", o.Query)
+		if err != nil {
 			o.Error = "Search for an order id or a user id: a positive whole number."
 			return o
 		}

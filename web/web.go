@@ -20,7 +20,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/a-h/templ"
@@ -282,10 +281,11 @@ func (h *Handler) meta(r *http.Request, title, nav string) views.Meta {
 	return m
 }
 
-// pathID reads the {id} of a route: a positive integer, else ENOTFOUND.
+// pathID reads the {id} of a route: a canonical positive integer (no sign,
+// no leading zero, as the API reads ids), else ENOTFOUND.
 func pathID(r *http.Request) (int64, error) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
+	id, err := seckill.ParseID("id", r.PathValue("id"))
+	if err != nil {
 		return 0, seckill.Errorf(seckill.ENOTFOUND, "campaign %q not found", r.PathValue("id"))
 	}
 	return id, nil

@@ -535,6 +535,12 @@ func TestCampaignActions(t *testing.T) {
 	if res := d.do("POST", "/admin/campaigns/99/pause", nil, c, nil); res.StatusCode != http.StatusNotFound {
 		t.Errorf("pause of a missing campaign: %s", res.Status)
 	}
+	// Ids are canonical, as the API reads them: campaign 1 is not "01" or "+1".
+	for _, id := range []string{"01", "+1", "1e0"} {
+		if res := d.do("POST", "/admin/campaigns/"+id+"/pause", nil, c, nil); res.StatusCode != http.StatusNotFound {
+			t.Errorf("pause of campaign %q: %s, want 404", id, res.Status)
+		}
+	}
 
 	// Edit: only before the start.
 	if res := d.do("GET", "/admin/campaigns/1/edit", nil, c, nil); res.StatusCode != http.StatusConflict {
