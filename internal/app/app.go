@@ -124,7 +124,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.Service = &seckill.Service{
 		Store:    traceStore{a.Metrics.wrapStore(a.Store)},
 		Admitter: a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes}),
-		Queue:    a.Enqueuer,
+		Queue:    outageEnqueuer{a.Enqueuer, newOutageLog(logger, "enqueue admissions (the reconciler requeues them)")},
 		Bus:      a.Bus,
 		Limiter:  a.Metrics.wrapLimiter(admission.NewUserLimiter(cfg.UserRate, cfg.UserBurst)),
 		Logger:   logger,
