@@ -286,36 +286,16 @@ func int64At(res []any, i int) (int64, bool) {
 // campaign hash, so the campaign never admits before its buyers are known
 // and Stale never misses it. EINVALID for a campaign Redis cannot hold.
 func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error) {
+	if err := validWarmState(st); err != nil {
+		return false, err
+	}
 	c := st.Campaign
 	id := c.VoucherID
-	switch {
-	case !validVoucherID(id):
-		return false, seckill.Invalidf("voucherId", "voucher id %d out of range", id)
-	case c.Stock < 0:
-		return false, seckill.Invalidf("stock", "stock must be 0 or more")
-	case c.Epoch < 0 || c.Epoch > seckill.MaxEpoch:
-		return false, seckill.Invalidf("epoch", "epoch %d out of range", c.Epoch)
-	case c.BeginTime.UnixMilli() < 0:
-		return false, seckill.Invalidf("beginTime", "beginTime is required")
-	case c.EndTime.UnixMilli() <= c.BeginTime.UnixMilli():
-		return false, seckill.Invalidf("endTime", "endTime must be after beginTime")
-	}
-	for _, u := range st.Buyers {
-		if u <= 0 {
-			return false, seckill.Invalidf("buyers", "buyer id %d is not positive", u)
-		}
-	}
 
 	buyers := a.keys.buyers(id)
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SAdd(ctx, a.keys.campaigns(), id)
-		for chunk := range slices.Chunk(st.Buyers, buyersChunk) {
-			members := make([]any, len(chunk))
-			for i, u := range chunk {
-				members[i] = u
-			}
-			p.SAdd(ctx, buyers, members...)
-		}
+		addBuyers(ctx, p, buyers, st.Buyers)
 		return nil
 	})
 	if err != nil {
@@ -330,6 +310,41 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 		a.local.invalidate(id)
 	}
 	return n == 1, nil
+}
+
+// addBuyers queues SADDs of user ids to key on p, in chunks of buyersChunk.
+func addBuyers(ctx context.Context, p redis.Pipeliner, key string, users []int64) {
+	for chunk := range slices.Chunk(users, buyersChunk) {
+		members := make([]any, len(chunk))
+		for i, u := range chunk {
+			members[i] = u
+		}
+		p.SAdd(ctx, key, members...)
+	}
+}
+
+// validWarmState checks a state before Warm or FinishRebuild writes any of
+// it: EINVALID for a campaign Redis cannot hold.
+func validWarmState(st seckill.WarmState) error {
+	c := st.Campaign
+	switch {
+	case !validVoucherID(c.VoucherID):
+		return seckill.Invalidf("voucherId", "voucher id %d out of range", c.VoucherID)
+	case c.Stock < 0:
+		return seckill.Invalidf("stock", "stock must be 0 or more")
+	case c.Epoch < 0 || c.Epoch > seckill.MaxEpoch:
+		return seckill.Invalidf("epoch", "epoch %d out of range", c.Epoch)
+	case c.BeginTime.UnixMilli() < 0:
+		return seckill.Invalidf("beginTime", "beginTime is required")
+	case c.EndTime.UnixMilli() <= c.BeginTime.UnixMilli():
+		return seckill.Invalidf("endTime", "endTime must be after beginTime")
+	}
+	for _, u := range st.Buyers {
+		if u <= 0 {
+			return seckill.Invalidf("buyers", "buyer id %d is not positive", u)
+		}
+	}
+	return nil
 }
 
 func boolArg(b bool) string {

@@ -107,35 +107,17 @@ func (a *Admitter) PendingOf(ctx context.Context, voucherID int64) ([]seckill.Ad
 // process that the campaign may admit again. It reports false, changing
 // nothing, when the lock is no longer token's.
 func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.WarmState) (bool, error) {
+	if err := validWarmState(st); err != nil {
+		return false, err
+	}
 	c := st.Campaign
 	id := c.VoucherID
-	switch {
-	case !validVoucherID(id):
-		return false, seckill.Invalidf("voucherId", "voucher id %d out of range", id)
-	case c.Stock < 0:
-		return false, seckill.Invalidf("stock", "stock must be 0 or more")
-	case c.Epoch < 0 || c.Epoch > seckill.MaxEpoch:
-		return false, seckill.Invalidf("epoch", "epoch %d out of range", c.Epoch)
-	case c.EndTime.UnixMilli() <= c.BeginTime.UnixMilli() || c.BeginTime.UnixMilli() < 0:
-		return false, seckill.Invalidf("endTime", "endTime must be after beginTime")
-	}
-	for _, u := range st.Buyers {
-		if u <= 0 {
-			return false, seckill.Invalidf("buyers", "buyer id %d is not positive", u)
-		}
-	}
 	// The buyers go to a staging set first (in chunks: there may be many),
 	// which the script renames into place only if the lock is still ours.
 	staged := a.keys.buyersStaged(id)
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, staged)
-		for chunk := range slices.Chunk(st.Buyers, buyersChunk) {
-			members := make([]any, len(chunk))
-			for i, u := range chunk {
-				members[i] = u
-			}
-			p.SAdd(ctx, staged, members...)
-		}
+		addBuyers(ctx, p, staged, st.Buyers)
 		p.Expire(ctx, staged, rebuildLockTTL)
 		p.SAdd(ctx, a.keys.campaigns(), id)
 		return nil
