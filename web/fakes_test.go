@@ -203,31 +203,6 @@ func (s *fakeSessions) DeleteAdminSession(_ context.Context, token string) error
 	return nil
 }
 
-// fakeLive holds what Redis would.
-type fakeLive struct {
-	mu     sync.Mutex
-	counts map[int64]seckill.LiveCounts
-}
-
-func (l *fakeLive) set(id int64, c seckill.LiveCounts) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.counts == nil {
-		l.counts = map[int64]seckill.LiveCounts{}
-	}
-	l.counts[id] = c
-}
-
-func (l *fakeLive) LiveCounts(_ context.Context, ids []int64) (map[int64]seckill.LiveCounts, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := map[int64]seckill.LiveCounts{}
-	for _, id := range ids {
-		out[id] = l.counts[id]
-	}
-	return out, nil
-}
-
 // fakeQueues are the job queues' figures.
 type fakeQueues []web.Queue
 

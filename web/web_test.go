@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"seckill/internal/seckill"
+	"seckill/internal/seckill/seckilltest"
 	"seckill/web"
 )
 
@@ -22,13 +23,13 @@ type dash struct {
 	h        *web.Handler
 	svc      *fakeService
 	sessions *fakeSessions
-	live     *fakeLive
+	live     *seckilltest.Live
 	monitor  atomic.Int64 // requests that reached the Asynq monitor
 }
 
 func newDash(t *testing.T, limits web.LoginLimits) *dash {
 	t.Helper()
-	d := &dash{svc: newFakeService(), sessions: newFakeSessions(), live: &fakeLive{}}
+	d := &dash{svc: newFakeService(), sessions: newFakeSessions(), live: &seckilltest.Live{}}
 	d.h = web.New(web.Config{
 		Service: d.svc, Records: fakeRecords{d.svc}, Sessions: d.sessions, Live: d.live,
 		Limiter: web.NewMemoryLimiter(limits), LoginSlowDown: testSlowDown,
@@ -166,7 +167,7 @@ func TestNoSessionNoDashboard(t *testing.T) {
 func TestSignedInPages(t *testing.T) {
 	d := newDash(t, generous)
 	v := d.svc.add("sale", testNow.Add(time.Hour), testNow.Add(2*time.Hour))
-	d.live.set(v.ID, seckill.LiveCounts{Remaining: 7, Queued: 1, Known: true})
+	d.live.Set(v.ID, seckill.LiveCounts{Remaining: 7, Queued: 1, Known: true})
 	c := d.login(t)
 	for _, p := range pages {
 		res := d.do("GET", p, nil, c, nil)

@@ -9,6 +9,7 @@ import (
 
 	"seckill/internal/sampler"
 	"seckill/internal/seckill"
+	"seckill/internal/seckill/seckilltest"
 )
 
 var testNow = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -52,30 +53,6 @@ func (s *fakeStore) Campaigns(_ context.Context, f seckill.CampaignFilter) ([]*s
 	return out, nil
 }
 
-type fakeLive struct {
-	mu     sync.Mutex
-	counts map[int64]seckill.LiveCounts
-}
-
-func (l *fakeLive) set(id int64, c seckill.LiveCounts) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.counts == nil {
-		l.counts = map[int64]seckill.LiveCounts{}
-	}
-	l.counts[id] = c
-}
-
-func (l *fakeLive) LiveCounts(_ context.Context, ids []int64) (map[int64]seckill.LiveCounts, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := map[int64]seckill.LiveCounts{}
-	for _, id := range ids {
-		out[id] = l.counts[id]
-	}
-	return out, nil
-}
-
 type depth int64
 
 func (d depth) Depth() (int64, error) { return int64(d), nil }
@@ -84,8 +61,8 @@ func TestSampler(t *testing.T) {
 	store := &fakeStore{}
 	v := store.add(testNow.Add(-time.Hour), testNow.Add(time.Hour))
 	ended := store.add(testNow.Add(-3*time.Hour), testNow.Add(-2*time.Hour))
-	live := &fakeLive{}
-	live.set(v.ID, seckill.LiveCounts{Remaining: 10, Known: true})
+	live := &seckilltest.Live{}
+	live.Set(v.ID, seckill.LiveCounts{Remaining: 10, Known: true})
 	outcomes := sampler.NewOutcomeCounter()
 	s := sampler.New(sampler.Config{
 		Campaigns: store, Live: live, Outcomes: outcomes, Queues: depth(5), Window: 3 * time.Second,
@@ -104,7 +81,7 @@ func TestSampler(t *testing.T) {
 		outcomes.Add(v.ID, seckill.OutcomeSoldOut)
 	}
 	outcomes.Add(v.ID, seckill.OutcomeRateLimited) // not counted per campaign
-	live.set(v.ID, seckill.LiveCounts{Remaining: 4, Queued: 2, Known: true})
+	live.Set(v.ID, seckill.LiveCounts{Remaining: 4, Queued: 2, Known: true})
 	store.setStock(v, 6)
 	if err := s.Sample(ctx, testNow.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
@@ -144,7 +121,7 @@ func TestOutcomeCounterConcurrent(t *testing.T) {
 	c := sampler.NewOutcomeCounter()
 	store := &fakeStore{}
 	v := store.add(testNow.Add(-time.Hour), testNow.Add(time.Hour))
-	s := sampler.New(sampler.Config{Campaigns: store, Live: &fakeLive{}, Outcomes: c})
+	s := sampler.New(sampler.Config{Campaigns: store, Live: &seckilltest.Live{}, Outcomes: c})
 	if err := s.Sample(t.Context(), testNow); err != nil {
 		t.Fatal(err)
 	}
