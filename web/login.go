@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"seckill/internal/seckill"
 )
 
 // LoginLimiter bounds password guessing without handing a guesser the power
@@ -25,32 +27,12 @@ type LoginLimiter interface {
 	LoginFailed(ctx context.Context, user string) error
 }
 
-// Limit is a budget of Burst attempts; one comes back every Every.
-type Limit struct {
-	Burst int
-	Every time.Duration
-}
-
-// LoginLimits are the budgets of sign-in attempts.
-type LoginLimits struct {
-	// PerPair is per client address and user name: one guesser at one
-	// operator.
-	PerPair Limit
-	// PerAddress is per client address: one guesser at many names. A
-	// proxy or an office shares one.
-	PerAddress Limit
-	// Failures are wrong passwords per user name from every address; when
-	// spent, attempts on the name are slowed down (LoginSlowDown), never
-	// refused.
-	Failures Limit
-}
-
 // DefaultLoginLimits allow bursts of 5 attempts per pair, 20 per address
 // and 10 failures per user name, refilled at 5, 20 and 10 a minute.
-var DefaultLoginLimits = LoginLimits{
-	PerPair:    Limit{Burst: 5, Every: time.Minute / 5},
-	PerAddress: Limit{Burst: 20, Every: time.Minute / 20},
-	Failures:   Limit{Burst: 10, Every: time.Minute / 10},
+var DefaultLoginLimits = seckill.LoginLimits{
+	PerPair:    seckill.Limit{Burst: 5, Every: time.Minute / 5},
+	PerAddress: seckill.Limit{Burst: 20, Every: time.Minute / 20},
+	Failures:   seckill.Limit{Burst: 10, Every: time.Minute / 10},
 }
 
 // DefaultLoginSlowDown is how long an attempt on a user name whose failures
@@ -60,7 +42,7 @@ const DefaultLoginSlowDown = 2 * time.Second
 // MemoryLimiter is a LoginLimiter of one process: a token bucket
 // (golang.org/x/time/rate) per pair, per address and per user name.
 type MemoryLimiter struct {
-	limits LoginLimits
+	limits seckill.LoginLimits
 	now    func() time.Time
 
 	mu        sync.Mutex
@@ -71,7 +53,7 @@ type MemoryLimiter struct {
 }
 
 // NewMemoryLimiter returns a limiter with these limits.
-func NewMemoryLimiter(limits LoginLimits) *MemoryLimiter {
+func NewMemoryLimiter(limits seckill.LoginLimits) *MemoryLimiter {
 	return &MemoryLimiter{
 		limits: limits, now: time.Now,
 		pairs: map[string]*rate.Limiter{}, addresses: map[string]*rate.Limiter{}, failures: map[string]*rate.Limiter{},
@@ -118,7 +100,7 @@ func (m *MemoryLimiter) LoginFailed(_ context.Context, user string) error {
 }
 
 // bucket returns the limiter of key, made (full) when missing.
-func bucket(set map[string]*rate.Limiter, key string, l Limit, now time.Time) *rate.Limiter {
+func bucket(set map[string]*rate.Limiter, key string, l seckill.Limit, now time.Time) *rate.Limiter {
 	if b, ok := set[key]; ok {
 		return b
 	}

@@ -27,7 +27,7 @@ type dash struct {
 	monitor  atomic.Int64 // requests that reached the Asynq monitor
 }
 
-func newDash(t *testing.T, limits web.LoginLimits) *dash {
+func newDash(t *testing.T, limits seckill.LoginLimits) *dash {
 	t.Helper()
 	d := &dash{svc: newFakeService(), sessions: newFakeSessions(), live: &seckilltest.Live{}}
 	d.h = web.New(web.Config{
@@ -43,10 +43,10 @@ func newDash(t *testing.T, limits web.LoginLimits) *dash {
 	return d
 }
 
-var generous = web.LoginLimits{
-	PerPair:    web.Limit{Burst: 1000, Every: time.Millisecond},
-	PerAddress: web.Limit{Burst: 1000, Every: time.Millisecond},
-	Failures:   web.Limit{Burst: 1000, Every: time.Millisecond},
+var generous = seckill.LoginLimits{
+	PerPair:    seckill.Limit{Burst: 1000, Every: time.Millisecond},
+	PerAddress: seckill.Limit{Burst: 1000, Every: time.Millisecond},
+	Failures:   seckill.Limit{Burst: 1000, Every: time.Millisecond},
 }
 
 // testSlowDown is how long a slowed sign-in waits in these tests.
@@ -335,10 +335,10 @@ func (d *dash) attemptLogin(user, password, ip string) *http.Response {
 	return w.Result()
 }
 
-var tightLogin = web.LoginLimits{
-	PerPair:    web.Limit{Burst: 3, Every: time.Hour},
-	PerAddress: web.Limit{Burst: 5, Every: time.Hour},
-	Failures:   web.Limit{Burst: 2, Every: time.Hour},
+var tightLogin = seckill.LoginLimits{
+	PerPair:    seckill.Limit{Burst: 3, Every: time.Hour},
+	PerAddress: seckill.Limit{Burst: 5, Every: time.Hour},
+	Failures:   seckill.Limit{Burst: 2, Every: time.Hour},
 }
 
 func TestLoginRateLimit(t *testing.T) {

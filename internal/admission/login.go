@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/seckill"
 	"seckill/lua"
 )
 
@@ -20,23 +21,6 @@ import (
 // its own "rate:" in front of every key: it could neither take from two
 // budgets at once nor keep the keys under Options.Prefix.
 var loginScript = redis.NewScript(lua.Login)
-
-// Limit is a budget of Burst attempts; one comes back every Every.
-type Limit struct {
-	Burst int
-	Every time.Duration
-}
-
-// LoginLimits are the budgets of a LoginLimiter.
-type LoginLimits struct {
-	// PerPair bounds the attempts on one user name from one address.
-	PerPair Limit
-	// PerAddress bounds the attempts from one address, whatever the name.
-	PerAddress Limit
-	// Failures bounds the wrong passwords for one user name from every
-	// address; once spent, attempts on the name are slowed, never refused.
-	Failures Limit
-}
 
 // LoginLimiter limits sign-in attempts in Redis, so every instance shares
 // the budgets (it implements the dashboard's web.LoginLimiter). One script
@@ -53,11 +37,11 @@ type LoginLimits struct {
 type LoginLimiter struct {
 	rdb    redis.UniversalClient
 	keys   keys
-	limits LoginLimits
+	limits seckill.LoginLimits
 }
 
 // NewLoginLimiter returns a limiter on rdb with keys under prefix.
-func NewLoginLimiter(rdb redis.UniversalClient, prefix string, limits LoginLimits) *LoginLimiter {
+func NewLoginLimiter(rdb redis.UniversalClient, prefix string, limits seckill.LoginLimits) *LoginLimiter {
 	return &LoginLimiter{rdb: rdb, keys: keys{prefix: prefix}, limits: limits}
 }
 
@@ -84,7 +68,7 @@ func (l *LoginLimiter) LoginFailed(ctx context.Context, user string) error {
 	return err
 }
 
-func (l *LoginLimiter) run(ctx context.Context, mode string, keys []string, limits ...Limit) (time.Duration, error) {
+func (l *LoginLimiter) run(ctx context.Context, mode string, keys []string, limits ...seckill.Limit) (time.Duration, error) {
 	args := make([]any, 0, 1+2*len(limits))
 	args = append(args, mode)
 	for _, lim := range limits {

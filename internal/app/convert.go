@@ -5,7 +5,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"seckill/internal/admission"
 	"seckill/internal/sampler"
 	"seckill/jobs"
 	"seckill/web"
@@ -54,13 +53,5 @@ func toWebQueue(q asynq.QueueInfo) web.Queue {
 		Name: q.Queue, Pending: q.Pending, Active: q.Active, Scheduled: q.Scheduled, Retry: q.Retry,
 		Archived: q.Archived, Completed: q.Completed, Aggregating: q.Aggregating,
 		Processed: q.Processed, Failed: q.Failed, Latency: q.Latency, Paused: q.Paused,
-	}
-}
-
-func toAdmissionLoginLimits(l web.LoginLimits) admission.LoginLimits {
-	return admission.LoginLimits{
-		PerPair:    admission.Limit(l.PerPair),
-		PerAddress: admission.Limit(l.PerAddress),
-		Failures:   admission.Limit(l.Failures),
 	}
 }

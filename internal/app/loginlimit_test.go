@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"seckill/internal/admission"
+	"seckill/internal/seckill"
 	"seckill/internal/testenv"
 	"seckill/web"
 )
@@ -16,11 +17,11 @@ import (
 // loginLimiters are every web.LoginLimiter we ship, each made fresh with
 // the given limits: the in-memory one and the Redis one on real Redis
 // under a key prefix of its own.
-var loginLimiters = map[string]func(t *testing.T, l web.LoginLimits) web.LoginLimiter{
-	"memory": func(_ *testing.T, l web.LoginLimits) web.LoginLimiter { return web.NewMemoryLimiter(l) },
-	"redis": func(t *testing.T, l web.LoginLimits) web.LoginLimiter {
+var loginLimiters = map[string]func(t *testing.T, l seckill.LoginLimits) web.LoginLimiter{
+	"memory": func(_ *testing.T, l seckill.LoginLimits) web.LoginLimiter { return web.NewMemoryLimiter(l) },
+	"redis": func(t *testing.T, l seckill.LoginLimits) web.LoginLimiter {
 		rdb, prefix := testenv.MustOpenRedis(t)
-		return admission.NewLoginLimiter(rdb, prefix, toAdmissionLoginLimits(l))
+		return admission.NewLoginLimiter(rdb, prefix, l)
 	},
 }
 
@@ -39,13 +40,13 @@ const (
 	operator = "198.51.100.7"
 )
 
-var contractLimits = web.LoginLimits{
-	PerPair:    web.Limit{Burst: 3, Every: time.Hour},
-	PerAddress: web.Limit{Burst: 5, Every: time.Hour},
-	Failures:   web.Limit{Burst: 2, Every: time.Hour},
+var contractLimits = seckill.LoginLimits{
+	PerPair:    seckill.Limit{Burst: 3, Every: time.Hour},
+	PerAddress: seckill.Limit{Burst: 5, Every: time.Hour},
+	Failures:   seckill.Limit{Burst: 2, Every: time.Hour},
 }
 
-func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, web.LoginLimits) web.LoginLimiter) {
+func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, seckill.LoginLimits) web.LoginLimiter) {
 	ctx := context.Background()
 	// allow tells whether an attempt was taken, failing the test on an
 	// error or a refusal without a wait.
@@ -104,8 +105,8 @@ func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, web.LoginLimits)
 
 	t.Run("neither when the address is spent", func(t *testing.T) {
 		every := 200 * time.Millisecond
-		l := newLimiter(t, web.LoginLimits{
-			PerPair: web.Limit{Burst: 3, Every: time.Hour}, PerAddress: web.Limit{Burst: 1, Every: every}, Failures: contractLimits.Failures,
+		l := newLimiter(t, seckill.LoginLimits{
+			PerPair: seckill.Limit{Burst: 3, Every: time.Hour}, PerAddress: seckill.Limit{Burst: 1, Every: every}, Failures: contractLimits.Failures,
 		})
 		want(t, l, guesser, "u1", true)
 		// Refused on the address: the pair's budget is not charged, or
@@ -119,7 +120,7 @@ func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, web.LoginLimits)
 
 	t.Run("retry after", func(t *testing.T) {
 		every := 200 * time.Millisecond
-		l := newLimiter(t, web.LoginLimits{PerPair: web.Limit{Burst: 1, Every: every}, PerAddress: contractLimits.PerAddress, Failures: contractLimits.Failures})
+		l := newLimiter(t, seckill.LoginLimits{PerPair: seckill.Limit{Burst: 1, Every: every}, PerAddress: contractLimits.PerAddress, Failures: contractLimits.Failures})
 		want(t, l, guesser, "admin", true)
 		wait, _, err := l.AllowLogin(ctx, guesser, "admin")
 		if err != nil || wait <= 0 || wait > every {

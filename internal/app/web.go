@@ -42,7 +42,7 @@ func (a *App) newDashboard() *dashboard {
 		Records:  a.Store,
 		Sessions: a.Store,
 		Live:     a.Admitter,
-		Limiter:  admission.NewLoginLimiter(a.Redis, "", toAdmissionLoginLimits(web.DefaultLoginLimits)),
+		Limiter:  admission.NewLoginLimiter(a.Redis, "", web.DefaultLoginLimits),
 		Queues:   queueFigures{queues},
 		History:  history{d.sampler},
 		Monitor:  monitor,

@@ -383,3 +383,24 @@ func (s *Service) revert(ctx context.Context, u *User, before, after *Voucher, a
 		s.Logger.ErrorContext(ctx, "undo campaign change", "voucher_id", before.ID, "action", action, "err", err)
 	}
 }
+
+// Limit is a budget of Burst attempts; one comes back every Every.
+type Limit struct {
+	Burst int
+	Every time.Duration
+}
+
+// LoginLimits are the budgets of an admin's sign-in attempts, which the
+// dashboard's in-memory limiter and the Redis one both take.
+type LoginLimits struct {
+	// PerPair is per client address and user name: one guesser at one
+	// operator.
+	PerPair Limit
+	// PerAddress is per client address: one guesser at many names. A
+	// proxy or an office shares one.
+	PerAddress Limit
+	// Failures are wrong passwords per user name from every address; when
+	// spent, attempts on the name are slowed down (the dashboard's
+	// LoginSlowDown), never refused.
+	Failures Limit
+}
