@@ -15,11 +15,8 @@ if type(n) ~= 'string' or #n > 13 or not string.match(n, '^[1-9]%d*$') or tonumb
   return redis.error_reply('ERR add_stock: ARGV[1] n must be an integer in [1, 10^12]')
 end
 
-local c = redis.call('HMGET', KEYS[1], 'stock', 'state')
-if not c[1] then
-  return 0
-end
-if c[2] == 'rebuilding' then
-  return -1
+local refused = refusal(KEYS[1])
+if refused then
+  return refused
 end
 return redis.call('HINCRBY', KEYS[1], 'stock', n)

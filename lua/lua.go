@@ -4,19 +4,41 @@
 // arguments before its first write, and touches only keys passed in KEYS that
 // share one hash tag (one campaign, or one client address for sign-in), so one
 // Redis Cluster slot.
+//
+// Scripts cannot import each other: the helpers the campaign scripts share
+// are written once, in prelude.lua, and put between such a script's header
+// and its body here, so Warm, Update, AddStock and Rebuild hold the whole
+// source Redis runs.
 package lua
 
-import _ "embed"
+import (
+	_ "embed"
+	"strings"
+)
+
+//go:embed prelude.lua
+var prelude string
+
+// withPrelude returns src with the prelude after its header (its leading
+// comment lines).
+func withPrelude(src string) string {
+	body := src
+	for strings.HasPrefix(body, "--") {
+		_, body, _ = strings.Cut(body, "\n")
+	}
+	return src[:len(src)-len(body)] + "\n" + prelude + "\n" + body
+}
 
 // Admit decides one purchase atomically.
 //
 //go:embed admit.lua
 var Admit string
 
-// Warm installs a campaign unless Redis holds it already.
-//
 //go:embed warm.lua
-var Warm string
+var warmSrc string
+
+// Warm installs a campaign unless Redis holds it already.
+var Warm = withPrelude(warmSrc)
 
 // Release gives a failed admission's unit and buyer slot back, once.
 //
@@ -28,26 +50,29 @@ var Release string
 //go:embed ack.lua
 var Ack string
 
-// Update changes the window and the pause of an existing campaign.
-//
 //go:embed update.lua
-var Update string
+var updateSrc string
+
+// Update changes the window and the pause of an existing campaign.
+var Update = withPrelude(updateSrc)
+
+//go:embed add_stock.lua
+var addStockSrc string
 
 // AddStock puts more units of an existing campaign on sale.
-//
-//go:embed add_stock.lua
-var AddStock string
+var AddStock = withPrelude(addStockSrc)
 
 // RebuildBegin takes a campaign's rebuild lock and stops its admissions.
 //
 //go:embed rebuild_begin.lua
 var RebuildBegin string
 
+//go:embed rebuild.lua
+var rebuildSrc string
+
 // Rebuild installs a campaign from Postgres in a new epoch and ends the
 // rebuild.
-//
-//go:embed rebuild.lua
-var Rebuild string
+var Rebuild = withPrelude(rebuildSrc)
 
 // Stamp stops a campaign whose state another Redis server installed.
 //

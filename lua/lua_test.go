@@ -3,6 +3,7 @@ package lua_test
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,48 @@ func TestCompile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if err := redis.NewScript(src).Load(ctx, rdb).Err(); err != nil {
 				t.Fatalf("SCRIPT LOAD: %v", err)
+			}
+		})
+	}
+}
+
+// TestPreludeArguments runs the scripts that share the prelude's argument
+// checks with one malformed argument at a time: each is refused naming the
+// script and the argument, and writes nothing.
+func TestPreludeArguments(t *testing.T) {
+	rdb, prefix := testenv.MustOpenRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	keys := make([]string, 6)
+	for i := range keys {
+		keys[i] = prefix + "{v1}:" + strconv.Itoa(i)
+	}
+	for _, tc := range []struct {
+		name, src string
+		args      []any
+		want      string
+	}{
+		{"warm", lua.Warm, []any{"x", "0", "0", "1", "0"}, "ERR warm: ARGV[1] stock must be an integer >= 0"},
+		{"warm", lua.Warm, []any{"1", "1024", "0", "1", "0"}, "ERR warm: ARGV[2] epoch must be an integer in [0, 1024)"},
+		{"warm", lua.Warm, []any{"1", "0", "-1", "1", "0"}, "ERR warm: ARGV[3] begin_ms must be an integer >= 0"},
+		{"warm", lua.Warm, []any{"1", "0", "5", "5", "0"}, "ERR warm: ARGV[4] end_ms must be an integer > begin_ms"},
+		{"warm", lua.Warm, []any{"1", "0", "0", "1", "2"}, "ERR warm: ARGV[5] paused must be 0 or 1"},
+		{"rebuild", lua.Rebuild, []any{"tok", "1e3", "0", "0", "1", "0"}, "ERR rebuild: ARGV[2] stock must be an integer >= 0"},
+		{"rebuild", lua.Rebuild, []any{"tok", "1", "-1", "0", "1", "0"}, "ERR rebuild: ARGV[3] epoch must be an integer in [0, 1024)"},
+		{"rebuild", lua.Rebuild, []any{"tok", "1", "0", "", "1", "0"}, "ERR rebuild: ARGV[4] begin_ms must be an integer >= 0"},
+		{"rebuild", lua.Rebuild, []any{"tok", "1", "0", "9", "2", "0"}, "ERR rebuild: ARGV[5] end_ms must be an integer > begin_ms"},
+		{"rebuild", lua.Rebuild, []any{"tok", "1", "0", "0", "1"}, "ERR rebuild: ARGV[6] paused must be 0 or 1"},
+		{"update", lua.Update, []any{"1.5", "2", "0"}, "ERR update: ARGV[1] begin_ms must be an integer >= 0"},
+		{"update", lua.Update, []any{"0", "12345678901234567", "0"}, "ERR update: ARGV[2] end_ms must be an integer > begin_ms"},
+		{"update", lua.Update, []any{"0", "1", "yes"}, "ERR update: ARGV[3] paused must be 0 or 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := redis.NewScript(tc.src).Run(ctx, rdb, keys, tc.args...).Err()
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			if n := rdb.Exists(ctx, keys...).Val(); n != 0 {
+				t.Fatalf("%d keys written", n)
 			}
 		})
 	}
