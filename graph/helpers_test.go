@@ -95,7 +95,21 @@ func (e *testEnv) post(tb testing.TB, token, query string, vars map[string]any) 
 	return send(tb, req)
 }
 
+// send sends req and returns the status, the decoded response and the raw
+// body.
 func send(tb testing.TB, req *http.Request) (int, gqlResponse, string) {
+	tb.Helper()
+	resp, raw := roundTrip(tb, req)
+	var out gqlResponse
+	if err := json.Unmarshal(raw, &out); err != nil {
+		tb.Fatalf("status %d, body is not JSON: %v\n%s", resp.StatusCode, err, raw)
+	}
+	return resp.StatusCode, out, string(raw)
+}
+
+// roundTrip sends req and returns the response, whose body it has read and
+// closed, and the body.
+func roundTrip(tb testing.TB, req *http.Request) (*http.Response, []byte) {
 	tb.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -106,11 +120,7 @@ func send(tb testing.TB, req *http.Request) (int, gqlResponse, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var out gqlResponse
-	if err := json.Unmarshal(raw, &out); err != nil {
-		tb.Fatalf("status %d, body is not JSON: %v\n%s", resp.StatusCode, err, raw)
-	}
-	return resp.StatusCode, out, string(raw)
+	return resp, raw
 }
 
 // onlyError returns the single error of a response, failing otherwise.

@@ -149,15 +149,7 @@ func sendCase(t *testing.T, url string, tokens map[string]string, c purchaseCase
 	if tok := tokens[c.token]; tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, raw := roundTrip(t, req)
 	h := resp.Header.Clone()
 	h.Del("Date")
 	var hb bytes.Buffer

@@ -91,6 +91,13 @@ func (e *dashEnv) get(path string, hdr ...string) *http.Response {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return e.do(req, hdr...)
+}
+
+// do sends req with the headers hdr (name, value, name, value...); the
+// body is closed when the test ends.
+func (e *dashEnv) do(req *http.Request, hdr ...string) *http.Response {
+	e.t.Helper()
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
@@ -112,15 +119,7 @@ func (e *dashEnv) post(path string, form url.Values, hdr ...string) *http.Respon
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", e.srv.URL)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := e.client.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { res.Body.Close() })
-	return res
+	return e.do(req, hdr...)
 }
 
 func (e *dashEnv) login() {
