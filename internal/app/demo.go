@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 
 	"seckill/internal/auth"
 	"seckill/internal/config"
+	"seckill/internal/gqlclient"
 )
 
 // DemoOptions says what campaign Demo creates and for whom.
@@ -80,31 +80,22 @@ func Demo(ctx context.Context, cfg *config.Config, opts DemoOptions, out io.Writ
 // demoGraphQL posts one operation and decodes its data into data; a GraphQL
 // error or an unexpected answer is an error.
 func demoGraphQL(ctx context.Context, endpoint, token, query string, vars map[string]any, data any) error {
-	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	req, err := gqlclient.NewRequest(ctx, endpoint, token, query, vars)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("demo: is the server running (make run)? %w", err)
 	}
 	defer res.Body.Close()
-	var answer struct {
-		Data   json.RawMessage `json:"data"`
-		Errors []struct {
-			Message    string
-			Extensions struct{ Code string }
-		} `json:"errors"`
+	answer, err := gqlclient.ReadAnswer(res, 1<<20)
+	if err == nil {
+		err = answer.NotJSON
 	}
-	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&answer); err != nil {
+	if err != nil {
 		return fmt.Errorf("demo: %s answered %s, not GraphQL: %w", endpoint, res.Status, err)
 	}
 	if len(answer.Errors) > 0 {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"seckill/internal/bench/load"
+	"seckill/internal/gqlclient"
 )
 
 // controlClient sends the few GraphQL requests around a run: preflight,
@@ -22,45 +22,35 @@ import (
 type controlClient struct {
 	endpoint string
 	http     *http.Client
-	admin    string // "Bearer <admin token>"
+	admin    string // the admin's token
 }
 
 func newControlClient(endpoint, adminToken string) *controlClient {
 	return &controlClient{
 		endpoint: endpoint,
 		http:     &http.Client{Timeout: 15 * time.Second, Transport: load.NewTransport(4)},
-		admin:    "Bearer " + adminToken,
+		admin:    adminToken,
 	}
 }
 
 // do runs one GraphQL operation as admin and decodes data into out.
 func (c *controlClient) do(ctx context.Context, query string, vars map[string]any, out any) error {
-	body, err := json.Marshal(load.GraphQLRequest{Query: query, Variables: vars})
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	req, err := gqlclient.NewRequest(ctx, c.endpoint, c.admin, query, vars)
 	if err != nil {
 		return fmt.Errorf("bad --url %q: %w", c.endpoint, err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", c.admin)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return reachError(c.endpoint, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	r, err := gqlclient.ReadAnswer(resp, 8<<20)
 	if err != nil {
 		return reachError(c.endpoint, err)
 	}
-	var r struct {
-		Data   json.RawMessage     `json:"data"`
-		Errors []load.GraphQLError `json:"errors"`
-	}
-	if err := json.Unmarshal(data, &r); err != nil || (r.Data == nil && r.Errors == nil) {
+	if r.NotJSON != nil || (r.Data == nil && r.Errors == nil) {
 		return fmt.Errorf("%s answered %s with %s: not a GraphQL endpoint (the default is %s)",
-			c.endpoint, resp.Status, describeBody(resp.Header.Get("Content-Type"), data), DefaultURL)
+			c.endpoint, resp.Status, describeBody(resp.Header.Get("Content-Type"), r.Body), DefaultURL)
 	}
 	if len(r.Errors) > 0 {
 		e := r.Errors[0]

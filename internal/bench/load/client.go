@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"seckill/internal/gqlclient"
 )
 
 // purchaseQuery is the one operation the load generator sends. The sync and
@@ -21,26 +23,11 @@ const purchaseQuery = `mutation Buy($voucherId: ID!) { seckill(voucherId: $vouch
 
 // PurchaseBody returns the JSON body of a purchase of voucherID.
 func PurchaseBody(voucherID int64) []byte {
-	b, _ := json.Marshal(GraphQLRequest{
+	b, _ := json.Marshal(gqlclient.Request{
 		Query:     purchaseQuery,
 		Variables: map[string]any{"voucherId": strconv.FormatInt(voucherID, 10)},
 	})
 	return b
-}
-
-// GraphQLRequest is the body of a GraphQL POST.
-type GraphQLRequest struct {
-	Query     string         `json:"query"`
-	Variables map[string]any `json:"variables,omitempty"`
-}
-
-// GraphQLError is one entry of a GraphQL answer's errors.
-type GraphQLError struct {
-	Message    string `json:"message"`
-	Extensions struct {
-		Code  string `json:"code"`
-		Field string `json:"field"`
-	} `json:"extensions"`
 }
 
 // purchaseResponse is what every target answers to a purchase.
@@ -51,7 +38,7 @@ type purchaseResponse struct {
 			OrderID *string `json:"orderId"`
 		} `json:"seckill"`
 	} `json:"data"`
-	Errors []GraphQLError `json:"errors"`
+	Errors []gqlclient.Error `json:"errors"`
 }
 
 // NewTransport returns the HTTP transport of one target: keep-alive, and
