@@ -165,23 +165,14 @@ func (e *dashEnv) buy(voucherID, userID int64) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]any{"query": `mutation($v: ID!) { seckill(voucherId: $v) { outcome orderId } }`,
-		"variables": map[string]any{"v": strconv.FormatInt(voucherID, 10)}})
-	req, _ := http.NewRequestWithContext(e.ctx, "POST", e.srv.URL+"/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
+	_, raw := app.PostPurchase(e.t, e.srv.URL, tok, voucherID, nil)
 	var out struct {
 		Data struct {
 			Seckill struct{ Outcome string } `json:"seckill"`
 		} `json:"data"`
 		Errors []struct{ Message string } `json:"errors"`
 	}
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || len(out.Errors) > 0 {
+	if err := json.Unmarshal(raw, &out); err != nil || len(out.Errors) > 0 {
 		e.t.Fatalf("buy %d as %d: %v %+v", voucherID, userID, err, out.Errors)
 	}
 	return out.Data.Seckill.Outcome

@@ -52,15 +52,17 @@ func installRecorder(t *testing.T) *tracetest.SpanRecorder {
 	return rec
 }
 
-// postBuy sends the purchase mutation (the fast path's document) with the
-// given extra headers and returns the response and the order id.
-func (e *testEnv) postBuy(token string, voucherID int64, header http.Header) (*http.Response, string) {
-	e.t.Helper()
+// PostPurchase sends the purchase mutation (the fast path's document) to
+// the server at base as token, with the extra header, and returns the
+// response, whose body it has read and closed, and the body. It is
+// exported for the dashboard tests in package app_test.
+func PostPurchase(tb testing.TB, base, token string, voucherID int64, header http.Header) (*http.Response, []byte) {
+	tb.Helper()
 	body, _ := json.Marshal(map[string]any{
 		"query":     `mutation($v: ID!) { seckill(voucherId: $v) { outcome orderId } }`,
 		"variables": map[string]any{"v": strconv.FormatInt(voucherID, 10)},
 	})
-	req, _ := http.NewRequest(http.MethodPost, e.url+"/graphql", bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	for k, v := range header {
@@ -68,15 +70,26 @@ func (e *testEnv) postBuy(token string, voucherID int64, header http.Header) (*h
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		e.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res, raw
+}
+
+// postBuy sends the purchase mutation with the given extra headers and
+// returns the response and the order id.
+func (e *testEnv) postBuy(token string, voucherID int64, header http.Header) (*http.Response, string) {
+	e.t.Helper()
+	res, raw := PostPurchase(e.t, e.url, token, voucherID, header)
 	var out struct {
 		Data struct {
 			Seckill purchase `json:"seckill"`
 		} `json:"data"`
 	}
-	raw, _ := io.ReadAll(res.Body)
 	if err := json.Unmarshal(raw, &out); err != nil || out.Data.Seckill.Outcome != "ACCEPTED" || out.Data.Seckill.OrderID == nil {
 		e.t.Fatalf("purchase: %d %s (%v)", res.StatusCode, raw, err)
 	}
