@@ -229,11 +229,9 @@ func (a *App) RunReconciler(ctx context.Context) {
 }
 
 func (a *App) reconcileOnce(ctx context.Context) {
-	n, err := a.Service.RestoreCampaigns(ctx)
-	if err != nil && ctx.Err() == nil {
+	if _, err := a.Service.RestoreCampaigns(ctx); err != nil && ctx.Err() == nil {
 		a.Logger.ErrorContext(ctx, "restore campaigns", "err", err)
 	}
-	a.Metrics.Rewarmed.Add(float64(n))
 	if n, err := a.Service.Reconcile(ctx, a.Config.ReconcileAfter, 1000); err != nil {
 		if ctx.Err() == nil {
 			a.Logger.ErrorContext(ctx, "reconcile admissions", "err", err)

@@ -61,7 +61,7 @@ func NewMetrics() *Metrics {
 			Name: "seckill_reconciled_total", Help: "Stale admissions re-enqueued by the reconciler.",
 		}),
 		Rewarmed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_rewarmed_campaigns_total", Help: "Campaigns re-installed into Redis from Postgres.",
+			Name: "seckill_rewarmed_campaigns_total", Help: "Campaigns rebuilt into Redis from Postgres, in a new epoch (Redis lost them, restarted or failed over).",
 		}),
 		Overloaded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_overloaded_requests_total", Help: "Requests shed because too many were in flight.",
@@ -94,6 +94,16 @@ func (m *Metrics) wrapAdmitter(a seckill.Admitter) seckill.Admitter {
 		w.outcomes[o] = m.Purchases.WithLabelValues(string(o))
 	}
 	return w
+}
+
+// FinishRebuild counts every campaign rebuilt from Postgres, whoever
+// started the rebuild (a purchase, order(id) or the reconciler).
+func (a *admitterMetrics) FinishRebuild(ctx context.Context, token string, st seckill.WarmState) (bool, error) {
+	ok, err := a.Admitter.FinishRebuild(ctx, token, st)
+	if ok {
+		a.m.Rewarmed.Inc()
+	}
+	return ok, err
 }
 
 func (a *admitterMetrics) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {

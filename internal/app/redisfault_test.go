@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/seckill"
@@ -217,6 +218,9 @@ func saleUnderFault(t *testing.T, stock int, fault func(t *testing.T, e *testEnv
 	settleTook := time.Since(settled)
 
 	checkSale(t, e, voucher, stock, answers)
+	if n := testutil.ToFloat64(e.app.Metrics.Rewarmed); n < 1 {
+		t.Errorf("seckill_rewarmed_campaigns_total = %v after Redis restarted, want the rebuild counted", n)
+	}
 
 	errs := map[string]int{}
 	accepted := 0
