@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -378,5 +379,26 @@ func TestPurchaseAfterScriptFlush(t *testing.T) {
 	}
 	if r := e.remaining(voucher); r != 2 {
 		t.Fatalf("remaining %d, want 2", r)
+	}
+}
+
+// TestPurchaseUnknownVoucher: a voucher Postgres does not know answers
+// NOT_FOUND (not UNAVAILABLE, not a rebuild), and the made-up ids of a flood
+// of such purchases leave nothing behind in Redis.
+func TestPurchaseUnknownVoucher(t *testing.T) {
+	e := newTestEnv(t, "")
+	tok := e.token(7, false)
+	for _, v := range []int64{999_999, 999_999, 123_456} {
+		_, err := e.buy(nil, tok, v)
+		if err == nil || !strings.HasSuffix(err.Error(), "(NOT_FOUND)") {
+			t.Errorf("buy voucher %d: %v, want NOT_FOUND", v, err)
+		}
+	}
+	keys, err := e.app.Redis.Keys(e.ctx, "*{v999999}*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 0 {
+		t.Errorf("an unknown voucher left keys in Redis: %v", keys)
 	}
 }

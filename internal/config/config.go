@@ -149,6 +149,9 @@ func Load(getenv func(string) string) (*Config, error) {
 	if c.ReconcileInterval <= 0 || c.ReconcileAfter <= 0 {
 		p.errf("SECKILL_RECONCILE_INTERVAL and SECKILL_RECONCILE_AFTER must be positive")
 	}
+	if c.RedisTimeout <= 0 {
+		p.errf("SECKILL_REDIS_TIMEOUT must be positive: without a bound a purchase may hang while Redis is away")
+	}
 	if c.UserRate < 0 {
 		p.errf("SECKILL_USER_RATE must be 0 (no limit) or more")
 	}

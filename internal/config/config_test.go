@@ -37,6 +37,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad int", map[string]string{"SECKILL_ENV": "dev", "SECKILL_DB_MAX_CONNS": "lots"}, "SECKILL_DB_MAX_CONNS must be an integer"},
 		{"int out of range", map[string]string{"SECKILL_ENV": "dev", "SECKILL_WORKER_CONCURRENCY": "0"}, "SECKILL_WORKER_CONCURRENCY must be an integer from 1"},
 		{"bad duration", map[string]string{"SECKILL_ENV": "dev", "SECKILL_RECONCILE_AFTER": "soon"}, "SECKILL_RECONCILE_AFTER must be a duration"},
+		{"no redis timeout", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_TIMEOUT": "0s"}, "SECKILL_REDIS_TIMEOUT must be positive"},
 		{"bad db url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_DATABASE_URL": "mysql://x"}, "SECKILL_DATABASE_URL must be a postgres"},
 		{"bad redis url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_URL": "http://x"}, "SECKILL_REDIS_URL must be a redis"},
 		{"public pprof", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PPROF_ADDR": ":6060"}, "SECKILL_PPROF_ADDR must be a loopback"},

@@ -297,7 +297,7 @@ func (s *Service) applyWindow(ctx context.Context, v *Voucher) error {
 // transaction; apply then takes the result to admission at once.
 //
 // Postgres changes first because it is the source of truth: a campaign that
-// admission lost is re-warmed from it. When admission is unreachable after
+// admission lost is rebuilt from it. When admission is unreachable after
 // Postgres changed, the change is undone in Postgres (and the undo audited),
 // so the two never disagree for long and the operator may simply try again;
 // the caller gets EUNAVAILABLE. A campaign admission does not hold (it was

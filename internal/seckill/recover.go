@@ -147,6 +147,11 @@ func (s *Service) RebuildCampaign(ctx context.Context, voucherID int64) error {
 	if voucherID <= 0 {
 		return Errorf(ENOTFOUND, "voucher %d not found", voucherID)
 	}
+	// A voucher Postgres does not know (an attacker's made-up id) costs one
+	// read and writes nothing to Redis, not even a lock.
+	if _, err := s.Store.CampaignEpoch(ctx, voucherID); err != nil {
+		return err
+	}
 	token, ok, err := s.Admitter.BeginRebuild(ctx, voucherID)
 	if err != nil {
 		return fmt.Errorf("begin rebuild: %w", err)

@@ -27,8 +27,10 @@ type Store interface {
 	// PersistOrders writes admissions as orders, idempotently: an admission
 	// persisted before is reported CREATED again, never written twice. One
 	// that can never be persisted (no stock left in Postgres, the user holds
-	// another order for the campaign, the campaign is gone) is recorded as
-	// FAILED with a reason. An error means nothing was decided: retry.
+	// another order for the campaign, the campaign is gone, the campaign was
+	// rebuilt in a later epoch so the admission was lost, the id is another
+	// user's) is recorded as FAILED with a reason. An error means nothing was
+	// decided: retry.
 	PersistOrders(ctx context.Context, adms []Admission) ([]PersistOutcome, error)
 	// LiveCampaigns returns the ids of the campaigns that have not ended.
 	LiveCampaigns(ctx context.Context) ([]int64, error)

@@ -169,6 +169,19 @@ func TestRebuildCampaign(t *testing.T) {
 		t.Errorf("stock = %d, want 9", got)
 	}
 
+	// A campaign on its last epoch cannot be rebuilt again: it stops selling
+	// rather than reuse an epoch.
+	if _, err := db.NewUpdate().Table("seckill_campaign").Set("epoch = ?", seckill.MaxEpoch).
+		Where("voucher_id = ?", scheduled.ID).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RebuildCampaign(ctx, scheduled.ID); seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
+		t.Errorf("RebuildCampaign on the last epoch = %v, want UNAVAILABLE", err)
+	}
+	if epoch, _ := s.CampaignEpoch(ctx, scheduled.ID); epoch != seckill.MaxEpoch {
+		t.Errorf("epoch after the refused rebuild = %d, want %d", epoch, seckill.MaxEpoch)
+	}
+
 	for _, id := range []int64{0, 1 << 40} {
 		if _, err := s.RebuildCampaign(ctx, id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
 			t.Errorf("RebuildCampaign(%d) = %v, want NOT_FOUND", id, err)
