@@ -10,13 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"seckill/internal/bench"
 	"seckill/internal/bench/report"
+	"seckill/internal/cli"
 	"seckill/internal/config"
 )
 
@@ -62,16 +60,7 @@ func (c *compareFlag) Set(v string) error {
 	return nil
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "seckill-bench:", err)
-		}
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("seckill-bench", run) }
 
 // run parses args, reads the server's configuration from the environment,
 // runs and prints the report (text, or JSON with --json) on stdout and the

@@ -10,11 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"seckill/internal/app"
+	"seckill/internal/cli"
 	"seckill/internal/config"
 )
 
@@ -34,16 +33,7 @@ Configuration comes from SECKILL_* environment variables; see the README.
 The load test is its own program: seckill-bench --help.
 `
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "seckill:", err)
-		}
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("seckill", run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
