@@ -8,23 +8,8 @@ import (
 	"seckill/web/views"
 )
 
-// Queue is one job queue's figures (internal/app converts Asynq's).
-type Queue struct {
-	Name        string
-	Pending     int
-	Active      int
-	Scheduled   int
-	Retry       int
-	Archived    int
-	Completed   int
-	Aggregating int
-	// Processed and Failed count tasks today (UTC); a persistence task
-	// carries a batch of orders.
-	Processed int
-	Failed    int
-	Latency   time.Duration // the oldest pending task's age
-	Paused    bool
-}
+// Queue is one job queue's figures, as the views show them.
+type Queue = views.Queue
 
 // Queues reads the job queues' figures, every queue sorted by name, and
 // when they were read (at most every few seconds: reading costs the queue
@@ -46,12 +31,7 @@ func (h *Handler) queuesLive() views.QueuesLive {
 	}
 	l.At = at
 	for _, q := range qs {
-		l.Rows = append(l.Rows, views.QueueRow{
-			Name: q.Name, Pending: q.Pending, Active: q.Active, Scheduled: q.Scheduled, Retry: q.Retry,
-			Archived: q.Archived, Completed: q.Completed, Aggregating: q.Aggregating,
-			Processed: q.Processed, Failed: q.Failed, Latency: q.Latency, Paused: q.Paused,
-			MonitorURL: "/admin/queues/queues/" + url.PathEscape(q.Name),
-		})
+		l.Rows = append(l.Rows, views.QueueRow{Queue: q, MonitorURL: "/admin/queues/queues/" + url.PathEscape(q.Name)})
 	}
 	return l
 }

@@ -71,8 +71,9 @@ type QueuesLive struct {
 	At    time.Time // when the numbers were read
 }
 
-// QueueRow is one Asynq queue.
-type QueueRow struct {
+// Queue is one job queue's figures. The web package hands them to its
+// Queues source as web.Queue; internal/app converts Asynq's.
+type Queue struct {
 	Name        string
 	Pending     int
 	Active      int
@@ -81,15 +82,23 @@ type QueueRow struct {
 	Archived    int
 	Completed   int
 	Aggregating int
-	Processed   int // tasks, today
-	Failed      int // tasks, today
-	Latency     time.Duration
-	Paused      bool
-	MonitorURL  string
+	// Processed and Failed count tasks today (UTC); a persistence task
+	// carries a batch of orders.
+	Processed int
+	Failed    int
+	Latency   time.Duration // the oldest pending task's age
+	Paused    bool
+}
+
+// QueueRow is one queue as the pages show it: its figures and where the
+// queue monitor shows it in detail.
+type QueueRow struct {
+	Queue
+	MonitorURL string
 }
 
 // Depth is the work a queue holds: everything not archived or completed.
-func (q QueueRow) Depth() int { return q.Pending + q.Active + q.Scheduled + q.Retry + q.Aggregating }
+func (q Queue) Depth() int { return q.Pending + q.Active + q.Scheduled + q.Retry + q.Aggregating }
 
 // CampaignPage is one campaign: live numbers, charts, orders and audit log.
 type CampaignPage struct {

@@ -40,7 +40,7 @@ func TestCampaignsFragment(t *testing.T) {
 				Initial: 100000, Remaining: 1234, Queued: 7, Sold: 98759, Known: true, Spark: views.NewSpark([]float64{0, 3, 1})},
 			{ID: 4, Title: "lost", Status: "ENDED", Initial: 10, Sold: 2},
 		},
-		Queues: views.QueuesLive{Rows: []views.QueueRow{{Name: "orders", Pending: 3, Active: 2, Retry: 1, MonitorURL: "/admin/queues/queues/orders"}}},
+		Queues: views.QueuesLive{Rows: []views.QueueRow{{Queue: views.Queue{Name: "orders", Pending: 3, Active: 2, Retry: 1}, MonitorURL: "/admin/queues/queues/orders"}}},
 	}))
 
 	rows := doc.Find(byTestID("campaign-row"))
@@ -253,7 +253,7 @@ func TestLoginAndQueues(t *testing.T) {
 	}
 
 	doc = render(t, views.QueuesFragment(views.QueuesLive{At: at, Rows: []views.QueueRow{
-		{Name: "orders", Pending: 1200, Active: 3, Scheduled: 1, Retry: 2, Archived: 1, Processed: 45000, Failed: 4, Latency: 1500 * time.Millisecond},
+		{Queue: views.Queue{Name: "orders", Pending: 1200, Active: 3, Scheduled: 1, Retry: 2, Archived: 1, Processed: 45000, Failed: 4, Latency: 1500 * time.Millisecond}},
 	}}))
 	row := doc.Find(byTestID("queue-row") + `[data-queue="orders"]`)
 	for id, want := range map[string]string{"pending": "1,200", "active": "3", "retry": "2", "archived": "1", "processed": "45,000", "failed": "4", "latency": "1.5 s"} {
