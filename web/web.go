@@ -234,23 +234,22 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, c t
 	_, _ = w.Write(buf.Bytes())
 }
 
-// statusOf maps a domain error to an HTTP status, in one place.
+// statusOf maps a domain error to an HTTP status, in one place; anything
+// else is an internal error.
 func statusOf(err error) int {
-	switch seckill.ErrorCode(err) {
-	case seckill.EINVALID:
-		return http.StatusUnprocessableEntity
-	case seckill.ENOTFOUND:
-		return http.StatusNotFound
-	case seckill.ECONFLICT:
-		return http.StatusConflict
-	case seckill.EUNAUTHENTICATED:
-		return http.StatusUnauthorized
-	case seckill.EFORBIDDEN:
-		return http.StatusForbidden
-	case seckill.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
+	if status, ok := statusOfCode[seckill.ErrorCode(err)]; ok {
+		return status
 	}
 	return http.StatusInternalServerError
+}
+
+var statusOfCode = map[string]int{
+	seckill.EINVALID:         http.StatusUnprocessableEntity,
+	seckill.ENOTFOUND:        http.StatusNotFound,
+	seckill.ECONFLICT:        http.StatusConflict,
+	seckill.EUNAUTHENTICATED: http.StatusUnauthorized,
+	seckill.EFORBIDDEN:       http.StatusForbidden,
+	seckill.EUNAVAILABLE:     http.StatusServiceUnavailable,
 }
 
 // messageOf is what the operator reads about err; internal errors are logged
