@@ -42,28 +42,31 @@ type campaignRow struct {
 	UpdatedAt    time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
 }
 
-// orderRow is a row of voucher_order.
-type orderRow struct {
-	bun.BaseModel `bun:"table:voucher_order,alias:o"`
-
+// admissionCols are the columns voucher_order and order_failure share: the
+// admission a row records, whichever way it ended.
+type admissionCols struct {
 	ID         int64     `bun:"id,pk"`
 	UserID     int64     `bun:"user_id,notnull"`
 	VoucherID  int64     `bun:"voucher_id,notnull"`
-	Status     string    `bun:"status,nullzero,notnull,default:'CREATED'"`
 	AdmittedAt time.Time `bun:"admitted_at,notnull"`
-	CreatedAt  time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+}
+
+// orderRow is a row of voucher_order.
+type orderRow struct {
+	bun.BaseModel `bun:"table:voucher_order,alias:o"`
+	admissionCols
+
+	Status    string    `bun:"status,nullzero,notnull,default:'CREATED'"`
+	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
 }
 
 // failureRow is a row of order_failure.
 type failureRow struct {
 	bun.BaseModel `bun:"table:order_failure,alias:f"`
+	admissionCols
 
-	ID         int64     `bun:"id,pk"`
-	UserID     int64     `bun:"user_id,notnull"`
-	VoucherID  int64     `bun:"voucher_id,notnull"`
-	Reason     string    `bun:"reason,notnull"`
-	AdmittedAt time.Time `bun:"admitted_at,notnull"`
-	FailedAt   time.Time `bun:"failed_at,nullzero,notnull,default:current_timestamp"`
+	Reason   string    `bun:"reason,notnull"`
+	FailedAt time.Time `bun:"failed_at,nullzero,notnull,default:current_timestamp"`
 }
 
 // orderView is an order read from either voucher_order or order_failure.
@@ -144,21 +147,14 @@ func toDomainOrder(r *orderView) *seckill.Order {
 	}
 }
 
+func toDBAdmission(a seckill.Admission) admissionCols {
+	return admissionCols{ID: a.OrderID, UserID: a.UserID, VoucherID: a.VoucherID, AdmittedAt: a.AdmittedAt}
+}
+
 func toDBOrder(a seckill.Admission) orderRow {
-	return orderRow{
-		ID:         a.OrderID,
-		UserID:     a.UserID,
-		VoucherID:  a.VoucherID,
-		AdmittedAt: a.AdmittedAt,
-	}
+	return orderRow{admissionCols: toDBAdmission(a)}
 }
 
 func toDBFailure(a seckill.Admission, reason string) failureRow {
-	return failureRow{
-		ID:         a.OrderID,
-		UserID:     a.UserID,
-		VoucherID:  a.VoucherID,
-		Reason:     reason,
-		AdmittedAt: a.AdmittedAt,
-	}
+	return failureRow{admissionCols: toDBAdmission(a), Reason: reason}
 }

@@ -73,31 +73,28 @@ type campaignState struct {
 func stateOf(t *testing.T, db *bun.DB, voucherID int64) campaignState {
 	t.Helper()
 	ctx := t.Context()
-	st := campaignState{Orders: map[int64]int64{}, Failures: map[int64]string{}}
+	var st campaignState
 	if err := db.NewSelect().Table("seckill_campaign").Column("stock").Where("voucher_id = ?", voucherID).Scan(ctx, &st.Stock); err != nil {
 		t.Fatalf("stock of %d: %v", voucherID, err)
 	}
-	var orders []struct {
-		ID     int64
-		UserID int64
-	}
-	if err := db.NewSelect().Table("voucher_order").Column("id", "user_id").Where("voucher_id = ?", voucherID).Scan(ctx, &orders); err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range orders {
-		st.Orders[o.ID] = o.UserID
-	}
-	var fails []struct {
-		ID     int64
-		Reason string
-	}
-	if err := db.NewSelect().Table("order_failure").Column("id", "reason").Where("voucher_id = ?", voucherID).Scan(ctx, &fails); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fails {
-		st.Failures[f.ID] = f.Reason
-	}
+	st.Orders = columnByID[int64](t, db, "voucher_order", "user_id", voucherID)
+	st.Failures = columnByID[string](t, db, "order_failure", "reason", voucherID)
 	return st
+}
+
+// columnByID reads one column of a campaign's rows in table, by row id.
+func columnByID[V any](t *testing.T, db *bun.DB, table, column string, voucherID int64) map[int64]V {
+	t.Helper()
+	var ids []int64
+	var values []V
+	if err := db.NewSelect().Table(table).Column("id", column).Where("voucher_id = ?", voucherID).Scan(t.Context(), &ids, &values); err != nil {
+		t.Fatalf("%s of %d: %v", table, voucherID, err)
+	}
+	m := make(map[int64]V, len(ids))
+	for i, id := range ids {
+		m[id] = values[i]
+	}
+	return m
 }
 
 func checkState(t *testing.T, db *bun.DB, voucherID int64, want campaignState) {
