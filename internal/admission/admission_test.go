@@ -32,6 +32,14 @@ func newAdmitter(tb testing.TB, opts admission.Options) (*admission.Admitter, *r
 	return a, rdb
 }
 
+// newLiveAdmitter is newAdmitter with a campaign on sale now warmed.
+func newLiveAdmitter(tb testing.TB, voucherID, stock int64) (*admission.Admitter, *redis.Client) {
+	tb.Helper()
+	a, rdb := newAdmitter(tb, admission.Options{})
+	mustWarm(tb, a, seckill.WarmState{Campaign: liveCampaign(voucherID, stock)})
+	return a, rdb
+}
+
 // liveCampaign is a campaign that is on sale now.
 func liveCampaign(voucherID, stock int64) seckill.Campaign {
 	now := time.Now()
@@ -161,8 +169,7 @@ func TestAdmitAcceptedDistinctIDs(t *testing.T) {
 func TestAdmitInvalidInput(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, _ := newAdmitter(t, admission.Options{})
-	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 5)})
+	a, _ := newLiveAdmitter(t, 1, 5)
 	tests := []struct {
 		name          string
 		voucher, user int64
@@ -277,9 +284,8 @@ func TestAdmitConcurrent(t *testing.T) {
 func TestWarmNeverOverwrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, _ := newAdmitter(t, admission.Options{})
 	const voucherID = 9
-	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 5)})
+	a, _ := newLiveAdmitter(t, voucherID, 5)
 	mustAdmit(t, a, voucherID, 1)
 
 	again := seckill.WarmState{Campaign: liveCampaign(voucherID, 100)}
@@ -366,9 +372,8 @@ func TestWarmInvalid(t *testing.T) {
 func TestReleaseConcurrent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, rdb := newAdmitter(t, admission.Options{})
 	const voucherID = 13
-	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 1)})
+	a, rdb := newLiveAdmitter(t, voucherID, 1)
 	_, adm := mustAdmit(t, a, voucherID, 5)
 
 	var released atomic.Int64
@@ -413,9 +418,8 @@ func TestReleaseConcurrent(t *testing.T) {
 func TestReleaseKeepBuyer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, rdb := newAdmitter(t, admission.Options{})
 	const voucherID = 14
-	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 2)})
+	a, rdb := newLiveAdmitter(t, voucherID, 2)
 	_, adm := mustAdmit(t, a, voucherID, 5)
 	if ok, err := a.Release(ctx, adm, true); err != nil || !ok {
 		t.Fatalf("Release = %v, %v", ok, err)
@@ -435,8 +439,7 @@ func TestReleaseKeepBuyer(t *testing.T) {
 func TestReleaseOtherUser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, _ := newAdmitter(t, admission.Options{})
-	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 1)})
+	a, _ := newLiveAdmitter(t, 1, 1)
 	_, adm := mustAdmit(t, a, 1, 5)
 	wrong := adm
 	wrong.UserID = 6
@@ -497,8 +500,7 @@ func TestAck(t *testing.T) {
 func TestPendingNotFound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, _ := newAdmitter(t, admission.Options{})
-	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(3, 10)})
+	a, _ := newLiveAdmitter(t, 3, 10)
 	for _, id := range []int64{0, -1, seckill.OrderID(3, 0), seckill.OrderID(3, 1), seckill.OrderID(4, 1), 1} {
 		if _, err := a.Pending(ctx, id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
 			t.Errorf("pending %d: %v, want NOT_FOUND", id, err)
@@ -569,8 +571,7 @@ func TestStale(t *testing.T) {
 func TestNoScript(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, rdb := newAdmitter(t, admission.Options{})
-	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 10)})
+	a, rdb := newLiveAdmitter(t, 1, 10)
 
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -775,8 +776,7 @@ func TestUpdateCampaign(t *testing.T) {
 func TestRemaining(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, _ := newAdmitter(t, admission.Options{})
-	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 10)})
+	a, _ := newLiveAdmitter(t, 1, 10)
 	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(2, 0)})
 	mustAdmit(t, a, 1, 1)
 	tests := []struct {
@@ -828,8 +828,7 @@ func TestForget(t *testing.T) {
 func TestRebuild(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, rdb := newAdmitter(t, admission.Options{})
-	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 10)})
+	a, rdb := newLiveAdmitter(t, 1, 10)
 	_, adm1 := mustAdmit(t, a, 1, 1)
 	_, adm2 := mustAdmit(t, a, 1, 2)
 
