@@ -67,12 +67,17 @@ func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, seckill.LoginLim
 			t.Fatalf("attempt on %q from %s allowed = %v, want %v", user, ip, got, ok)
 		}
 	}
+	// wantN makes n attempts, each of which must be allowed or not as ok says.
+	wantN := func(t *testing.T, l web.LoginLimiter, n int, ip, user string, ok bool) {
+		t.Helper()
+		for range n {
+			want(t, l, ip, user, ok)
+		}
+	}
 
 	t.Run("pair", func(t *testing.T) {
 		l := newLimiter(t, contractLimits)
-		for range 3 {
-			want(t, l, guesser, "admin", true)
-		}
+		wantN(t, l, 3, guesser, "admin", true)
 		// Spent for the guesser on this name, whatever its case...
 		want(t, l, guesser, "ADMIN", false)
 		// ...but not for the operator elsewhere, nor for other names.
@@ -91,13 +96,9 @@ func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, seckill.LoginLim
 
 	t.Run("both or neither", func(t *testing.T) {
 		l := newLimiter(t, contractLimits)
-		for range 3 {
-			want(t, l, guesser, "admin", true)
-		}
+		wantN(t, l, 3, guesser, "admin", true)
 		// Refused on the pair: the address's budget is not charged.
-		for range 10 {
-			want(t, l, guesser, "admin", false)
-		}
+		wantN(t, l, 10, guesser, "admin", false)
 		want(t, l, guesser, "u1", true)
 		want(t, l, guesser, "u2", true)
 		want(t, l, guesser, "u3", false)
@@ -111,9 +112,7 @@ func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, seckill.LoginLim
 		want(t, l, guesser, "u1", true)
 		// Refused on the address: the pair's budget is not charged, or
 		// ten refusals would spend its three.
-		for range 10 {
-			want(t, l, guesser, "admin", false)
-		}
+		wantN(t, l, 10, guesser, "admin", false)
 		time.Sleep(every + 50*time.Millisecond)
 		want(t, l, guesser, "admin", true)
 	})
