@@ -5,15 +5,25 @@ GO    ?= go
 # Development defaults; any SECKILL_* variable in the environment wins.
 export SECKILL_ENV          ?= dev
 export SECKILL_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable
+# A single Redis unless a cluster or Sentinel is configured (exactly one
+# topology; see the README's "Redis topologies").
+ifeq ($(SECKILL_REDIS_CLUSTER_ADDRS)$(SECKILL_REDIS_SENTINEL_ADDRS),)
 export SECKILL_REDIS_URL    ?= redis://127.0.0.1:6379/0
+endif
 # Tests create their own databases (one per test) on this server and use
 # unique Redis key prefixes / DB numbers, so they never touch the dev data.
 export SECKILL_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export SECKILL_TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
+# The local Redis Cluster (scripts/cluster.sh) that `make test` runs the
+# admission and end-to-end suites on as well; the rest runs on the single node.
+TEST_REDIS_CLUSTER_ADDRS ?= $(or $(SECKILL_TEST_REDIS_CLUSTER_ADDRS),127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005,127.0.0.1:7006)
+# Of internal/app, the cluster run takes the purchase path end to end,
+# subscriptions and many instances (the Redis fault tests own private servers).
+CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTask|Reconciler|RewarmAfterRedisLoss|Purchase|PermanentFailure|SecondOrderOfAUser|OrderStatusSubscription|ManyInstances|CampaignLost)
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run test build playground generate check-generate check-deploy services test-services vet fmt bench bench-load bench-fsync clean
+.PHONY: run test test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync clean
 
 ## run: start Postgres/Redis if needed, migrate, and serve API + worker on :8080
 run: build services
@@ -27,10 +37,13 @@ run: build services
 		export SECKILL_ADMIN_USER=admin SECKILL_ADMIN_PASSWORD=$$(cat .run/admin-password); \
 	fi; exec ./bin/seckill serve
 
-## test: everything CI checks: vet, race tests against real services, generated code current, alert rules
+## test: everything CI checks: vet, race tests against real services (on a
+## single Redis, then the Redis suites again on a cluster), generated code
+## current, alert rules
 test: test-services playground vet
 	$(GO) mod tidy -diff
-	$(GO) test -race -count=1 -timeout 15m ./...
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory test-cluster
 	$(MAKE) --no-print-directory check-generate
 	$(MAKE) --no-print-directory check-deploy
 
@@ -55,12 +68,22 @@ playground/node_modules/.package-lock.json: playground/package-lock.json
 playground/dist/assets/playground.js: playground/node_modules/.package-lock.json playground/build.mjs $(wildcard playground/src/*)
 	cd playground && node build.mjs
 
+## test-cluster: the admission and end-to-end suites on the local Redis Cluster
+test-cluster:
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(GO) test -race -count=1 -timeout 10m ./internal/admission/ ./lua/
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_APP_RUN)' ./internal/app/
+
 services:
 	scripts/services.sh
 
 test-services:
 	SECKILL_DATABASE_URL=$(SECKILL_TEST_DATABASE_URL) SECKILL_REDIS_URL=$(SECKILL_TEST_REDIS_URL) scripts/services.sh
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh
 	scripts/chromium.sh
+
+## cluster: start (or check) the local Redis Cluster; scripts/cluster.sh stop|reset|status
+cluster:
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh
 
 ## generate: regenerate gqlgen and templ code (committed)
 generate:

@@ -29,6 +29,11 @@ func withPrelude(src string) string {
 	return src[:len(src)-len(body)] + "\n" + prelude + "\n" + body
 }
 
+// Live reads a campaign's units left and admissions pending at one instant.
+//
+//go:embed live.lua
+var Live string
+
 // Admit decides one purchase atomically.
 //
 //go:embed admit.lua

@@ -55,9 +55,10 @@ var (
 	beginScript    = redis.NewScript(lua.RebuildBegin)
 	rebuildScript  = redis.NewScript(lua.Rebuild)
 	stampScript    = redis.NewScript(lua.Stamp)
+	liveScript     = redis.NewScript(lua.Live)
 
 	allScripts = []*redis.Script{admitScript, warmScript, releaseScript, ackScript, updateScript, addStockScript,
-		beginScript, rebuildScript, stampScript}
+		beginScript, rebuildScript, stampScript, liveScript}
 )
 
 // DefaultSoldOutTTL is how long a process answers SOLD_OUT or ENDED for a
@@ -83,6 +84,10 @@ type Options struct {
 	SoldOutTTL time.Duration
 	// Logger receives warnings; nil discards them.
 	Logger *slog.Logger
+	// LiveCampaigns lists the campaigns a ConnectHook must guard, from
+	// Postgres (the source of truth). It is called only when a node turns
+	// out to be a server not seen before.
+	LiveCampaigns func(ctx context.Context) ([]int64, error)
 }
 
 // Admitter implements seckill.Admitter on Redis.

@@ -21,7 +21,7 @@ import (
 
 // newAdmitter returns an Admitter on a fresh key prefix with its scripts
 // loaded, and the raw client for assertions.
-func newAdmitter(tb testing.TB, opts admission.Options) (*admission.Admitter, *redis.Client) {
+func newAdmitter(tb testing.TB, opts admission.Options) (*admission.Admitter, redis.UniversalClient) {
 	tb.Helper()
 	rdb, prefix := testenv.MustOpenRedis(tb)
 	opts.Prefix = prefix
@@ -33,7 +33,7 @@ func newAdmitter(tb testing.TB, opts admission.Options) (*admission.Admitter, *r
 }
 
 // newLiveAdmitter is newAdmitter with a campaign on sale now warmed.
-func newLiveAdmitter(tb testing.TB, voucherID, stock int64) (*admission.Admitter, *redis.Client) {
+func newLiveAdmitter(tb testing.TB, voucherID, stock int64) (*admission.Admitter, redis.UniversalClient) {
 	tb.Helper()
 	a, rdb := newAdmitter(tb, admission.Options{})
 	mustWarm(tb, a, seckill.WarmState{Campaign: liveCampaign(voucherID, stock)})
@@ -908,10 +908,9 @@ func TestConnectHook(t *testing.T) {
 	if err := rdb.HSet(ctx, admission.CampaignKey(a, 2), "rid", strings.Repeat("ab", 20)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	opt := *rdb.Options()
-	opt.OnConnect = admission.ConnectHook(admission.Options{Prefix: prefix})
-	fresh := redis.NewClient(&opt)
-	t.Cleanup(func() { fresh.Close() })
+	live := func(context.Context) ([]int64, error) { return []int64{1, 2, 3}, nil }
+	hook := admission.NewConnectHook(admission.Options{Prefix: prefix, LiveCampaigns: live})
+	fresh := testenv.NewRedis(t, hook.For)
 	b := admission.New(fresh, admission.Options{Prefix: prefix})
 	if o, _, err := b.Admit(ctx, 1, 5); err != nil || o != seckill.OutcomeAccepted {
 		t.Errorf("campaign of this server: %s %v, want ACCEPTED", o, err)

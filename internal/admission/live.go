@@ -2,7 +2,7 @@ package admission
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -10,8 +10,8 @@ import (
 )
 
 // LiveCounts returns, for each campaign, the units left and the admissions
-// pending (admitted, not yet persisted), read in one MULTI/EXEC so the two
-// agree: an admission moves a unit from one to the other atomically. Every
+// pending (admitted, not yet persisted), read by one script a campaign so the
+// two agree: an admission moves a unit from one to the other atomically. Every
 // valid id is in the map; Known is false for a campaign Redis does not hold.
 func (a *Admitter) LiveCounts(ctx context.Context, voucherIDs []int64) (map[int64]seckill.LiveCounts, error) {
 	out := make(map[int64]seckill.LiveCounts, len(voucherIDs))
@@ -24,26 +24,24 @@ func (a *Admitter) LiveCounts(ctx context.Context, voucherIDs []int64) (map[int6
 	if len(ids) == 0 {
 		return out, nil
 	}
-	stocks := make([]*redis.StringCmd, len(ids))
-	queued := make([]*redis.IntCmd, len(ids))
-	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	cmds := make([]*redis.Cmd, len(ids))
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			stocks[i] = p.HGet(ctx, a.keys.campaign(id), "stock")
-			queued[i] = p.HLen(ctx, a.keys.pending(id))
+			cmds[i] = liveScript.Eval(ctx, p, []string{a.keys.campaign(id), a.keys.pending(id)})
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return nil, redisError("live counts", err, nil)
 	}
 	for i, id := range ids {
-		c := seckill.LiveCounts{Queued: queued[i].Val()}
-		n, err := stocks[i].Int64()
-		switch {
-		case err == nil:
-			c.Remaining, c.Known = n, true
-		case !errors.Is(err, redis.Nil):
-			return nil, redisError("live counts", err, nil)
+		v, err := cmds[i].Int64Slice()
+		if err != nil || len(v) != 2 {
+			return nil, fmt.Errorf("admission: live counts of campaign %d: reply %v, %v", id, cmds[i].Val(), err)
+		}
+		c := seckill.LiveCounts{Queued: v[1]}
+		if v[0] >= 0 {
+			c.Remaining, c.Known = v[0], true
 		}
 		out[id] = c
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -138,92 +139,139 @@ func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.W
 	return true, nil
 }
 
-// ConnectHook returns a go-redis OnConnect function that guards admission
-// against a Redis server that may have lost acknowledged writes. Whenever a
-// process connects to another server than the last one it connected to (by
-// INFO run_id: a restart gives a new one, and a failover, even back to a
-// former master, another), it marks stale, before
-// that connection carries anything else, every campaign listed in the
-// campaigns set whose state another server installed. A stale campaign
-// admits nobody until it is rebuilt from Postgres (seckill.Service), so
-// admissions can neither reuse the order ids nor resell the units of
-// admissions the server forgot. Set it as redis.Options.OnConnect of the
-// client the Admitter uses.
-func ConnectHook(opts Options) func(ctx context.Context, cn *redis.Conn) error {
-	k := keys{prefix: opts.Prefix}
+// ConnectHook guards admission against Redis servers that may have lost
+// acknowledged writes. Its For gives the go-redis OnConnect function of one
+// node (one address of a cluster; "" for a single node or Sentinel's
+// master, wherever it is). Whenever that node turns out to be another server
+// than the last time (INFO run_id: a restart gives a new one; or, by its
+// replication id, a replica promoted in a failover), it marks stale, before
+// that connection carries anything else, every live campaign (as Postgres
+// lists them, through Options.LiveCampaigns) that the node holds and
+// another server installed. A stale campaign admits nobody until it is
+// rebuilt from Postgres (seckill.Service), so admissions can neither reuse
+// the order ids nor resell the units of admissions the server forgot.
+// Campaigns whose slot is on another node answer MOVED and are left to that
+// node's guard; no Redis index decides which campaigns to look at.
+type ConnectHook struct {
+	keys   keys
+	live   func(ctx context.Context) ([]int64, error)
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	nodes map[string]*nodeGuard
+}
+
+// nodeGuard remembers which server one node was when it was last stamped.
+type nodeGuard struct {
+	mu   sync.Mutex
+	last string // run_id and replication id
+}
+
+// NewConnectHook returns the guard for the campaigns of opts.LiveCampaigns
+// (none when it is nil), under opts.Prefix.
+func NewConnectHook(opts Options) *ConnectHook {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	var (
-		mu   sync.Mutex
-		last string // the run_id of the server the last stamping was for
-	)
+	live := opts.LiveCampaigns
+	if live == nil {
+		live = func(context.Context) ([]int64, error) { return nil, nil }
+	}
+	return &ConnectHook{keys: keys{prefix: opts.Prefix}, live: live, logger: logger, nodes: make(map[string]*nodeGuard)}
+}
+
+// For returns the OnConnect function of the node at addr.
+func (h *ConnectHook) For(addr string) func(ctx context.Context, cn *redis.Conn) error {
+	h.mu.Lock()
+	g := h.nodes[addr]
+	if g == nil {
+		g = &nodeGuard{}
+		h.nodes[addr] = g
+	}
+	h.mu.Unlock()
 	return func(ctx context.Context, cn *redis.Conn) error {
-		info, err := cn.Info(ctx, "server").Result()
+		info, err := cn.Info(ctx, "server", "replication").Result()
 		if err != nil {
-			return fmt.Errorf("admission: info server: %w", err)
+			return fmt.Errorf("admission: info: %w", err)
 		}
 		rid := infoField(info, "run_id")
 		if rid == "" {
 			return fmt.Errorf("admission: info server: no run_id")
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if rid == last {
+		// A promoted replica keeps its run_id but takes a new replication
+		// id: it is another server for our purpose, since it may have
+		// missed its master's last writes.
+		id := rid + ":" + infoField(info, "master_replid")
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if id == g.last {
 			return nil
 		}
-		n, err := stampAll(ctx, cn, k, rid)
+		if infoField(info, "role") != "master" {
+			// A replica (a cluster client reads the slot map from any
+			// node) holds no campaign we write; its promotion changes
+			// its replication id, and then it is stamped.
+			g.last = id
+			return nil
+		}
+		ids, err := h.live(ctx)
+		if err != nil {
+			return fmt.Errorf("admission: live campaigns: %w", err)
+		}
+		n, err := stampAll(ctx, cn, h.keys, rid, ids)
 		if err != nil {
 			return fmt.Errorf("admission: stamp campaigns: %w", err)
 		}
-		last = rid
+		g.last = id
 		if n > 0 {
-			logger.Warn("redis server changed (restart or failover): campaigns stop until rebuilt from Postgres",
-				"run_id", rid, "campaigns", n)
+			h.logger.Warn("redis server changed (restart or failover): campaigns stop until rebuilt from Postgres",
+				"node", addr, "run_id", rid, "campaigns", n)
 		}
 		return nil
 	}
 }
 
-// stampAll runs stamp.lua for every campaign in the campaigns set, on cn,
-// and returns how many it stopped.
-func stampAll(ctx context.Context, cn *redis.Conn, k keys, rid string) (int, error) {
-	var ids []string
-	var cursor uint64
-	for {
-		batch, next, err := cn.SScan(ctx, k.campaigns(), cursor, "", 1000).Result()
-		if err != nil {
-			return 0, err
-		}
-		ids = append(ids, batch...)
-		if cursor = next; cursor == 0 {
-			break
-		}
-	}
+// stampAll runs stamp.lua on cn for every campaign of ids that cn's node
+// serves, and returns how many it stopped. The others answer MOVED (a
+// cluster node that does not serve their slot).
+func stampAll(ctx context.Context, cn *redis.Conn, k keys, rid string, ids []int64) (int, error) {
 	stopped := 0
 	for chunk := range slices.Chunk(ids, 500) {
 		cmds := make([]*redis.Cmd, 0, len(chunk))
-		_, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, m := range chunk {
-				id, err := strconv.ParseInt(m, 10, 64)
-				if err != nil || !validVoucherID(id) {
-					continue
+		_, _ = cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, id := range chunk {
+				if validVoucherID(id) {
+					cmds = append(cmds, stampScript.Eval(ctx, p, []string{k.campaign(id)}, rid))
 				}
-				cmds = append(cmds, stampScript.Eval(ctx, p, []string{k.campaign(id)}, rid))
 			}
 			return nil
 		})
-		if err != nil {
-			return 0, err
-		}
 		for _, c := range cmds {
-			if n, _ := c.Int64(); n == 1 {
-				stopped++
+			n, err := c.Int64()
+			switch {
+			case err == nil:
+				if n == 1 {
+					stopped++
+				}
+			case isRedirect(err):
+			default:
+				return stopped, err
 			}
 		}
 	}
 	return stopped, nil
+}
+
+// isRedirect reports whether err is a cluster's answer that the key's slot
+// is served elsewhere.
+func isRedirect(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
 }
 
 // infoField returns one "name:value" line's value from an INFO reply.

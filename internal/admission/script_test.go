@@ -14,7 +14,7 @@ import (
 )
 
 // snapshot reads everything a campaign holds in Redis.
-func snapshot(t *testing.T, rdb *redis.Client, k keys, voucherID int64) map[string]any {
+func snapshot(t *testing.T, rdb redis.UniversalClient, k keys, voucherID int64) map[string]any {
 	t.Helper()
 	ctx := context.Background()
 	return map[string]any{

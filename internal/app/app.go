@@ -31,7 +31,7 @@ type App struct {
 	Logger   *slog.Logger
 	Metrics  *Metrics
 	DB       *bun.DB
-	Redis    *redis.Client
+	Redis    redis.UniversalClient
 	Store    *store.Store
 	Admitter *admission.Admitter
 	Bus      *admission.Bus
@@ -40,7 +40,8 @@ type App struct {
 	Tokens   *auth.Tokens
 	Service  *seckill.Service
 
-	redisOpt      asynq.RedisConnOpt
+	redisPoolSize int                         // connections per Redis server
+	live          *liveCampaigns              // what Postgres says is live, for the Redis guard
 	traceShutdown func(context.Context) error // nil: no tracer provider of ours
 	outcomes      *sampler.OutcomeCounter     // per-campaign outcomes for the dashboard
 	dashboard     *dashboard
@@ -80,38 +81,25 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	}
 	a.DB = db
 
-	ropt, err := redis.ParseURL(cfg.RedisURL)
+	a.Store = store.New(db)
+	a.live = newLiveCampaigns(a.Store, logger)
+	hook := admission.NewConnectHook(admission.Options{Logger: logger, LiveCampaigns: a.live.get})
+	a.Redis, a.redisPoolSize, err = openRedis(cfg, hook)
 	if err != nil {
 		a.Close()
-		return nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
+		return nil, err
 	}
-	if cfg.RedisPoolSize > 0 {
-		ropt.PoolSize = cfg.RedisPoolSize
-	}
-	// Redis out of reach is answered UNAVAILABLE within these bounds, not
-	// after go-redis's defaults (3 s reads, 5 s dials, retries).
-	ropt.DialTimeout, ropt.ReadTimeout, ropt.WriteTimeout = cfg.RedisTimeout, cfg.RedisTimeout, cfg.RedisTimeout
-	ropt.PoolTimeout = cfg.RedisTimeout
-	ropt.MaxRetries = 1
-	// Before a connection to a Redis server this process has not seen (a
-	// restart, a failover) carries anything, stop the campaigns whose
-	// state that server may have lost, until they are rebuilt.
-	ropt.OnConnect = admission.ConnectHook(admission.Options{Logger: logger})
-	a.Redis = redis.NewClient(ropt)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := a.Redis.Ping(pctx).Err(); err != nil {
 		a.Close()
-		return nil, fmt.Errorf("redis at %s is not reachable: %w", ropt.Addr, err)
+		return nil, fmt.Errorf("%s is not reachable: %w", redisWhere(cfg), err)
 	}
-	a.redisOpt = asynq.RedisClientOpt{Addr: ropt.Addr, Username: ropt.Username, Password: ropt.Password,
-		DB: ropt.DB, TLSConfig: ropt.TLSConfig, PoolSize: ropt.PoolSize}
 	if err := a.instrument(); err != nil {
 		a.Close()
 		return nil, err
 	}
 
-	a.Store = store.New(db)
 	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger})
 	if err := a.Admitter.Load(ctx); err != nil {
 		a.Close()
@@ -229,6 +217,7 @@ func (a *App) RunReconciler(ctx context.Context) {
 }
 
 func (a *App) reconcileOnce(ctx context.Context) {
+	_, _ = a.live.get(ctx) // keeps the Redis guard's fallback list fresh
 	if _, err := a.Service.RestoreCampaigns(ctx); err != nil && ctx.Err() == nil {
 		a.Logger.ErrorContext(ctx, "restore campaigns", "err", err)
 	}

@@ -52,7 +52,7 @@ var (
 		"timeouts": prometheus.NewDesc("seckill_redis_pool_timeouts_total", "Times a wait for a Redis pool connection timed out.", nil, nil),
 		"conns":    prometheus.NewDesc("seckill_redis_pool_connections", "Connections in the Redis pool, by state (idle or in use).", []string{"state"}, nil),
 		"stale":    prometheus.NewDesc("seckill_redis_pool_stale_connections_total", "Stale connections removed from the Redis pool.", nil, nil),
-		"max":      prometheus.NewDesc("seckill_redis_pool_max_connections", "The Redis pool's size.", nil, nil),
+		"max":      prometheus.NewDesc("seckill_redis_pool_max_connections", "The Redis pool's size, per Redis server.", nil, nil),
 	}
 )
 
@@ -76,7 +76,7 @@ func (c redisPoolCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("stale", s.StaleConns)
 	ch <- prometheus.MustNewConstMetric(redisPoolDesc["conns"], prometheus.GaugeValue, float64(s.IdleConns), "idle")
 	ch <- prometheus.MustNewConstMetric(redisPoolDesc["conns"], prometheus.GaugeValue, float64(s.TotalConns-s.IdleConns), "in_use")
-	ch <- prometheus.MustNewConstMetric(redisPoolDesc["max"], prometheus.GaugeValue, float64(c.a.Redis.Options().PoolSize))
+	ch <- prometheus.MustNewConstMetric(redisPoolDesc["max"], prometheus.GaugeValue, float64(c.a.redisPoolSize))
 }
 
 var (

@@ -59,7 +59,7 @@ func newDashEnv(t *testing.T) *dashEnv {
 			return nil, err
 		}
 		for _, step := range []func(context.Context) error{
-			func(ctx context.Context) error { return a.Redis.FlushDB(ctx).Err() },
+			func(ctx context.Context) error { return testenv.FlushRedis(ctx, a.Redis) },
 			a.EnsureConfiguredAdmin, a.Admitter.Start,
 		} {
 			if err := step(ctx); err != nil {

@@ -59,7 +59,7 @@ func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
 		if err != nil {
 			return nil, err
 		}
-		if err := a.Redis.FlushDB(ctx).Err(); err != nil {
+		if err := testenv.FlushRedis(ctx, a.Redis); err != nil {
 			a.Close()
 			return nil, err
 		}

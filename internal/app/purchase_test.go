@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"seckill/internal/seckill"
+	"seckill/internal/testenv"
 	"seckill/jobs"
 )
 
@@ -314,7 +315,7 @@ func TestRewarmAfterRedisLoss(t *testing.T) {
 		return q[voucher] == 0
 	})
 
-	if err := e.app.Redis.FlushDB(e.ctx).Err(); err != nil { // Redis restarted empty
+	if err := testenv.FlushRedis(e.ctx, e.app.Redis); err != nil { // Redis restarted empty
 		t.Fatal(err)
 	}
 	p, err := e.buy(nil, e.token(399, false), voucher)

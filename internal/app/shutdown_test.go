@@ -46,7 +46,7 @@ func TestServeShutsDownWithoutLosingOrders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := probe.Redis.FlushDB(t.Context()).Err(); err != nil {
+	if err := testenv.FlushRedis(t.Context(), probe.Redis); err != nil {
 		t.Fatal(err)
 	}
 	probe.Close()

@@ -91,7 +91,7 @@ func configErr(name string, err error) error {
 // sharedRedis hands asynqmon the app's Redis client instead of a new pool.
 // asynqmon's Close would close it, so the monitor is never closed: the app
 // closes the client.
-type sharedRedis struct{ c *redis.Client }
+type sharedRedis struct{ c redis.UniversalClient }
 
 func (s sharedRedis) MakeRedisClient() any { return s.c }
 

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,11 +24,25 @@ type Config struct {
 	Env         string // "dev" or "prod"
 	HTTPAddr    string
 	DatabaseURL string
-	RedisURL    string
 	JWTSecret   string
 	JWTIssuer   string
 	LogFormat   string // "json" or "text"
 	LogLevel    slog.Level
+
+	// Redis is exactly one topology: a single node (RedisURL), a Redis
+	// Cluster (RedisClusterAddrs) or a master watched by Sentinel
+	// (RedisSentinelAddrs and RedisSentinelMaster).
+	RedisURL            string   // single node: redis:// or rediss://, with user, password and database
+	RedisClusterAddrs   []string // cluster: seed nodes, host:port
+	RedisSentinelAddrs  []string // sentinel: the sentinels, host:port
+	RedisSentinelMaster string   // sentinel: the master's name
+	// RedisUsername, RedisPassword and RedisTLS are for the cluster's
+	// nodes or Sentinel's master and replicas (a single node takes them
+	// from its URL); RedisSentinelPassword is the sentinels' own.
+	RedisUsername         string
+	RedisPassword         string
+	RedisTLS              bool
+	RedisSentinelPassword string
 
 	DBMaxConns    int
 	RedisPoolSize int
@@ -83,7 +98,6 @@ func Load(getenv func(string) string) (*Config, error) {
 		Env:         p.str("SECKILL_ENV", "prod"),
 		HTTPAddr:    p.str("SECKILL_HTTP_ADDR", ":8080"),
 		DatabaseURL: p.str("SECKILL_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable"),
-		RedisURL:    p.str("SECKILL_REDIS_URL", "redis://127.0.0.1:6379/0"),
 		JWTSecret:   p.str("SECKILL_JWT_SECRET", ""),
 		JWTIssuer:   p.str("SECKILL_JWT_ISSUER", "seckill"),
 
@@ -134,9 +148,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		p.errf("SECKILL_DATABASE_URL must be a postgres:// URL")
 	}
-	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-		p.errf("SECKILL_REDIS_URL must be a redis:// or rediss:// URL")
-	}
+	p.redis(c)
 	switch {
 	case c.JWTSecret == "" && c.Dev():
 		c.JWTSecret = DevJWTSecret
@@ -174,6 +186,83 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, fmt.Errorf("configuration:\n%w", err)
 	}
 	return c, nil
+}
+
+// Redis topologies, as Config.RedisTopology names them.
+const (
+	RedisSingle   = "single"
+	RedisCluster  = "cluster"
+	RedisSentinel = "sentinel"
+)
+
+// RedisTopology says which of the three Redis topologies is configured.
+func (c *Config) RedisTopology() string {
+	switch {
+	case len(c.RedisClusterAddrs) > 0:
+		return RedisCluster
+	case len(c.RedisSentinelAddrs) > 0:
+		return RedisSentinel
+	}
+	return RedisSingle
+}
+
+// redis reads the Redis topology: exactly one of SECKILL_REDIS_URL,
+// SECKILL_REDIS_CLUSTER_ADDRS and SECKILL_REDIS_SENTINEL_ADDRS (the URL's
+// default applies when neither of the others is set).
+func (p *parser) redis(c *Config) {
+	rawURL := p.getenv("SECKILL_REDIS_URL")
+	c.RedisClusterAddrs = p.addrs("SECKILL_REDIS_CLUSTER_ADDRS")
+	c.RedisSentinelAddrs = p.addrs("SECKILL_REDIS_SENTINEL_ADDRS")
+	c.RedisSentinelMaster = p.getenv("SECKILL_REDIS_SENTINEL_MASTER")
+	c.RedisUsername = p.getenv("SECKILL_REDIS_USERNAME")
+	c.RedisPassword = p.getenv("SECKILL_REDIS_PASSWORD")
+	c.RedisSentinelPassword = p.getenv("SECKILL_REDIS_SENTINEL_PASSWORD")
+	c.RedisTLS = p.bool("SECKILL_REDIS_TLS", false)
+
+	set := 0
+	for _, v := range []string{rawURL, p.getenv("SECKILL_REDIS_CLUSTER_ADDRS"), p.getenv("SECKILL_REDIS_SENTINEL_ADDRS")} {
+		if v != "" {
+			set++
+		}
+	}
+	if set > 1 {
+		p.errf("set only one of SECKILL_REDIS_URL (single node), SECKILL_REDIS_CLUSTER_ADDRS (cluster) and SECKILL_REDIS_SENTINEL_ADDRS (sentinel)")
+	}
+	if (len(c.RedisSentinelAddrs) > 0) != (c.RedisSentinelMaster != "") {
+		p.errf("SECKILL_REDIS_SENTINEL_ADDRS and SECKILL_REDIS_SENTINEL_MASTER go together")
+	}
+	if c.RedisSentinelPassword != "" && len(c.RedisSentinelAddrs) == 0 {
+		p.errf("SECKILL_REDIS_SENTINEL_PASSWORD is for SECKILL_REDIS_SENTINEL_ADDRS, which is not set")
+	}
+	if set > 0 && rawURL == "" {
+		return
+	}
+	c.RedisURL = cmp.Or(rawURL, "redis://127.0.0.1:6379/0")
+	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		p.errf("SECKILL_REDIS_URL must be a redis:// or rediss:// URL")
+	}
+	for _, key := range []string{"SECKILL_REDIS_USERNAME", "SECKILL_REDIS_PASSWORD", "SECKILL_REDIS_TLS"} {
+		if p.getenv(key) != "" {
+			p.errf("%s is for a cluster or Sentinel; a single node takes it from SECKILL_REDIS_URL (redis://user:password@host:port/0, rediss:// for TLS)", key)
+		}
+	}
+}
+
+// addrs reads a comma-separated list of host:port addresses.
+func (p *parser) addrs(key string) []string {
+	var out []string
+	for _, s := range strings.Split(p.getenv(key), ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(s)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			p.errf("%s must be host:port addresses separated by commas, such as 10.0.0.1:7000,10.0.0.2:7000; %q is not one", key, s)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // otel reads OpenTelemetry's standard variables that decide whether seckill

@@ -25,6 +25,37 @@ func TestLoadDefaultsDev(t *testing.T) {
 	}
 }
 
+func TestLoadRedisTopologies(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   map[string]string
+		want  string
+		check func(c *Config) bool
+	}{
+		{"single by default", map[string]string{}, RedisSingle, func(c *Config) bool { return c.RedisURL == "redis://127.0.0.1:6379/0" }},
+		{"cluster", map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": " 10.0.0.1:7000, 10.0.0.2:7000,", "SECKILL_REDIS_PASSWORD": "pw", "SECKILL_REDIS_TLS": "true"}, RedisCluster,
+			func(c *Config) bool {
+				return c.RedisURL == "" && strings.Join(c.RedisClusterAddrs, " ") == "10.0.0.1:7000 10.0.0.2:7000" && c.RedisPassword == "pw" && c.RedisTLS
+			}},
+		{"sentinel", map[string]string{"SECKILL_REDIS_SENTINEL_ADDRS": "[::1]:26379", "SECKILL_REDIS_SENTINEL_MASTER": "seckill", "SECKILL_REDIS_SENTINEL_PASSWORD": "s"}, RedisSentinel,
+			func(c *Config) bool {
+				return c.RedisURL == "" && c.RedisSentinelAddrs[0] == "[::1]:26379" && c.RedisSentinelMaster == "seckill" && c.RedisSentinelPassword == "s"
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.env["SECKILL_ENV"] = "dev"
+			c, err := Load(env(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.RedisTopology(); got != tt.want || !tt.check(c) {
+				t.Fatalf("topology %s, config %+v; want %s", got, c, tt.want)
+			}
+		})
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -40,6 +71,13 @@ func TestLoadErrors(t *testing.T) {
 		{"no redis timeout", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_TIMEOUT": "0s"}, "SECKILL_REDIS_TIMEOUT must be positive"},
 		{"bad db url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_DATABASE_URL": "mysql://x"}, "SECKILL_DATABASE_URL must be a postgres"},
 		{"bad redis url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_URL": "http://x"}, "SECKILL_REDIS_URL must be a redis"},
+		{"two topologies", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_URL": "redis://x:6379/0", "SECKILL_REDIS_CLUSTER_ADDRS": "a:7000"}, "set only one of SECKILL_REDIS_URL"},
+		{"cluster and sentinel", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_CLUSTER_ADDRS": "a:7000", "SECKILL_REDIS_SENTINEL_ADDRS": "b:26379", "SECKILL_REDIS_SENTINEL_MASTER": "m"}, "set only one of"},
+		{"cluster address without port", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_CLUSTER_ADDRS": "a:7000,b"}, `"b" is not one`},
+		{"sentinel without master", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_SENTINEL_ADDRS": "b:26379"}, "SECKILL_REDIS_SENTINEL_MASTER go together"},
+		{"master without sentinels", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_SENTINEL_MASTER": "m"}, "SECKILL_REDIS_SENTINEL_MASTER go together"},
+		{"password beside a URL", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_PASSWORD": "pw"}, "SECKILL_REDIS_PASSWORD is for a cluster or Sentinel"},
+		{"bad tls flag", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_CLUSTER_ADDRS": "a:7000", "SECKILL_REDIS_TLS": "maybe"}, "SECKILL_REDIS_TLS must be true or false"},
 		{"public pprof", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PPROF_ADDR": ":6060"}, "SECKILL_PPROF_ADDR must be a loopback"},
 		{"metrics address", map[string]string{"SECKILL_ENV": "dev", "SECKILL_METRICS_ADDR": "9090"}, "SECKILL_METRICS_ADDR must be a host:port"},
 		{"metrics on the API's address", map[string]string{"SECKILL_ENV": "dev", "SECKILL_METRICS_ADDR": ":8080"}, "other than SECKILL_HTTP_ADDR"},

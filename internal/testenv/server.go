@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,10 +31,12 @@ type Server struct {
 }
 
 // ServerVars returns the SECKILL_* variables of a test server on the
-// database dsn and the Redis at redisURL: development mode, quiet logs, a
-// short shutdown, a patient Redis timeout. Callers add their own before config.Load.
+// database dsn and the Redis at redisURL (on the test cluster, when
+// ClusterAddrs is set: redisURL's database has no meaning there):
+// development mode, quiet logs, a short shutdown, a patient Redis timeout.
+// Callers add their own before config.Load.
 func ServerVars(dsn, redisURL string) map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		"SECKILL_ENV":              "dev",
 		"SECKILL_DATABASE_URL":     dsn,
 		"SECKILL_REDIS_URL":        redisURL,
@@ -41,6 +44,11 @@ func ServerVars(dsn, redisURL string) map[string]string {
 		"SECKILL_LOG_LEVEL":        "warn",
 		"SECKILL_REDIS_TIMEOUT":    "10s", // a shared, loaded machine: a slow answer is no fault here
 	}
+	if addrs := ClusterAddrs(); len(addrs) > 0 {
+		delete(m, "SECKILL_REDIS_URL")
+		m["SECKILL_REDIS_CLUSTER_ADDRS"] = strings.Join(addrs, ",")
+	}
+	return m
 }
 
 // StartServer builds an App with build, given a context that ends at

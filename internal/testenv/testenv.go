@@ -27,6 +27,25 @@ const (
 	RedisDBReadme    = 7 // cmd/seckill: the README's examples against `seckill serve`
 )
 
+// ClusterAddrs returns the seed nodes of SECKILL_TEST_REDIS_CLUSTER_ADDRS
+// (comma-separated host:port), or nil. When it is set, the Redis tests run
+// against that Redis Cluster instead of the single node (the same suites on
+// both topologies: `make test` runs them twice). A cluster has only
+// database 0: the database numbers below then select nothing, and the
+// packages that run Asynq must not share the cluster at once.
+func ClusterAddrs() []string {
+	var out []string
+	for _, a := range strings.Split(os.Getenv("SECKILL_TEST_REDIS_CLUSTER_ADDRS"), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// OnCluster reports whether the tests run against a Redis Cluster.
+func OnCluster() bool { return len(ClusterAddrs()) > 0 }
+
 // redisURL is SECKILL_TEST_REDIS_URL, or the local server.
 func redisURL() string {
 	return cmp.Or(os.Getenv("SECKILL_TEST_REDIS_URL"), "redis://127.0.0.1:6379/0")
@@ -44,43 +63,65 @@ func RedisURL(tb testing.TB, db int) string {
 	return u.String()
 }
 
-// FlushedRedisURL returns RedisURL(tb, db) after emptying that database, for
-// a package whose tests own it and start each run from nothing.
+// FlushedRedisURL returns RedisURL(tb, db) after emptying that database (on
+// the cluster: every master), for a package whose tests own it and start
+// each run from nothing.
 func FlushedRedisURL(tb testing.TB, db int) string {
 	tb.Helper()
 	raw := RedisURL(tb, db)
-	opt, err := redis.ParseURL(raw)
-	if err != nil {
-		tb.Fatal(err)
+	var rdb redis.UniversalClient
+	if OnCluster() {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: ClusterAddrs()})
+	} else {
+		opt, err := redis.ParseURL(raw)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		rdb = redis.NewClient(opt)
 	}
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := rdb.FlushDB(ctx).Err(); err != nil {
+	if err := FlushRedis(ctx, rdb); err != nil {
 		tb.Fatalf("flush redis DB %d: %v", db, err)
 	}
 	return raw
 }
 
+// FlushRedis empties rdb's database: on a cluster, that of every master.
+func FlushRedis(ctx context.Context, rdb redis.UniversalClient) error {
+	return forEachServer(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		return c.FlushDB(ctx).Err()
+	})
+}
+
+// forEachServer runs f on every server holding rdb's keys: each master of
+// a cluster, or the one server.
+func forEachServer(ctx context.Context, rdb redis.UniversalClient, f func(ctx context.Context, c *redis.Client) error) error {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, f)
+	case *redis.Client:
+		return f(ctx, c)
+	}
+	return fmt.Errorf("testenv: unexpected redis client %T", rdb)
+}
+
 var prefixSeq atomic.Int64
 
 // MustOpenRedis connects to the test Redis (SECKILL_TEST_REDIS_URL, default
-// redis://127.0.0.1:6379/0) and returns a key prefix unique to tb. Every key
-// under the prefix is deleted and the client closed when tb ends. Tests
-// never flush the database: other packages share it.
-func MustOpenRedis(tb testing.TB) (*redis.Client, string) {
+// redis://127.0.0.1:6379/0, or the cluster of ClusterAddrs) and returns a
+// key prefix unique to tb. Every key under the prefix is deleted and the
+// client closed when tb ends. Tests never flush the database: other
+// packages share it.
+func MustOpenRedis(tb testing.TB) (redis.UniversalClient, string) {
 	tb.Helper()
-	opt, err := redis.ParseURL(redisURL())
-	if err != nil {
-		tb.Fatalf("parse SECKILL_TEST_REDIS_URL: %v", err)
-	}
-	rdb := redis.NewClient(opt)
+	rdb, where := openRedis(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
-		tb.Fatalf("ping redis at %s: %v", opt.Addr, err)
+		tb.Fatalf("ping redis at %s: %v", where, err)
 	}
 	name := strings.Map(func(r rune) rune {
 		switch {
@@ -94,23 +135,57 @@ func MustOpenRedis(tb testing.TB) (*redis.Client, string) {
 		defer rdb.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		var batch []string
-		for iter.Next(ctx) {
-			batch = append(batch, iter.Val())
-			if len(batch) == 500 {
-				rdb.Unlink(ctx, batch...)
-				batch = batch[:0]
+		err := forEachServer(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+			iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				// One key a command: on a cluster the keys of one
+				// UNLINK must share a slot.
+				c.Unlink(ctx, iter.Val())
 			}
-		}
-		if len(batch) > 0 {
-			rdb.Unlink(ctx, batch...)
-		}
-		if err := iter.Err(); err != nil {
+			return iter.Err()
+		})
+		if err != nil {
 			tb.Errorf("clean up redis keys %s*: %v", prefix, err)
 		}
 	})
 	return rdb, prefix
+}
+
+// NewRedis returns a new client of the test Redis (closed when tb ends)
+// whose connections to each server run onConnect(addr) first, as the app
+// wires admission.ConnectHook: addr is the node's on a cluster, "" on a
+// single node.
+func NewRedis(tb testing.TB, onConnect func(addr string) func(context.Context, *redis.Conn) error) redis.UniversalClient {
+	tb.Helper()
+	var rdb redis.UniversalClient
+	if addrs := ClusterAddrs(); len(addrs) > 0 {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, NewClient: func(opt *redis.Options) *redis.Client {
+			opt.OnConnect = onConnect(opt.Addr)
+			return redis.NewClient(opt)
+		}})
+	} else {
+		opt, err := redis.ParseURL(redisURL())
+		if err != nil {
+			tb.Fatalf("parse SECKILL_TEST_REDIS_URL: %v", err)
+		}
+		opt.OnConnect = onConnect("")
+		rdb = redis.NewClient(opt)
+	}
+	tb.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// openRedis returns a client of the test Redis and where it is.
+func openRedis(tb testing.TB) (redis.UniversalClient, string) {
+	tb.Helper()
+	if addrs := ClusterAddrs(); len(addrs) > 0 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs}), "cluster " + strings.Join(addrs, ",")
+	}
+	opt, err := redis.ParseURL(redisURL())
+	if err != nil {
+		tb.Fatalf("parse SECKILL_TEST_REDIS_URL: %v", err)
+	}
+	return redis.NewClient(opt), opt.Addr
 }
 
 // WaitFor polls cond every millisecond until it holds, failing tb if it
