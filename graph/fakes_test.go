@@ -162,6 +162,10 @@ func (s *memStore) PersistOrders(_ context.Context, adms []seckill.Admission) ([
 }
 
 func (s *memStore) LiveCampaigns(context.Context) ([]int64, error) { return nil, nil }
+
+func (s *memStore) CampaignsEndingAfter(context.Context, time.Time) ([]int64, error) {
+	return nil, nil
+}
 func (s *memStore) RebuildCampaign(_ context.Context, id int64) (seckill.WarmState, error) {
 	return seckill.WarmState{}, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", id)
 }
@@ -299,7 +303,7 @@ func (a *memAdmitter) Release(_ context.Context, adm seckill.Admission, keepBuye
 	return true, nil
 }
 
-func (a *memAdmitter) Stale(context.Context, time.Duration, int) ([]seckill.Admission, error) {
+func (a *memAdmitter) Stale(context.Context, []int64, time.Duration, int) ([]seckill.Admission, error) {
 	return nil, nil
 }
 func (a *memAdmitter) NeedsRebuild(context.Context, []int64) ([]int64, error) { return nil, nil }

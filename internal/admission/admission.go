@@ -15,13 +15,17 @@
 //	<p>seckill:{v42}:pending_at    zset: id scored by admitted_ms
 //	<p>seckill:{v42}:rebuild       the rebuild lock (a token, with a TTL)
 //	<p>seckill:{v42}:buyers_staged the buyers a rebuild is about to install
-//	<p>seckill:campaigns           set of warmed voucher ids (for Stale and
-//	                               ConnectHook; it lists, it decides nothing)
 //
 // (id is the low 32 bits of the order id: epoch and sequence)
 //
-// and the pub/sub channels <p>seckill:order_status (Bus) and
-// <p>seckill:stock_returned (voucher ids whose local sold-out marks must go).
+// and the pub/sub channels <p>seckill:{global}:order_status (Bus) and
+// <p>seckill:{global}:stock_returned (voucher ids whose local sold-out marks
+// must go). Nothing else is global: no Redis index lists the campaigns, and
+// no recovery decision reads a key outside the campaign's hash tag (the
+// campaigns to guard and reconcile come from Postgres). On a Redis Cluster
+// the channels are sharded (SPUBLISH, SSUBSCRIBE): a message goes to the one
+// shard of the {global} tag, where every process subscribes, rather than to
+// every node.
 package admission
 
 import (
@@ -191,9 +195,15 @@ func (a *Admitter) Start(ctx context.Context) error {
 }
 
 // subscribe opens a PubSub on channel and waits for Redis to confirm it, so
-// that a message published after it returns is not lost.
+// that a message published after it returns is not lost. On a cluster it
+// is a sharded subscription, on the node serving the channel's slot.
 func subscribe(ctx context.Context, rdb redis.UniversalClient, channel string) (*redis.PubSub, error) {
-	ps := rdb.Subscribe(ctx, channel)
+	var ps *redis.PubSub
+	if sharded(rdb) {
+		ps = rdb.SSubscribe(ctx, channel)
+	} else {
+		ps = rdb.Subscribe(ctx, channel)
+	}
 	msg, err := ps.Receive(ctx)
 	if err == nil {
 		if _, ok := msg.(*redis.Subscription); !ok {
@@ -205,6 +215,23 @@ func subscribe(ctx context.Context, rdb redis.UniversalClient, channel string) (
 		return nil, err
 	}
 	return ps, nil
+}
+
+// publish sends msg on channel: SPUBLISH on a cluster, where a plain
+// PUBLISH would travel to every node; PUBLISH on a single node or Sentinel's
+// master, which may be older than Redis 7.
+func publish(ctx context.Context, rdb redis.UniversalClient, channel string, msg any) error {
+	if sharded(rdb) {
+		return rdb.SPublish(ctx, channel, msg).Err()
+	}
+	return rdb.Publish(ctx, channel, msg).Err()
+}
+
+// sharded reports whether rdb is a Redis Cluster client, whose channels
+// are sharded.
+func sharded(rdb redis.UniversalClient) bool {
+	_, ok := rdb.(*redis.ClusterClient)
+	return ok
 }
 
 // errRebuilding refuses a campaign change while the campaign is rebuilt from
@@ -287,9 +314,8 @@ func int64At(res []any, i int) (int64, bool) {
 
 // Warm installs a campaign unless Redis holds it already, and reports
 // whether it did. It adds the buyers first (in chunks; adding a present one
-// is harmless) and the voucher to the campaigns index, then creates the
-// campaign hash, so the campaign never admits before its buyers are known
-// and Stale never misses it. EINVALID for a campaign Redis cannot hold.
+// is harmless), then creates the campaign hash, so the campaign never admits
+// before its buyers are known. EINVALID for a campaign Redis cannot hold.
 func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error) {
 	if err := validWarmState(st); err != nil {
 		return false, err
@@ -299,7 +325,6 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 
 	buyers := a.keys.buyers(id)
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.SAdd(ctx, a.keys.campaigns(), id)
 		addBuyers(ctx, p, buyers, st.Buyers)
 		return nil
 	})
@@ -546,16 +571,19 @@ func (a *Admitter) Release(ctx context.Context, adm seckill.Admission, keepBuyer
 // publish is logged, not returned.
 func (a *Admitter) stockReturned(ctx context.Context, voucherID int64) {
 	a.local.invalidate(voucherID)
-	if err := a.rdb.Publish(context.WithoutCancel(ctx), a.keys.stockReturned(), voucherID).Err(); err != nil {
+	if err := publish(context.WithoutCancel(ctx), a.rdb, a.keys.stockReturned(), voucherID); err != nil {
 		a.logger.WarnContext(ctx, "publish stock_returned; other processes catch up after the sold-out TTL",
 			"voucher_id", voucherID, "err", err)
 	}
 }
 
-// Stale returns up to limit admissions pending for longer than age, oldest
-// first, measured on Redis's clock. It looks at every campaign ever warmed.
-func (a *Admitter) Stale(ctx context.Context, age time.Duration, limit int) ([]seckill.Admission, error) {
-	if limit <= 0 {
+// Stale returns up to limit admissions of the campaigns voucherIDs pending
+// for longer than age, oldest first, measured on Redis's clock. The caller
+// names the campaigns (from Postgres): no Redis index decides which are
+// looked at.
+func (a *Admitter) Stale(ctx context.Context, voucherIDs []int64, age time.Duration, limit int) ([]seckill.Admission, error) {
+	ids := slices.DeleteFunc(slices.Clone(voucherIDs), func(id int64) bool { return !validVoucherID(id) })
+	if limit <= 0 || len(ids) == 0 {
 		return nil, nil
 	}
 	now, err := a.rdb.Time(ctx).Result()
@@ -563,23 +591,6 @@ func (a *Admitter) Stale(ctx context.Context, age time.Duration, limit int) ([]s
 		return nil, redisError("stale: time", err, nil)
 	}
 	cutoff := "(" + strconv.FormatInt(now.Add(-age).UnixMilli(), 10)
-
-	var ids []int64
-	iter := a.rdb.SScan(ctx, a.keys.campaigns(), 0, "", 1000).Iterator()
-	for iter.Next(ctx) {
-		id, err := strconv.ParseInt(iter.Val(), 10, 64)
-		if err != nil || !validVoucherID(id) {
-			a.logger.WarnContext(ctx, "bad member of the campaigns set", "member", iter.Val())
-			continue
-		}
-		ids = append(ids, id)
-	}
-	if err := iter.Err(); err != nil {
-		return nil, redisError("stale: campaigns", err, nil)
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
 
 	// The oldest `limit` of each campaign, then the oldest `limit` of all.
 	ranges := make([]*redis.ZSliceCmd, len(ids))
@@ -698,7 +709,7 @@ func (a *Admitter) AddStock(ctx context.Context, voucherID, n int64) error {
 }
 
 // Forget deletes a campaign from Redis: its hash, buyers and pending
-// admissions, and its entry in the campaigns index. Pending admissions are
+// admissions. Pending admissions are
 // lost with it; tests and operators use it for campaigns that are over.
 func (a *Admitter) Forget(ctx context.Context, voucherID int64) error {
 	if !validVoucherID(voucherID) {
@@ -706,7 +717,6 @@ func (a *Admitter) Forget(ctx context.Context, voucherID int64) error {
 	}
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, a.keys.admit(voucherID)...)
-		p.SRem(ctx, a.keys.campaigns(), voucherID)
 		return nil
 	})
 	a.local.forget(voucherID)

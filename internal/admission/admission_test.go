@@ -526,7 +526,7 @@ func TestStale(t *testing.T) {
 	mustAdmit(t, a, 31, 5)
 	mustAdmit(t, a, 32, 6)
 
-	got, err := a.Stale(ctx, 300*time.Millisecond, 100)
+	got, err := a.Stale(ctx, []int64{31, 32, 33}, 300*time.Millisecond, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,14 +549,23 @@ func TestStale(t *testing.T) {
 		}
 	}
 
-	got, err = a.Stale(ctx, 300*time.Millisecond, 2)
+	got, err = a.Stale(ctx, []int64{31, 32, 33}, 300*time.Millisecond, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 {
 		t.Errorf("limit 2: %d admissions", len(got))
 	}
-	got, err = a.Stale(ctx, time.Hour, 100)
+	// Only the campaigns named: a campaign Postgres does not list is not
+	// looked at.
+	got, err = a.Stale(ctx, []int64{31}, 300*time.Millisecond, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]seckill.Admission{old1, old3}, got, sortAdms); diff != "" {
+		t.Errorf("stale of campaign 31 (-want +got):\n%s", diff)
+	}
+	got, err = a.Stale(ctx, []int64{31, 32}, time.Hour, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -814,7 +823,7 @@ func TestForget(t *testing.T) {
 	if n := rdb.Exists(ctx, admission.CampaignKey(a, 1), admission.BuyersKey(a, 1), admission.PendingAtKey(a, 1)).Val(); n != 0 {
 		t.Errorf("%d keys left", n)
 	}
-	if stale, err := a.Stale(ctx, 0, 10); err != nil || len(stale) != 0 {
+	if stale, err := a.Stale(ctx, []int64{1}, 0, 10); err != nil || len(stale) != 0 {
 		t.Errorf("stale after forget: %v %v", stale, err)
 	}
 	// A forgotten campaign can be warmed again.

@@ -21,7 +21,8 @@ const subscriberBuffer = 8
 var errBusClosed = errors.New("admission: status bus closed")
 
 // Bus implements seckill.StatusBus on Redis pub/sub. Every event goes to one
-// channel, <p>seckill:order_status, as JSON. A process holds ONE PubSub
+// channel, <p>seckill:{global}:order_status, as JSON (sharded pub/sub on a
+// cluster). A process holds ONE PubSub
 // connection, opened by the first Subscribe, and one goroutine that reads it
 // and fans each event out to the local subscribers of its order id. A slow
 // subscriber never blocks the others: when its buffer is full, the event is
@@ -73,7 +74,7 @@ func (b *Bus) Publish(ctx context.Context, evs ...seckill.StatusEvent) error {
 	if err != nil {
 		return fmt.Errorf("admission: encode status events: %w", err)
 	}
-	return redisError("publish status", b.rdb.Publish(ctx, b.channel, data).Err(), nil)
+	return redisError("publish status", publish(ctx, b.rdb, b.channel, data), nil)
 }
 
 // Subscribe delivers the events of orderID published from now on, until

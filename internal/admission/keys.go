@@ -27,22 +27,24 @@ func (k keys) pending(voucherID int64) string { return k.tagged(voucherID, "pend
 // pendingAt is a sorted set of the pending ids scored by admitted_ms.
 func (k keys) pendingAt(voucherID int64) string { return k.tagged(voucherID, "pending_at") }
 
-// campaigns is a set of the voucher ids ever warmed, for the reconciler.
-func (k keys) campaigns() string { return k.prefix + "seckill:campaigns" }
-
 // rebuild is a campaign's rebuild lock: the holder's token, with a TTL.
 func (k keys) rebuild(voucherID int64) string { return k.tagged(voucherID, "rebuild") }
 
 // buyersStaged holds the buyers a rebuild installs when it ends.
 func (k keys) buyersStaged(voucherID int64) string { return k.tagged(voucherID, "buyers_staged") }
 
+// global names what is not any one campaign's: the pub/sub channels. They
+// share one hash tag, so on a cluster their sharded messages live on one
+// shard and one subscription there hears them all.
+func (k keys) global(suffix string) string { return k.prefix + "seckill:{global}:" + suffix }
+
 // orderStatus is the pub/sub channel of order status events (JSON).
-func (k keys) orderStatus() string { return k.prefix + "seckill:order_status" }
+func (k keys) orderStatus() string { return k.global("order_status") }
 
 // stockReturned is the pub/sub channel on which a voucher id is published
 // when its campaign may admit again (stock returned or added, window
 // changed): every process drops its local sold-out mark for it.
-func (k keys) stockReturned() string { return k.prefix + "seckill:stock_returned" }
+func (k keys) stockReturned() string { return k.global("stock_returned") }
 
 // admit returns the KEYS of the admit and release scripts, in their order.
 func (k keys) admit(voucherID int64) []string {

@@ -120,7 +120,6 @@ func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.W
 		p.Del(ctx, staged)
 		addBuyers(ctx, p, staged, st.Buyers)
 		p.Expire(ctx, staged, rebuildLockTTL)
-		p.SAdd(ctx, a.keys.campaigns(), id)
 		return nil
 	})
 	if err != nil {

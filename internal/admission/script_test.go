@@ -143,10 +143,10 @@ func TestKeys(t *testing.T) {
 	t.Parallel()
 	k := keys{prefix: "p:"}
 	got := []string{k.campaign(42), k.buyers(42), k.pending(42), k.pendingAt(42),
-		k.campaigns(), k.rebuild(42), k.orderStatus(), k.stockReturned()}
+		k.rebuild(42), k.orderStatus(), k.stockReturned()}
 	want := []string{"p:seckill:{v42}:campaign", "p:seckill:{v42}:buyers", "p:seckill:{v42}:pending",
-		"p:seckill:{v42}:pending_at", "p:seckill:campaigns", "p:seckill:{v42}:rebuild",
-		"p:seckill:order_status", "p:seckill:stock_returned"}
+		"p:seckill:{v42}:pending_at", "p:seckill:{v42}:rebuild",
+		"p:seckill:{global}:order_status", "p:seckill:{global}:stock_returned"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)
 	}

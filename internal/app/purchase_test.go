@@ -272,7 +272,7 @@ func TestReconcilerEnqueuesStaleAdmissions(t *testing.T) {
 		t.Fatalf("Reconcile = %d, %v; want 5", n, err)
 	}
 	eventually(t, 20*time.Second, "5 orders persisted", func() bool { return e.rows(voucher) == 5 })
-	stale, err := e.app.Admitter.Stale(e.ctx, 0, 100)
+	stale, err := e.app.Admitter.Stale(e.ctx, []int64{voucher}, 0, 100)
 	if err != nil || len(stale) != 0 {
 		t.Fatalf("stale after persistence: %v %v", stale, err)
 	}

@@ -34,6 +34,9 @@ type Store interface {
 	PersistOrders(ctx context.Context, adms []Admission) ([]PersistOutcome, error)
 	// LiveCampaigns returns the ids of the campaigns that have not ended.
 	LiveCampaigns(ctx context.Context) ([]int64, error)
+	// CampaignsEndingAfter returns the ids of the campaigns that have not
+	// ended or ended after t.
+	CampaignsEndingAfter(ctx context.Context, t time.Time) ([]int64, error)
 	// RebuildCampaign moves a campaign to its next epoch and returns its
 	// state in it: what Redis needs to admit again after losing data. It
 	// holds the campaign's row lock while it reads, so no order from an
@@ -64,8 +67,9 @@ type Admitter interface {
 	// unless keepBuyer is set (the user holds another order); it reports
 	// false when the admission was not pending (released before).
 	Release(ctx context.Context, adm Admission, keepBuyer bool) (bool, error)
-	// Stale returns up to limit admissions pending for longer than age.
-	Stale(ctx context.Context, age time.Duration, limit int) ([]Admission, error)
+	// Stale returns up to limit admissions of the campaigns voucherIDs
+	// pending for longer than age.
+	Stale(ctx context.Context, voucherIDs []int64, age time.Duration, limit int) ([]Admission, error)
 	// NeedsRebuild returns those of ids whose campaign Redis does not hold
 	// or holds in a state it must not admit from (see ErrRebuildNeeded).
 	NeedsRebuild(ctx context.Context, ids []int64) ([]int64, error)

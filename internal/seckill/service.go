@@ -355,11 +355,22 @@ func (s *Service) publish(ctx context.Context, evs ...StatusEvent) {
 	}
 }
 
+// PendingHorizon is how long after its end a campaign is still searched for
+// admissions pending too long: every campaign that Postgres holds as not
+// ended, or ended since, is; no Redis index decides which.
+const PendingHorizon = 24 * time.Hour
+
 // Reconcile enqueues admissions that have been pending longer than age: their
 // enqueue failed, or the process died between admission and enqueue. It
+// looks at the campaigns Postgres knows, campaign by campaign, so losing
+// one campaign's Redis state costs no other campaign its requeue. It
 // returns how many it enqueued.
 func (s *Service) Reconcile(ctx context.Context, age time.Duration, limit int) (int, error) {
-	stale, err := s.Admitter.Stale(ctx, age, limit)
+	ids, err := s.Store.CampaignsEndingAfter(ctx, s.now().Add(-PendingHorizon))
+	if err != nil {
+		return 0, fmt.Errorf("campaigns to reconcile: %w", err)
+	}
+	stale, err := s.Admitter.Stale(ctx, ids, age, limit)
 	if err != nil {
 		return 0, fmt.Errorf("stale admissions: %w", err)
 	}

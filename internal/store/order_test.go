@@ -127,6 +127,13 @@ func TestRebuildCampaign(t *testing.T) {
 	if diff := cmp.Diff([]int64{live.ID, scheduled.ID, untouched.ID}, ids); diff != "" {
 		t.Errorf("LiveCampaigns (-want +got):\n%s", diff)
 	}
+	ids, err = s.CampaignsEndingAfter(ctx, time.Now().Add(-48*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{live.ID, ended.ID, scheduled.ID, untouched.ID}, ids); diff != "" {
+		t.Errorf("CampaignsEndingAfter (-want +got):\n%s", diff)
+	}
 
 	campaign := func(v *seckill.Voucher, stock, epoch int64) seckill.Campaign {
 		c := *v.Campaign

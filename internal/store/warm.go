@@ -5,11 +5,24 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/uptrace/bun"
 
 	"seckill/internal/seckill"
 )
+
+// CampaignsEndingAfter returns the ids of the campaigns whose end is after
+// t (those not ended, and those ended since t), in id order.
+func (s *Store) CampaignsEndingAfter(ctx context.Context, t time.Time) ([]int64, error) {
+	var ids []int64
+	err := s.db.NewSelect().Model((*campaignRow)(nil)).Column("c.voucher_id").
+		Where("c.end_time > ?", t).OrderExpr("c.voucher_id").Scan(ctx, &ids)
+	if err != nil {
+		return nil, fmt.Errorf("store: select campaigns ending after %s: %w", t.Format(time.RFC3339), err)
+	}
+	return ids, nil
+}
 
 // LiveCampaigns returns the ids of the campaigns whose end is in the future,
 // in id order.
