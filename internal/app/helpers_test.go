@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -33,6 +34,8 @@ type testEnv struct {
 	ctx    context.Context
 	worker func() // starts the workers; stopped at cleanup
 	logs   *logBuffer
+	dsn    string // the database
+	opts   []envOption
 }
 
 type envOption func(m map[string]string)
@@ -42,6 +45,19 @@ func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
 	if dsn == "" {
 		dsn = storetest.NewDSN(t)
 	}
+	return startTestEnv(t, dsn, true, opts...)
+}
+
+// peer starts another seckill process on e's database and Redis (another
+// instance of a deployment), with e's options and then opts; it leaves
+// Redis as it is.
+func (e *testEnv) peer(opts ...envOption) *testEnv {
+	e.t.Helper()
+	return startTestEnv(e.t, e.dsn, false, append(slices.Clone(e.opts), opts...)...)
+}
+
+func startTestEnv(t *testing.T, dsn string, flush bool, opts ...envOption) *testEnv {
+	t.Helper()
 	vars := testenv.ServerVars(dsn, testenv.RedisURL(t, testenv.RedisDBApp))
 	vars["SECKILL_RECONCILE_INTERVAL"] = "200ms"
 	vars["SECKILL_RECONCILE_AFTER"] = "1s"
@@ -59,9 +75,11 @@ func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
 		if err != nil {
 			return nil, err
 		}
-		if err := testenv.FlushRedis(ctx, a.Redis); err != nil {
-			a.Close()
-			return nil, err
+		if flush {
+			if err := testenv.FlushRedis(ctx, a.Redis); err != nil {
+				a.Close()
+				return nil, err
+			}
 		}
 		if err := a.Admitter.Start(ctx); err != nil {
 			a.Close()
@@ -69,7 +87,7 @@ func newTestEnv(t *testing.T, dsn string, opts ...envOption) *testEnv {
 		}
 		return a, nil
 	})
-	return &testEnv{t: t, app: a, srv: srv.HTTP, url: srv.URL, ctx: srv.Ctx, worker: srv.StartWorker, logs: logs}
+	return &testEnv{t: t, app: a, srv: srv.HTTP, url: srv.URL, ctx: srv.Ctx, worker: srv.StartWorker, logs: logs, dsn: dsn, opts: opts}
 }
 
 // logBuffer keeps what the app logged, for tests that look at it.

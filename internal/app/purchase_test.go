@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/seckill"
 	"seckill/internal/testenv"
@@ -403,3 +406,86 @@ func TestPurchaseUnknownVoucher(t *testing.T) {
 		t.Errorf("an unknown voucher left keys in Redis: %v", keys)
 	}
 }
+
+// TestCampaignLostAlone: one campaign's keys vanish (its shard lost them,
+// say) while another's stay. The reconciler rebuilds that campaign alone,
+// from Postgres, in its next epoch; the other keeps its state and epoch.
+// Admissions left pending are requeued campaign by campaign from what
+// Postgres lists, and no key outside a campaign's hash tag (no index) is
+// there to decide anything.
+func TestCampaignLostAlone(t *testing.T) {
+	e := newTestEnv(t, "")
+	lost, kept := e.createCampaign(10), e.createCampaign(10)
+	e.worker()
+	for u := range 3 {
+		for _, v := range []int64{lost, kept} {
+			if p, err := e.buy(nil, e.token(int64(500+u), false), v); err != nil || p.Outcome != "ACCEPTED" {
+				t.Fatalf("buy: %+v %v", p, err)
+			}
+		}
+	}
+	eventually(t, 20*time.Second, "6 orders persisted", func() bool { return e.rows(lost) == 3 && e.rows(kept) == 3 })
+	eventually(t, 5*time.Second, "pending drained", func() bool {
+		q, _ := e.app.Admitter.Queued(e.ctx, []int64{lost, kept})
+		return q[lost] == 0 && q[kept] == 0
+	})
+	keptKey := fmt.Sprintf("seckill:{v%d}:campaign", kept)
+	keptBefore := e.app.Redis.HGetAll(e.ctx, keptKey).Val()
+	epochs := func() (int64, int64) {
+		a, err1 := e.app.Store.CampaignEpoch(e.ctx, lost)
+		b, err2 := e.app.Store.CampaignEpoch(e.ctx, kept)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		return a, b
+	}
+	lostEpoch, keptEpoch := epochs()
+
+	for _, k := range []string{"campaign", "buyers", "pending", "pending_at"} {
+		if err := e.app.Redis.Del(e.ctx, fmt.Sprintf("seckill:{v%d}:%s", lost, k)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.app.reconcileOnce(e.ctx)
+	if a, b := epochs(); a != lostEpoch+1 || b != keptEpoch {
+		t.Fatalf("epochs after the loss: lost %d→%d, kept %d→%d; want only the lost one rebuilt", lostEpoch, a, keptEpoch, b)
+	}
+	if diff := cmp.Diff(keptBefore, e.app.Redis.HGetAll(e.ctx, keptKey).Val()); diff != "" {
+		t.Errorf("the kept campaign changed (-before +after):\n%s", diff)
+	}
+	if r := e.remaining(lost); r != 7 {
+		t.Errorf("remaining of the rebuilt campaign %d, want 7", r)
+	}
+	if p, err := e.buy(nil, e.token(500, false), lost); err != nil || p.Outcome != "ALREADY_PURCHASED" {
+		t.Errorf("an earlier buyer after the rebuild: %+v %v", p, err)
+	}
+
+	// An admission whose enqueue never happened, on each campaign: the
+	// reconciler finds both through Postgres.
+	for _, v := range []int64{lost, kept} {
+		if o, _, err := e.app.Admitter.Admit(e.ctx, v, 599); err != nil || o != seckill.OutcomeAccepted {
+			t.Fatalf("admit: %s %v", o, err)
+		}
+	}
+	if n, err := e.app.Service.Reconcile(e.ctx, 0, 100); err != nil || n != 2 {
+		t.Fatalf("Reconcile = %d, %v; want 2", n, err)
+	}
+	eventually(t, 20*time.Second, "both requeued orders persisted", func() bool { return e.rows(lost) == 4 && e.rows(kept) == 4 })
+
+	var stray []string
+	err := testenv.ForEachServer(e.ctx, e.app.Redis, func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, "seckill:*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if k := iter.Val(); !campaignKey.MatchString(k) {
+				stray = append(stray, k)
+			}
+		}
+		return iter.Err()
+	})
+	if err != nil || len(stray) > 0 {
+		t.Errorf("keys outside a campaign's hash tag: %q %v", stray, err)
+	}
+}
+
+// campaignKey matches the keys of one campaign.
+var campaignKey = regexp.MustCompile(`^seckill:\{v[0-9]+\}:[a-z_]+$`)

@@ -90,14 +90,14 @@ func FlushedRedisURL(tb testing.TB, db int) string {
 
 // FlushRedis empties rdb's database: on a cluster, that of every master.
 func FlushRedis(ctx context.Context, rdb redis.UniversalClient) error {
-	return forEachServer(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+	return ForEachServer(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
 		return c.FlushDB(ctx).Err()
 	})
 }
 
-// forEachServer runs f on every server holding rdb's keys: each master of
+// ForEachServer runs f on every server holding rdb's keys: each master of
 // a cluster, or the one server.
-func forEachServer(ctx context.Context, rdb redis.UniversalClient, f func(ctx context.Context, c *redis.Client) error) error {
+func ForEachServer(ctx context.Context, rdb redis.UniversalClient, f func(ctx context.Context, c *redis.Client) error) error {
 	switch c := rdb.(type) {
 	case *redis.ClusterClient:
 		return c.ForEachMaster(ctx, f)
@@ -135,7 +135,7 @@ func MustOpenRedis(tb testing.TB) (redis.UniversalClient, string) {
 		defer rdb.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		err := forEachServer(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		err := ForEachServer(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
 			iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 			for iter.Next(ctx) {
 				// One key a command: on a cluster the keys of one
