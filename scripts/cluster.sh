@@ -6,8 +6,9 @@
 # Run it again at will: it starts only the nodes that are down and creates
 # the cluster only once. The nodes are set up as production should be for
 # seckill (docs/deployment.md): appendonly yes, appendfsync always,
-# maxmemory-policy noeviction; cluster-node-timeout is short (2 s) so that a
-# replica takes over from a dead master within seconds.
+# maxmemory-policy noeviction, cluster-require-full-coverage no (the other
+# shards sell on while one fails over); cluster-node-timeout is short (2 s)
+# so that a replica takes over from a dead master within seconds.
 #
 # Usage: scripts/cluster.sh           start (or check) the cluster
 #        scripts/cluster.sh stop      shut its nodes down (data kept)
@@ -43,7 +44,7 @@ start_node() {
 	redis-server --daemonize yes --bind "$(host "$n")" --port "$p" --dir "$d" \
 		--pidfile "$d/redis.pid" --logfile "$d/redis.log" \
 		--cluster-enabled yes --cluster-config-file nodes.conf \
-		--cluster-node-timeout "$node_timeout" \
+		--cluster-node-timeout "$node_timeout" --cluster-require-full-coverage no \
 		--appendonly yes --appendfsync always --maxmemory-policy noeviction \
 		--save '' >/dev/null
 }
