@@ -973,3 +973,112 @@ func TestChangeWhileRebuilding(t *testing.T) {
 		t.Errorf("refused changes wrote (-before +after):\n%s", diff)
 	}
 }
+
+// TestConnectHookFailover (on the cluster only): each node has its own
+// guard. A process that knew a replica as a replica, and connects to it again
+// after it was promoted (CLUSTER FAILOVER), takes it for another server (its
+// replication id changed, its run_id did not) and stops the campaigns it
+// now serves that the old master installed; a campaign on another shard is
+// untouched.
+func TestConnectHookFailover(t *testing.T) {
+	if !testenv.OnCluster() {
+		t.Skip("needs the test cluster (SECKILL_TEST_REDIS_CLUSTER_ADDRS)")
+	}
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	cc := rdb.(*redis.ClusterClient)
+	// Two campaigns on different shards.
+	var here, there int64 = 1, 0
+	slotOf := func(v int64) int64 { return cc.ClusterKeySlot(ctx, admission.CampaignKey(a, v)).Val() }
+	// master returns the addresses of the master serving campaign v, then
+	// of its replicas.
+	master := func(v int64) string {
+		for _, s := range cc.ClusterSlots(ctx).Val() {
+			if slot := slotOf(v); int64(s.Start) <= slot && slot <= int64(s.End) {
+				var addrs []string
+				for _, n := range s.Nodes {
+					addrs = append(addrs, n.Addr)
+				}
+				return strings.Join(addrs, " ")
+			}
+		}
+		t.Fatalf("no node serves campaign %d", v)
+		return ""
+	}
+	for v := int64(2); there == 0; v++ {
+		if strings.Fields(master(v))[0] != strings.Fields(master(here))[0] {
+			there = v
+		}
+	}
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(here, 10)})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(there, 10)})
+	nodes := strings.Fields(master(here))
+	if len(nodes) < 2 {
+		t.Fatalf("campaign %d's shard has no replica: %v", here, nodes)
+	}
+	oldMaster, replica := nodes[0], nodes[1]
+
+	live := func(context.Context) ([]int64, error) { return []int64{here, there}, nil }
+	hook := admission.NewConnectHook(admission.Options{Prefix: admission.Prefix(a), LiveCampaigns: live})
+	connect := func(addr string) {
+		c := redis.NewClient(&redis.Options{Addr: addr, OnConnect: hook.For(addr)})
+		defer c.Close()
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatalf("connect to %s: %v", addr, err)
+		}
+	}
+	state := func(v int64) string { return rdb.HGet(ctx, admission.CampaignKey(a, v), "state").Val() }
+	connect(replica) // known as a replica: nothing to stop
+	if state(here) != "" || state(there) != "" {
+		t.Fatalf("states after connecting to a replica: %q %q", state(here), state(there))
+	}
+
+	failover := func(to string) {
+		t.Helper()
+		c := redis.NewClient(&redis.Options{Addr: to})
+		defer c.Close()
+		promoted := func() bool {
+			r, _ := c.Do(ctx, "ROLE").Slice()
+			return len(r) > 0 && r[0] == "master"
+		}
+		// A manual failover needs the replica in sync; one that is still
+		// catching up lets it time out, so wait for the link and retry.
+		for deadline := time.Now().Add(30 * time.Second); !promoted(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not promoted in 30 s", to)
+			}
+			if !strings.Contains(c.Info(ctx, "replication").Val(), "master_link_status:up") {
+				continue
+			}
+			if err := c.ClusterFailover(ctx).Err(); err != nil {
+				t.Fatalf("CLUSTER FAILOVER on %s: %v", to, err)
+			}
+			for wait := time.Now().Add(5 * time.Second); !promoted() && time.Now().Before(wait); {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		// Every node agrees before the test goes on.
+		for deadline := time.Now().Add(30 * time.Second); strings.Fields(master(here))[0] != to; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the cluster does not route to %s", to)
+			}
+		}
+	}
+	failover(replica)
+	t.Cleanup(func() { failover(oldMaster) })
+
+	connect(replica) // the same address, another server now
+	if got := state(here); got != "stale" {
+		t.Errorf("campaign on the promoted replica: state %q, want stale", got)
+	}
+	if got := state(there); got != "" {
+		t.Errorf("campaign on another shard: state %q, want none", got)
+	}
+	connect(replica) // seen already: nothing more
+	if _, _, err := a.Admit(ctx, here, 5); !errors.Is(err, seckill.ErrRebuildNeeded) {
+		t.Errorf("admit on the stopped campaign: %v, want ErrRebuildNeeded", err)
+	}
+	if o, _, err := a.Admit(ctx, there, 5); err != nil || o != seckill.OutcomeAccepted {
+		t.Errorf("admit on the other shard: %s %v, want ACCEPTED", o, err)
+	}
+}
