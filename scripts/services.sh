@@ -105,4 +105,8 @@ ensure_redis() {
 }
 
 ensure_postgres
-ensure_redis
+# A cluster or Sentinel is started elsewhere (scripts/cluster.sh for a local
+# cluster); a single node is ours to start.
+if [[ -z ${SECKILL_REDIS_CLUSTER_ADDRS:-}${SECKILL_REDIS_SENTINEL_ADDRS:-} ]]; then
+	ensure_redis
+fi

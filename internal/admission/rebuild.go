@@ -190,10 +190,16 @@ func (h *ConnectHook) For(addr string) func(ctx context.Context, cn *redis.Conn)
 	}
 	h.mu.Unlock()
 	return func(ctx context.Context, cn *redis.Conn) error {
-		info, err := cn.Info(ctx, "server", "replication").Result()
-		if err != nil {
+		// Two INFO commands in one round trip: Redis before 7 takes one
+		// section a command.
+		var server, repl *redis.StringCmd
+		if _, err := cn.Pipelined(ctx, func(p redis.Pipeliner) error {
+			server, repl = p.Info(ctx, "server"), p.Info(ctx, "replication")
+			return nil
+		}); err != nil {
 			return fmt.Errorf("admission: info: %w", err)
 		}
+		info := server.Val() + repl.Val()
 		rid := infoField(info, "run_id")
 		if rid == "" {
 			return fmt.Errorf("admission: info server: no run_id")
