@@ -14,8 +14,6 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/coder/websocket/wsjson"
-
-	"seckill/internal/seckill"
 )
 
 // TestManyInstances runs a deployment of two API servers (no workers) and
@@ -75,52 +73,7 @@ func TestManyInstances(t *testing.T) {
 	// The seed's scenario over both APIs.
 	const users, attempts, stock = 1000, 2, 200
 	voucher := api2.createCampaign(stock)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: users * attempts}}
-	defer client.CloseIdleConnections()
-	type answer struct {
-		user int
-		p    purchase
-		err  error
-	}
-	answers := make(chan answer, users*attempts)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for u := range users {
-		tok := api1.token(int64(20_000+u), false)
-		for a := range attempts {
-			e := apis[(u+a)%2]
-			wg.Go(func() {
-				<-start
-				p, err := e.buy(client, tok, voucher)
-				answers <- answer{u, p, err}
-			})
-		}
-	}
-	close(start)
-	wg.Wait()
-	close(answers)
-	outcomes := map[string]int{}
-	owner := map[string]int{}
-	perUser := map[int]int{}
-	for a := range answers {
-		if a.err != nil {
-			t.Fatalf("user %d: %v", a.user, a.err)
-		}
-		outcomes[a.p.Outcome]++
-		if a.p.Outcome != string(seckill.OutcomeAccepted) {
-			continue
-		}
-		if prev, dup := owner[*a.p.OrderID]; dup {
-			t.Fatalf("order id %s handed to users %d and %d", *a.p.OrderID, prev, a.user)
-		}
-		owner[*a.p.OrderID] = a.user
-		if perUser[a.user]++; perUser[a.user] > 1 {
-			t.Fatalf("user %d accepted twice", a.user)
-		}
-	}
-	if outcomes["ACCEPTED"] != stock || outcomes["SOLD_OUT"]+outcomes["ALREADY_PURCHASED"] != users*attempts-stock {
-		t.Fatalf("outcomes %v, want exactly %d ACCEPTED and the rest SOLD_OUT or ALREADY_PURCHASED", outcomes, stock)
-	}
+	rush(t, apis, voucher, 20_000, users, attempts, stock)
 	eventually(t, 60*time.Second, "200 orders in Postgres", func() bool { return api1.rows(voucher) >= stock })
 	time.Sleep(200 * time.Millisecond) // anything beyond 200 would show now
 	if n, pg, r := api1.rows(voucher), api1.pgStock(voucher), api2.remaining(voucher); n != stock || pg != 0 || r != 0 {

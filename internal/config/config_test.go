@@ -9,6 +9,17 @@ func env(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
+// loadDev loads m in development mode, failing t on an error.
+func loadDev(t *testing.T, m map[string]string) *Config {
+	t.Helper()
+	m["SECKILL_ENV"] = "dev"
+	c, err := Load(env(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestLoadDefaultsDev(t *testing.T) {
 	c, err := Load(env(map[string]string{"SECKILL_ENV": "dev"}))
 	if err != nil {
@@ -44,11 +55,7 @@ func TestLoadRedisTopologies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.env["SECKILL_ENV"] = "dev"
-			c, err := Load(env(tt.env))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := loadDev(t, tt.env)
 			if got := c.RedisTopology(); got != tt.want || !tt.check(c) {
 				t.Fatalf("topology %s, config %+v; want %s", got, c, tt.want)
 			}
@@ -142,11 +149,7 @@ func TestLoadTracing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.env["SECKILL_ENV"] = "dev"
-			c, err := Load(env(tt.env))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := loadDev(t, tt.env)
 			if c.OTLPEndpoint != tt.endpoint || c.OTelServiceName != tt.serviceName {
 				t.Fatalf("endpoint %q service %q, want %q %q", c.OTLPEndpoint, c.OTelServiceName, tt.endpoint, tt.serviceName)
 			}
