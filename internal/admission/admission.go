@@ -159,62 +159,20 @@ func (a *Admitter) Start(ctx context.Context) error {
 	if a.subDone != nil {
 		return errors.New("admission: listener started already")
 	}
-	ps, err := subscribe(ctx, a.rdb, a.keys.stockReturned())
+	l, err := listen(ctx, a.rdb, a.keys.stockReturned(), a.logger, func(payload string) {
+		id, err := strconv.ParseInt(payload, 10, 64)
+		if err != nil {
+			a.logger.Warn("bad stock_returned message", "payload", payload)
+			return
+		}
+		a.local.invalidate(id)
+	})
 	if err != nil {
 		return fmt.Errorf("admission: subscribe stock_returned: %w", err)
 	}
-	done := make(chan struct{})
-	a.subDone = done
-	msgs := ps.Channel()
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-ctx.Done():
-				// Close, then drain: go-redis's reader may be blocked
-				// sending us a message, and only exits once it sees the
-				// closed connection.
-				ps.Close()
-				for range msgs {
-				}
-				return
-			case msg, ok := <-msgs:
-				if !ok {
-					return
-				}
-				id, err := strconv.ParseInt(msg.Payload, 10, 64)
-				if err != nil {
-					a.logger.Warn("bad stock_returned message", "payload", msg.Payload)
-					continue
-				}
-				a.local.invalidate(id)
-			}
-		}
-	}()
+	a.subDone = l.done
+	context.AfterFunc(ctx, l.cancel)
 	return nil
-}
-
-// subscribe opens a PubSub on channel and waits for Redis to confirm it, so
-// that a message published after it returns is not lost. On a cluster it
-// is a sharded subscription, on the node serving the channel's slot.
-func subscribe(ctx context.Context, rdb redis.UniversalClient, channel string) (*redis.PubSub, error) {
-	var ps *redis.PubSub
-	if sharded(rdb) {
-		ps = rdb.SSubscribe(ctx, channel)
-	} else {
-		ps = rdb.Subscribe(ctx, channel)
-	}
-	msg, err := ps.Receive(ctx)
-	if err == nil {
-		if _, ok := msg.(*redis.Subscription); !ok {
-			err = fmt.Errorf("unexpected %T before the subscription confirmation", msg)
-		}
-	}
-	if err != nil {
-		ps.Close()
-		return nil, err
-	}
-	return ps, nil
 }
 
 // publish sends msg on channel: SPUBLISH on a cluster, where a plain

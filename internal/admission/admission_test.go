@@ -989,34 +989,13 @@ func TestConnectHookFailover(t *testing.T) {
 	cc := rdb.(*redis.ClusterClient)
 	// Two campaigns on different shards.
 	var here, there int64 = 1, 0
-	slotOf := func(v int64) int64 { return cc.ClusterKeySlot(ctx, admission.CampaignKey(a, v)).Val() }
-	// master returns the addresses of the master serving campaign v, then
-	// of its replicas.
-	master := func(v int64) string {
-		for _, s := range cc.ClusterSlots(ctx).Val() {
-			if slot := slotOf(v); int64(s.Start) <= slot && slot <= int64(s.End) {
-				var addrs []string
-				for _, n := range s.Nodes {
-					addrs = append(addrs, n.Addr)
-				}
-				return strings.Join(addrs, " ")
-			}
-		}
-		t.Fatalf("no node serves campaign %d", v)
-		return ""
-	}
 	for v := int64(2); there == 0; v++ {
-		if strings.Fields(master(v))[0] != strings.Fields(master(here))[0] {
+		if shardOf(t, cc, admission.CampaignKey(a, v))[0] != shardOf(t, cc, admission.CampaignKey(a, here))[0] {
 			there = v
 		}
 	}
 	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(here, 10)})
 	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(there, 10)})
-	nodes := strings.Fields(master(here))
-	if len(nodes) < 2 {
-		t.Fatalf("campaign %d's shard has no replica: %v", here, nodes)
-	}
-	oldMaster, replica := nodes[0], nodes[1]
 
 	live := func(context.Context) ([]int64, error) { return []int64{here, there}, nil }
 	hook := admission.NewConnectHook(admission.Options{Prefix: admission.Prefix(a), LiveCampaigns: live})
@@ -1028,44 +1007,12 @@ func TestConnectHookFailover(t *testing.T) {
 		}
 	}
 	state := func(v int64) string { return rdb.HGet(ctx, admission.CampaignKey(a, v), "state").Val() }
-	connect(replica) // known as a replica: nothing to stop
-	if state(here) != "" || state(there) != "" {
-		t.Fatalf("states after connecting to a replica: %q %q", state(here), state(there))
-	}
-
-	failover := func(to string) {
-		t.Helper()
-		c := redis.NewClient(&redis.Options{Addr: to})
-		defer c.Close()
-		promoted := func() bool {
-			r, _ := c.Do(ctx, "ROLE").Slice()
-			return len(r) > 0 && r[0] == "master"
+	replica := promoteReplica(t, cc, admission.CampaignKey(a, here), func(replica string) {
+		connect(replica) // known as a replica: nothing to stop
+		if state(here) != "" || state(there) != "" {
+			t.Fatalf("states after connecting to a replica: %q %q", state(here), state(there))
 		}
-		// A manual failover needs the replica in sync; one that is still
-		// catching up lets it time out, so wait for the link and retry.
-		for deadline := time.Now().Add(30 * time.Second); !promoted(); time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s not promoted in 30 s", to)
-			}
-			if !strings.Contains(c.Info(ctx, "replication").Val(), "master_link_status:up") {
-				continue
-			}
-			if err := c.ClusterFailover(ctx).Err(); err != nil {
-				t.Fatalf("CLUSTER FAILOVER on %s: %v", to, err)
-			}
-			for wait := time.Now().Add(5 * time.Second); !promoted() && time.Now().Before(wait); {
-				time.Sleep(50 * time.Millisecond)
-			}
-		}
-		// Every node agrees before the test goes on.
-		for deadline := time.Now().Add(30 * time.Second); strings.Fields(master(here))[0] != to; time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the cluster does not route to %s", to)
-			}
-		}
-	}
-	failover(replica)
-	t.Cleanup(func() { failover(oldMaster) })
+	})
 
 	connect(replica) // the same address, another server now
 	if got := state(here); got != "stale" {
@@ -1080,5 +1027,75 @@ func TestConnectHookFailover(t *testing.T) {
 	}
 	if o, _, err := a.Admit(ctx, there, 5); err != nil || o != seckill.OutcomeAccepted {
 		t.Errorf("admit on the other shard: %s %v, want ACCEPTED", o, err)
+	}
+}
+
+// shardOf returns the addresses of the master serving key's slot, then of
+// its replicas.
+func shardOf(t *testing.T, cc *redis.ClusterClient, key string) []string {
+	t.Helper()
+	ctx := context.Background()
+	slot := cc.ClusterKeySlot(ctx, key).Val()
+	for _, s := range cc.ClusterSlots(ctx).Val() {
+		if int64(s.Start) <= slot && slot <= int64(s.End) {
+			var addrs []string
+			for _, n := range s.Nodes {
+				addrs = append(addrs, n.Addr)
+			}
+			return addrs
+		}
+	}
+	t.Fatalf("no node serves %s", key)
+	return nil
+}
+
+// promoteReplica promotes a replica of key's shard with CLUSTER FAILOVER,
+// after calling before with its address, and returns the address; the old
+// master is promoted back at cleanup.
+func promoteReplica(t *testing.T, cc *redis.ClusterClient, key string, before func(replica string)) string {
+	t.Helper()
+	nodes := shardOf(t, cc, key)
+	if len(nodes) < 2 {
+		t.Fatalf("the shard of %s has no replica: %v", key, nodes)
+	}
+	oldMaster, replica := nodes[0], nodes[1]
+	before(replica)
+	failover(t, cc, key, replica)
+	t.Cleanup(func() { failover(t, cc, key, oldMaster) })
+	return replica
+}
+
+// failover makes the replica at to the master of key's shard and waits
+// until the cluster routes key there.
+func failover(t *testing.T, cc *redis.ClusterClient, key, to string) {
+	t.Helper()
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: to})
+	defer c.Close()
+	promoted := func() bool {
+		r, _ := c.Do(ctx, "ROLE").Slice()
+		return len(r) > 0 && r[0] == "master"
+	}
+	// A manual failover needs the replica in sync; one that is still
+	// catching up lets it time out, so wait for the link and retry.
+	for deadline := time.Now().Add(30 * time.Second); !promoted(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not promoted in 30 s", to)
+		}
+		if !strings.Contains(c.Info(ctx, "replication").Val(), "master_link_status:up") {
+			continue
+		}
+		if err := c.ClusterFailover(ctx).Err(); err != nil {
+			t.Fatalf("CLUSTER FAILOVER on %s: %v", to, err)
+		}
+		for wait := time.Now().Add(5 * time.Second); !promoted() && time.Now().Before(wait); {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// Every node agrees before the test goes on.
+	for deadline := time.Now().Add(30 * time.Second); shardOf(t, cc, key)[0] != to; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster does not route %s to %s", key, to)
+		}
 	}
 }

@@ -32,9 +32,8 @@ type Bus struct {
 	channel string
 	logger  *slog.Logger
 
-	openMu     sync.Mutex // serializes opening and closing the PubSub
-	ps         *redis.PubSub
-	readerDone chan struct{}
+	openMu   sync.Mutex // serializes opening and closing the subscription
+	listener *listener
 
 	mu     sync.Mutex // guards subs and closed; held while sending
 	subs   map[int64]map[*subscriber]struct{}
@@ -134,7 +133,7 @@ func (b *Bus) remove(s *subscriber) {
 func (b *Bus) open(ctx context.Context) error {
 	b.openMu.Lock()
 	defer b.openMu.Unlock()
-	if b.ps != nil {
+	if b.listener != nil {
 		return nil
 	}
 	b.mu.Lock()
@@ -143,29 +142,24 @@ func (b *Bus) open(ctx context.Context) error {
 	if closed {
 		return errBusClosed
 	}
-	ps, err := subscribe(ctx, b.rdb, b.channel)
+	l, err := listen(ctx, b.rdb, b.channel, b.logger, b.receive)
 	if err != nil {
 		return fmt.Errorf("admission: subscribe order_status: %w", err)
 	}
-	b.ps = ps
-	b.readerDone = make(chan struct{})
-	go b.read(ps.Channel(redis.WithChannelSize(1024)), b.readerDone)
+	b.listener = l
 	return nil
 }
 
-// read fans events out until the PubSub is closed. go-redis reconnects and
-// resubscribes by itself; events published meanwhile are lost (subscribers
-// read the current state first).
-func (b *Bus) read(msgs <-chan *redis.Message, done chan<- struct{}) {
-	defer close(done)
-	for msg := range msgs {
-		var evs []seckill.StatusEvent
-		if err := json.Unmarshal([]byte(msg.Payload), &evs); err != nil {
-			b.logger.Warn("drop malformed status events", "err", err)
-			continue
-		}
-		b.fanOut(evs)
+// receive fans one message's events out. Events published while the
+// subscription was being renewed are lost (subscribers read the current
+// state first).
+func (b *Bus) receive(payload string) {
+	var evs []seckill.StatusEvent
+	if err := json.Unmarshal([]byte(payload), &evs); err != nil {
+		b.logger.Warn("drop malformed status events", "err", err)
+		return
 	}
+	b.fanOut(evs)
 }
 
 func (b *Bus) fanOut(evs []seckill.StatusEvent) {
@@ -204,11 +198,9 @@ func (b *Bus) Close() error {
 	}
 	b.mu.Unlock()
 
-	if b.ps == nil {
-		return nil
+	if b.listener != nil {
+		b.listener.stop()
+		b.listener = nil
 	}
-	err := b.ps.Close()
-	<-b.readerDone
-	b.ps = nil
-	return redisError("close status bus", err, nil)
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/admission"
 	"seckill/internal/seckill"
@@ -301,4 +302,42 @@ func settledGoroutines(want int) int {
 		n = m
 	}
 	return n
+}
+
+// TestBusFollowsFailover (on the cluster only): the master of the status
+// channel's shard fails over; the process's sharded subscription follows
+// the slot to the promoted replica, so events published after it are heard
+// again (those published meanwhile may be lost: pub/sub is at most once).
+func TestBusFollowsFailover(t *testing.T) {
+	if !testenv.OnCluster() {
+		t.Skip("needs the test cluster (SECKILL_TEST_REDIS_CLUSTER_ADDRS)")
+	}
+	ctx := context.Background()
+	rdb, prefix := testenv.MustOpenRedis(t)
+	b := admission.NewBus(rdb, prefix, nil)
+	t.Cleanup(func() { b.Close() })
+	const orderID = 43<<32 | 1
+	ch, cancel, err := b.Subscribe(ctx, orderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	promoteReplica(t, rdb.(*redis.ClusterClient), admission.OrderStatusChannel(prefix), func(string) {})
+
+	start := time.Now()
+	for deadline := start.Add(20 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("no event heard within 20 s of the failover")
+		}
+		_ = b.Publish(ctx, seckill.StatusEvent{OrderID: orderID, Status: seckill.OrderCreated})
+		select {
+		case ev := <-ch:
+			if ev.Status != seckill.OrderCreated {
+				t.Fatalf("event %+v", ev)
+			}
+			t.Logf("events heard again %s after the failover", time.Since(start).Round(time.Millisecond))
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -32,3 +32,6 @@ func Unpipelined(a *Admitter) {
 
 // Prefix returns the key prefix of an Admitter.
 func Prefix(a *Admitter) string { return a.keys.prefix }
+
+// OrderStatusChannel returns the Bus's channel under prefix.
+func OrderStatusChannel(prefix string) string { return keys{prefix: prefix}.orderStatus() }
