@@ -92,6 +92,12 @@ type Options struct {
 	// Postgres (the source of truth). It is called only when a node turns
 	// out to be a server not seen before.
 	LiveCampaigns func(ctx context.Context) ([]int64, error)
+	// MinReplicas is how many replicas must acknowledge an admission (WAIT)
+	// before Admit answers it ACCEPTED without ErrNotReplicated; 0 sends no
+	// WAIT. See durable.go.
+	MinReplicas int
+	// WaitTimeout bounds that WAIT; 0 means DefaultWaitTimeout.
+	WaitTimeout time.Duration
 }
 
 // Admitter implements seckill.Admitter on Redis.
@@ -129,12 +135,16 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	admits := newPipeline(rdb, admitScript, defaultPipelines, defaultMaxPipeline, defaultBacklog)
+	if opts.MinReplicas > 0 {
+		admits.dur = durability{replicas: opts.MinReplicas, timeout: cmp.Or(opts.WaitTimeout, DefaultWaitTimeout), wrote: admitWrote}
+	}
 	return &Admitter{
 		rdb:    rdb,
 		keys:   keys{prefix: opts.Prefix},
 		logger: logger,
 		local:  newLocal(ttl),
-		admits: newPipeline(rdb, admitScript, defaultPipelines, defaultMaxPipeline, defaultBacklog),
+		admits: admits,
 	}
 }
 
@@ -225,7 +235,8 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.
 		keys = a.keys.admit(voucherID)
 	}
 
-	res, err := a.admits.run(ctx, keys, userID)
+	reply := a.admits.run(ctx, keys, userID)
+	res, err := reply.res, reply.err
 	if err != nil {
 		return "", seckill.Admission{}, redisError("admit", err, nil)
 	}
@@ -253,12 +264,16 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.
 	if !ok1 || !ok2 || seq <= 0 || seq > maxSeq {
 		return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
 	}
-	return outcome, seckill.Admission{
+	adm := seckill.Admission{
 		OrderID:    seckill.OrderID(voucherID, seq),
 		VoucherID:  voucherID,
 		UserID:     userID,
 		AdmittedAt: time.UnixMilli(ms).UTC(),
-	}, nil
+	}
+	if reply.unconfirmed {
+		return outcome, adm, seckill.ErrNotReplicated
+	}
+	return outcome, adm, nil
 }
 
 // int64At returns the i-th element of a script's array reply as an integer.

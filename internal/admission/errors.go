@@ -92,5 +92,8 @@ func unreachable(err error) bool {
 	}
 	return redis.HasErrorPrefix(err, "LOADING") || redis.HasErrorPrefix(err, "READONLY") ||
 		redis.HasErrorPrefix(err, "MASTERDOWN") || redis.HasErrorPrefix(err, "CLUSTERDOWN") ||
-		redis.HasErrorPrefix(err, "TRYAGAIN")
+		redis.HasErrorPrefix(err, "TRYAGAIN") ||
+		// A slot moved (a failover, a resharding) under a connection
+		// opened to one node on purpose (durable admission): retry.
+		redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
 }

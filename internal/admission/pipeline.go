@@ -34,6 +34,7 @@ type pipeline struct {
 	rdb     redis.UniversalClient
 	script  *redis.Script
 	batches *batch.Committer[pipeCall, pipeReply]
+	dur     durability // zero: no WAIT
 
 	// sent, when set, is told each batch's size (tests).
 	sent func(n int)
@@ -43,12 +44,18 @@ type pipeline struct {
 type pipeCall struct {
 	keys []string
 	arg  int64
+	// reply, when set (durable pipelines), receives the call's reply as
+	// soon as it is known, before the batch's WAIT if it wrote nothing.
+	reply chan pipeReply
 }
 
 // pipeReply is the script's array reply to one call, or its error.
 type pipeReply struct {
 	res []any
 	err error
+	// unconfirmed is set when the call wrote but fewer replicas than
+	// required acknowledged its batch in time (durable pipelines only).
+	unconfirmed bool
 }
 
 func newPipeline(rdb redis.UniversalClient, script *redis.Script, inFlight, maxBatch, backlog int) *pipeline {
@@ -64,41 +71,53 @@ func newPipeline(rdb redis.UniversalClient, script *redis.Script, inFlight, maxB
 // reconciler persists what was admitted. A batch, once sent, finishes even
 // if the ctx of its sender ends, since other callers wait on it; go-redis's
 // timeouts bound it.
-func (p *pipeline) run(ctx context.Context, keys []string, arg int64) ([]any, error) {
+func (p *pipeline) run(ctx context.Context, keys []string, arg int64) pipeReply {
+	if p.dur.replicas > 0 {
+		return p.runDurable(ctx, keys, arg)
+	}
 	out, err := p.batches.Do(ctx, pipeCall{keys: keys, arg: arg})
 	if err != nil {
-		return nil, err
+		return pipeReply{err: err}
 	}
-	return out[0].res, out[0].err
+	return out[0]
 }
 
-// send runs one batch: alone with Run (EVALSHA, then EVAL if Redis lost the
-// script), or as one pipeline of EVALSHAs.
+// send runs one batch.
 func (p *pipeline) send(ctx context.Context, calls []pipeCall, out []pipeReply) error {
 	if p.sent != nil {
 		p.sent(len(calls))
 	}
-	if len(calls) == 1 {
-		c := calls[0]
-		out[0].res, out[0].err = p.script.Run(ctx, p.rdb, c.keys, c.arg).Slice()
+	if p.dur.replicas > 0 {
+		p.sendDurable(ctx, calls, out)
 		return nil
 	}
+	p.exec(ctx, p.rdb, calls, out)
+	return nil
+}
+
+// exec runs calls on c: alone with Run (EVALSHA, then EVAL if Redis lost
+// the script), or as one pipeline of EVALSHAs.
+func (p *pipeline) exec(ctx context.Context, c redis.Cmdable, calls []pipeCall, out []pipeReply) {
+	if len(calls) == 1 {
+		call := calls[0]
+		out[0].res, out[0].err = p.script.Run(ctx, c, call.keys, call.arg).Slice()
+		return
+	}
 	cmds := make([]*redis.Cmd, len(calls))
-	_, _ = p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, c := range calls {
-			cmds[i] = p.script.EvalSha(ctx, pipe, c.keys, c.arg)
+	_, _ = c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, call := range calls {
+			cmds[i] = p.script.EvalSha(ctx, pipe, call.keys, call.arg)
 		}
 		return nil
 	})
-	for i, c := range calls {
+	for i, call := range calls {
 		r := &out[i]
 		r.res, r.err = cmds[i].Slice()
 		if r.err != nil && redis.HasErrorPrefix(r.err, "NOSCRIPT") {
 			// Redis lost its script cache (a restart, SCRIPT FLUSH): the
 			// script did not run, so running it again is safe. Run loads
 			// it with EVAL once; the calls after that find it again.
-			r.res, r.err = p.script.Run(ctx, p.rdb, c.keys, c.arg).Slice()
+			r.res, r.err = p.script.Run(ctx, c, call.keys, call.arg).Slice()
 		}
 	}
-	return nil
 }

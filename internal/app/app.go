@@ -100,7 +100,8 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		return nil, err
 	}
 
-	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger})
+	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger,
+		MinReplicas: cfg.RedisMinReplicas, WaitTimeout: cfg.RedisWaitTimeout})
 	if err := a.Admitter.Load(ctx); err != nil {
 		a.Close()
 		return nil, err

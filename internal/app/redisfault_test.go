@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,9 +15,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/seckill"
+	"seckill/internal/testenv"
 )
 
 // The tests in this file run the purchase path end to end (HTTP, Redis,
@@ -29,71 +28,22 @@ import (
 // belong to two buyers, nobody may hold two orders, Postgres may not be
 // oversold, and Redis must agree with Postgres.
 
-// redisServer is a private redis-server with AOF (appendfsync everysec) in
-// a directory of its own.
+// redisServer is a private redis-server (testenv.RedisServer) whose files
+// a test may cut back or wipe while it is down.
 type redisServer struct {
-	t    *testing.T
-	port string
-	dir  string
-	cmd  *exec.Cmd
+	*testenv.RedisServer
+	t *testing.T
 }
 
 func startRedisServer(t *testing.T) *redisServer {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server is not installed")
-		}
-		t.Skip("redis-server is not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
-	r := &redisServer{t: t, port: port, dir: t.TempDir()}
-	r.start()
-	t.Cleanup(r.kill)
-	return r
-}
-
-func (r *redisServer) url() string { return "redis://127.0.0.1:" + r.port + "/0" }
-
-func (r *redisServer) start() {
-	r.t.Helper()
-	r.cmd = exec.Command("redis-server", "--port", r.port, "--bind", "127.0.0.1", "--dir", r.dir,
-		"--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--aof-load-truncated", "yes",
-		"--logfile", filepath.Join(r.dir, "redis.log"))
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + r.port, MaxRetries: -1})
-	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for rdb.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(r.dir, "redis.log"))
-			r.t.Fatalf("redis-server on %s did not start:\n%s", r.port, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// kill stops the server at once (SIGKILL), as a crash would.
-func (r *redisServer) kill() {
-	if r.cmd == nil || r.cmd.Process == nil {
-		return
-	}
-	_ = r.cmd.Process.Kill()
-	_ = r.cmd.Wait()
-	r.cmd = nil
+	return &redisServer{RedisServer: testenv.StartRedisServer(t), t: t}
 }
 
 // snapshotAOF copies the AOF directory as it is on disk now.
 func (r *redisServer) snapshotAOF() string {
 	r.t.Helper()
-	src := filepath.Join(r.dir, "appendonlydir")
+	src := filepath.Join(r.Dir, "appendonlydir")
 	dst := filepath.Join(r.t.TempDir(), "aof")
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		r.t.Fatal(err)
@@ -106,7 +56,7 @@ func (r *redisServer) snapshotAOF() string {
 // under appendfsync everysec (up to a second lost) or worse.
 func (r *redisServer) restoreAOF(snapshot string) {
 	r.t.Helper()
-	dir := filepath.Join(r.dir, "appendonlydir")
+	dir := filepath.Join(r.Dir, "appendonlydir")
 	if err := os.RemoveAll(dir); err != nil {
 		r.t.Fatal(err)
 	}
@@ -118,7 +68,7 @@ func (r *redisServer) restoreAOF(snapshot string) {
 // wipe deletes everything the server persisted: it restarts empty.
 func (r *redisServer) wipe() {
 	r.t.Helper()
-	if err := os.RemoveAll(filepath.Join(r.dir, "appendonlydir")); err != nil {
+	if err := os.RemoveAll(filepath.Join(r.Dir, "appendonlydir")); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -139,7 +89,7 @@ type answer struct {
 func saleUnderFault(t *testing.T, stock int, fault func(t *testing.T, e *testEnv, r *redisServer)) {
 	r := startRedisServer(t)
 	e := newTestEnv(t, "", func(m map[string]string) {
-		m["SECKILL_REDIS_URL"] = r.url()
+		m["SECKILL_REDIS_URL"] = r.URL()
 		m["SECKILL_REDIS_TIMEOUT"] = "1s"
 		m["SECKILL_USER_RATE"] = "0"
 		m["SECKILL_RECONCILE_INTERVAL"] = "250ms"
@@ -340,9 +290,9 @@ func errorCode(err error) string {
 // are lost with it, and their buyers read FAILED.
 func TestRedisRestartedEmpty(t *testing.T) {
 	saleUnderFault(t, 2000, func(t *testing.T, e *testEnv, r *redisServer) {
-		r.kill()
+		r.Kill()
 		r.wipe()
-		r.start()
+		r.Start()
 	})
 }
 
@@ -354,9 +304,9 @@ func TestRedisLostItsLastWrites(t *testing.T) {
 	saleUnderFault(t, 2000, func(t *testing.T, e *testEnv, r *redisServer) {
 		snap := r.snapshotAOF()
 		time.Sleep(700 * time.Millisecond) // sell on; these writes will be lost
-		r.kill()
+		r.Kill()
 		r.restoreAOF(snap)
-		r.start()
+		r.Start()
 	})
 }
 
@@ -365,9 +315,9 @@ func TestRedisLostItsLastWrites(t *testing.T) {
 // a bounded time, and nothing is lost.
 func TestRedisDownForAWhile(t *testing.T) {
 	saleUnderFault(t, 2000, func(t *testing.T, e *testEnv, r *redisServer) {
-		r.kill()
+		r.Kill()
 		time.Sleep(2 * time.Second)
-		r.start()
+		r.Start()
 	})
 }
 
@@ -375,8 +325,8 @@ func TestRedisDownForAWhile(t *testing.T) {
 // holds; the campaign is rebuilt all the same (a restart cannot tell).
 func TestRedisKilled(t *testing.T) {
 	saleUnderFault(t, 2000, func(t *testing.T, e *testEnv, r *redisServer) {
-		r.kill()
-		r.start()
+		r.Kill()
+		r.Start()
 	})
 }
 
@@ -394,9 +344,9 @@ func TestRedisEmptyWhilePostgresSlow(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(500 * time.Millisecond) // batches pile up behind the lock
-		r.kill()
+		r.Kill()
 		r.wipe()
-		r.start()
+		r.Start()
 		go func() {
 			time.Sleep(time.Second)
 			_ = tx.Rollback()

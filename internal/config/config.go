@@ -49,6 +49,12 @@ type Config struct {
 	// RedisTimeout bounds a Redis dial, read, write and pool wait: past it
 	// a purchase is answered UNAVAILABLE.
 	RedisTimeout time.Duration
+	// RedisMinReplicas is how many replicas must acknowledge an admission
+	// (WAIT) before it is answered ACCEPTED on Redis's word; 0 sends no
+	// WAIT. RedisWaitTimeout bounds that WAIT: past it the admission is
+	// persisted to Postgres at once, or released.
+	RedisMinReplicas int
+	RedisWaitTimeout time.Duration
 
 	WorkerConcurrency int
 	BatchSize         int
@@ -104,6 +110,10 @@ func Load(getenv func(string) string) (*Config, error) {
 		DBMaxConns:    p.int("SECKILL_DB_MAX_CONNS", 20, 1, 1000),
 		RedisPoolSize: p.int("SECKILL_REDIS_POOL_SIZE", 0, 0, 10000),
 		RedisTimeout:  p.duration("SECKILL_REDIS_TIMEOUT", 2*time.Second),
+		// One replica is enough to survive the loss of one master; more
+		// than a handful is a typo.
+		RedisMinReplicas: p.int("SECKILL_REDIS_MIN_REPLICAS", 0, 0, 16),
+		RedisWaitTimeout: p.duration("SECKILL_REDIS_WAIT_TIMEOUT", 250*time.Millisecond),
 
 		WorkerConcurrency: p.int("SECKILL_WORKER_CONCURRENCY", 64, 1, 10000),
 		BatchSize:         p.int("SECKILL_BATCH_SIZE", 1000, 1, 10000),
@@ -163,6 +173,9 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	if c.RedisTimeout <= 0 {
 		p.errf("SECKILL_REDIS_TIMEOUT must be positive: without a bound a purchase may hang while Redis is away")
+	}
+	if c.RedisWaitTimeout <= 0 || c.RedisWaitTimeout > 5*time.Second {
+		p.errf("SECKILL_REDIS_WAIT_TIMEOUT must be between 1ms and 5s: a buyer waits for it, and a fallback write to Postgres after it")
 	}
 	if c.UserRate < 0 {
 		p.errf("SECKILL_USER_RATE must be 0 (no limit) or more")

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string {
@@ -30,6 +31,9 @@ func TestLoadDefaultsDev(t *testing.T) {
 	}
 	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "development secret") {
 		t.Fatalf("want a warning about the development secret, got %q", c.Warnings)
+	}
+	if c.RedisMinReplicas != 0 || c.RedisWaitTimeout != 250*time.Millisecond {
+		t.Fatalf("single node: want no WAIT by default (0 replicas, 250ms timeout), got %d, %s", c.RedisMinReplicas, c.RedisWaitTimeout)
 	}
 	if c.DatabaseURL != "postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable" || c.RedisURL != "redis://127.0.0.1:6379/0" {
 		t.Fatalf("unexpected URLs: %s %s", c.DatabaseURL, c.RedisURL)
@@ -76,6 +80,9 @@ func TestLoadErrors(t *testing.T) {
 		{"int out of range", map[string]string{"SECKILL_ENV": "dev", "SECKILL_WORKER_CONCURRENCY": "0"}, "SECKILL_WORKER_CONCURRENCY must be an integer from 1"},
 		{"bad duration", map[string]string{"SECKILL_ENV": "dev", "SECKILL_RECONCILE_AFTER": "soon"}, "SECKILL_RECONCILE_AFTER must be a duration"},
 		{"no redis timeout", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_TIMEOUT": "0s"}, "SECKILL_REDIS_TIMEOUT must be positive"},
+		{"negative min replicas", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_MIN_REPLICAS": "-1"}, "SECKILL_REDIS_MIN_REPLICAS must be an integer from 0"},
+		{"no wait timeout", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_WAIT_TIMEOUT": "0s"}, "SECKILL_REDIS_WAIT_TIMEOUT must be between"},
+		{"long wait timeout", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_WAIT_TIMEOUT": "1m"}, "SECKILL_REDIS_WAIT_TIMEOUT must be between"},
 		{"bad db url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_DATABASE_URL": "mysql://x"}, "SECKILL_DATABASE_URL must be a postgres"},
 		{"bad redis url", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_URL": "http://x"}, "SECKILL_REDIS_URL must be a redis"},
 		{"two topologies", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_URL": "redis://x:6379/0", "SECKILL_REDIS_CLUSTER_ADDRS": "a:7000"}, "set only one of SECKILL_REDIS_URL"},

@@ -55,7 +55,11 @@ type Admitter interface {
 	// Admit decides one purchase. On ACCEPTED the admission is recorded as
 	// pending in the same atomic step. ENOTFOUND when Redis does not know
 	// the campaign; ErrRebuildNeeded when it must be rebuilt first;
-	// EUNAVAILABLE when Redis cannot be reached in time.
+	// EUNAVAILABLE when Redis cannot be reached in time. ErrNotReplicated,
+	// with OutcomeAccepted and the admission, when Redis took it but fewer
+	// of its replicas than required confirmed it in time: a failover could
+	// still lose it, so the caller must make it durable another way or
+	// release it.
 	Admit(ctx context.Context, voucherID, userID int64) (Outcome, Admission, error)
 	// Remaining returns the live stock of the campaigns Redis holds.
 	Remaining(ctx context.Context, voucherIDs []int64) (map[int64]int64, error)
@@ -89,6 +93,12 @@ type Admitter interface {
 // it was installed), that is being rebuilt, or whose epoch is used up. The
 // Service rebuilds it from Postgres and asks again.
 var ErrRebuildNeeded = &Error{Code: EUNAVAILABLE, Message: "the sale is being restored; try again in a moment"}
+
+// ErrNotReplicated is what Admit answers, with the admission, for an
+// admission Redis made whose replicas did not confirm it in time. The
+// Service persists it to Postgres at once or releases it; a buyer sees this
+// error only when neither could be done.
+var ErrNotReplicated = &Error{Code: EUNAVAILABLE, Message: "the sale could not confirm your order in time; try again"}
 
 // Enqueuer hands admissions to the persistence workers (Asynq).
 type Enqueuer interface {

@@ -172,6 +172,9 @@ func (s *Service) Purchase(ctx context.Context, voucherID int64) (PurchaseResult
 			return PurchaseResult{}, Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
 		}
 	}
+	if errors.Is(err, ErrNotReplicated) {
+		return s.secureUnreplicated(ctx, adm)
+	}
 	if err != nil {
 		return PurchaseResult{}, err
 	}
@@ -316,6 +319,14 @@ func (s *Service) PersistAdmissions(ctx context.Context, adms []Admission) error
 	if err != nil {
 		return fmt.Errorf("persist orders: %w", err)
 	}
+	return s.settle(ctx, outcomes)
+}
+
+// settle tells Redis and the subscribers what Postgres decided for
+// admissions: it acknowledges the created ones and releases the failed
+// ones. An error leaves some admission pending in Redis, to be persisted
+// again (idempotently) later.
+func (s *Service) settle(ctx context.Context, outcomes []PersistOutcome) error {
 	created := make([]Admission, 0, len(outcomes))
 	events := make([]StatusEvent, 0, len(outcomes))
 	var errs []error

@@ -1,0 +1,207 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Durable acceptance: an admission is confirmed by replicas before its
+// buyer hears ACCEPTED.
+//
+// Redis replicates asynchronously: a master that dies right after an
+// admission may take it along, and its promoted replica would sell the unit
+// again and not know the buyer. With Options.MinReplicas set, the admit
+// pipeline follows each batch that wrote anything with one WAIT on the same
+// connection: WAIT counts the replicas that acknowledged every write made
+// on that connection so far, so one WAIT covers every admission of the
+// batch. A batch whose calls all refused (sold out, bought before, ...)
+// sends no WAIT, and in a batch that wrote, the refusals are answered as
+// soon as the scripts' replies are read, before the WAIT: a rejection stays
+// one round trip. On a cluster the admissions of one batch live on
+// different masters, so the batch is split by master, and each part is a
+// pipeline of its own, with its own WAIT, on a connection to that master;
+// the parts run at once.
+//
+// When fewer replicas than required confirm within WaitTimeout (or the WAIT
+// fails), the admissions of that part come back marked unconfirmed:
+// Admit answers seckill.ErrNotReplicated, and the Service persists them
+// to Postgres at once or releases them. Nothing else changes: they are
+// pending in Redis like any other, and the rest of the system treats them
+// as such.
+//
+// WAIT narrows the window but does not close it: a failover may still
+// promote a replica that missed the writes (it acknowledged nothing, or the
+// WAIT timed out and the fallback above ran). That is what the per-campaign
+// detection and rebuild from Postgres are for (ConnectHook, rebuild.go).
+
+// Defaults for durable acceptance.
+const (
+	// DefaultWaitTimeout bounds a WAIT: a replica on the same network
+	// acknowledges in well under a millisecond, so reaching it means the
+	// replica is stalled or gone, and the buyer should not wait much longer.
+	DefaultWaitTimeout = 250 * time.Millisecond
+)
+
+// durability configures WAIT on a pipeline: replicas 0 sends none.
+type durability struct {
+	replicas int
+	timeout  time.Duration
+	// wrote reports whether a reply is that of a call that wrote (and so
+	// must be replicated before it is answered).
+	wrote func(res []any) bool
+}
+
+// admitWrote reports whether an admit script reply is an acceptance, the
+// one reply after which the script has written.
+func admitWrote(res []any) bool {
+	code, ok := int64At(res, 0)
+	return ok && code == codeAccepted
+}
+
+// errNoWaitTopology refuses durable admission on a client it cannot route
+// WAIT with (a Ring, a wrapper): misconfiguration, not an outage.
+var errNoWaitTopology = errors.New("admission: MinReplicas needs a single-node, Sentinel or cluster client")
+
+// runDurable is run on a durable pipeline. Its call goes in a batch from a
+// goroutine of its own, so that it can be answered as soon as its own reply
+// is known: a refusal does not wait for the WAIT that its batch's
+// acceptances need.
+func (p *pipeline) runDurable(ctx context.Context, keys []string, arg int64) pipeReply {
+	call := pipeCall{keys: keys, arg: arg, reply: make(chan pipeReply, 1)}
+	failed := make(chan error, 1)
+	go func() {
+		out, err := p.batches.Do(ctx, call)
+		if err != nil {
+			failed <- err
+			return
+		}
+		deliver(call, out[0]) // a no-op when send delivered it already
+	}()
+	select {
+	case r := <-call.reply:
+		return r
+	case err := <-failed:
+		return pipeReply{err: err}
+	case <-ctx.Done():
+		return pipeReply{err: ctx.Err()}
+	}
+}
+
+// deliver hands r to the caller of c, once: later deliveries are dropped.
+func deliver(c pipeCall, r pipeReply) {
+	if c.reply == nil {
+		return
+	}
+	select {
+	case c.reply <- r:
+	default:
+	}
+}
+
+// nodeCalls is the part of a batch that goes to one master.
+type nodeCalls struct {
+	node *redis.Client
+	idx  []int // positions in the batch
+}
+
+// sendDurable runs one batch, part by part, each part on its master, at
+// once.
+func (p *pipeline) sendDurable(ctx context.Context, calls []pipeCall, out []pipeReply) {
+	parts := p.byMaster(ctx, calls, out)
+	if len(parts) == 1 {
+		p.sendNode(ctx, parts[0], calls, out)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, part := range parts {
+		wg.Go(func() { p.sendNode(ctx, part, calls, out) })
+	}
+	wg.Wait()
+}
+
+// byMaster splits a batch by the master that holds each call's keys. A call
+// whose master cannot be found gets that error (delivered) and is in no
+// part.
+func (p *pipeline) byMaster(ctx context.Context, calls []pipeCall, out []pipeReply) []nodeCalls {
+	all := func(node *redis.Client) []nodeCalls {
+		idx := make([]int, len(calls))
+		for i := range idx {
+			idx[i] = i
+		}
+		return []nodeCalls{{node: node, idx: idx}}
+	}
+	switch c := p.rdb.(type) {
+	case *redis.Client: // a single node, or Sentinel's failover client
+		return all(c)
+	case *redis.ClusterClient:
+		var parts []nodeCalls
+		at := make(map[*redis.Client]int)
+		for i, call := range calls {
+			node, err := c.MasterForKey(ctx, call.keys[0])
+			if err != nil {
+				out[i].err = err
+				deliver(call, out[i])
+				continue
+			}
+			j, ok := at[node]
+			if !ok {
+				j = len(parts)
+				at[node] = j
+				parts = append(parts, nodeCalls{node: node})
+			}
+			parts[j].idx = append(parts[j].idx, i)
+		}
+		return parts
+	}
+	for i, call := range calls {
+		out[i].err = errNoWaitTopology
+		deliver(call, out[i])
+	}
+	return nil
+}
+
+// sendNode runs one part of a batch on a connection of its own to its
+// master: the scripts (one pipeline), then, if any of them wrote, one WAIT.
+func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCall, out []pipeReply) {
+	sub := make([]pipeCall, len(part.idx))
+	res := make([]pipeReply, len(part.idx))
+	for j, i := range part.idx {
+		sub[j] = calls[i]
+	}
+	cn := part.node.Conn()
+	defer cn.Close()
+	p.exec(ctx, cn, sub, res)
+
+	wrote := 0
+	for j, r := range res {
+		if r.err == nil && p.dur.wrote(r.res) {
+			wrote++
+			continue
+		}
+		out[part.idx[j]] = r
+		deliver(sub[j], r)
+	}
+	if wrote > 0 {
+		n, err := cn.Wait(ctx, p.dur.replicas, p.dur.timeout).Result()
+		unconfirmed := err != nil || n < int64(p.dur.replicas)
+		for j, r := range res {
+			if r.err == nil && p.dur.wrote(r.res) {
+				r.unconfirmed = unconfirmed
+				out[part.idx[j]] = r
+				deliver(sub[j], r)
+			}
+		}
+	}
+	if cc, ok := p.rdb.(*redis.ClusterClient); ok && slices.ContainsFunc(res, func(r pipeReply) bool { return r.err != nil && unreachable(r.err) }) {
+		// This part bypassed the cluster client's routing, which reloads
+		// the slot map when a node fails: ask for that reload here, or the
+		// part's master would be looked up stale until the next periodic
+		// reload, well after a failover.
+		cc.ReloadState(ctx)
+	}
+}
