@@ -1,0 +1,101 @@
+package app
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/internal/seckill"
+	"seckill/internal/testenv"
+)
+
+// TestUnreplicatedAdmission runs purchases against a master whose one
+// required replica stalls (SIGSTOP). An admission the replica does not
+// confirm must not be answered ACCEPTED on Redis's word alone: it is
+// persisted to Postgres before the answer, or, when Postgres cannot take it
+// either, released (unit and buyer slot back) and answered UNAVAILABLE.
+func TestUnreplicatedAdmission(t *testing.T) {
+	master := testenv.StartRedisServer(t)
+	replica := testenv.StartReplica(t, master)
+	e := newTestEnv(t, "", func(m map[string]string) {
+		m["SECKILL_REDIS_URL"] = master.URL()
+		m["SECKILL_REDIS_MIN_REPLICAS"] = "1"
+		m["SECKILL_REDIS_WAIT_TIMEOUT"] = "100ms"
+		m["SECKILL_USER_RATE"] = "0"
+	})
+	ctx := e.ctx
+	voucher := e.createCampaign(10)
+	buy := func(user int64) (purchase, error) {
+		return e.buy(nil, e.token(user, false), voucher)
+	}
+
+	// The replica confirms: an ordinary acceptance, left to the workers.
+	if p, err := buy(1001); err != nil || p.Outcome != "ACCEPTED" {
+		t.Fatalf("buy with the replica up: %+v, %v", p, err)
+	}
+
+	replica.Pause()
+	defer replica.Resume()
+
+	// The replica is stalled: the order is in Postgres when its buyer hears
+	// ACCEPTED (no worker runs yet), and no longer pending in Redis.
+	p, err := buy(1002)
+	if err != nil || p.Outcome != "ACCEPTED" || p.OrderID == nil {
+		t.Fatalf("buy with the replica stalled: %+v, %v; want ACCEPTED", p, err)
+	}
+	id, _ := strconv.ParseInt(*p.OrderID, 10, 64)
+	o, err := e.app.Store.Order(ctx, id)
+	if err != nil || o.Status != seckill.OrderCreated || o.UserID != 1002 {
+		t.Fatalf("order %d in Postgres right after ACCEPTED: %+v, %v; want CREATED for user 1002", id, o, err)
+	}
+	if _, err := e.app.Admitter.Pending(ctx, id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("order %d is still pending in Redis (%v); want it acknowledged", id, err)
+	}
+	if r, s := e.remaining(voucher), e.pgStock(voucher); r != 8 || s != 9 {
+		t.Errorf("Redis remaining %d, Postgres stock %d; want 8 and 9", r, s)
+	}
+
+	// Postgres cannot take it either (its orders table is locked): the
+	// admission is released and the buyer told UNAVAILABLE.
+	tx, err := e.app.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "LOCK TABLE voucher_order IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	_, err = buy(1003)
+	took := time.Since(began)
+	_ = tx.Rollback()
+	if err == nil || !strings.Contains(err.Error(), "(UNAVAILABLE)") {
+		t.Fatalf("buy with the replica stalled and Postgres locked: %v; want UNAVAILABLE", err)
+	}
+	t.Logf("UNAVAILABLE after %s", took)
+	if r := e.remaining(voucher); r != 8 {
+		t.Errorf("Redis remaining %d after the release, want 8 (the unit back)", r)
+	}
+	if isBuyer, err := e.app.Redis.SIsMember(ctx, fmt.Sprintf("seckill:{v%d}:buyers", voucher), 1003).Result(); err != nil || isBuyer {
+		t.Errorf("user 1003 still holds a buyer slot in Redis (%v)", err)
+	}
+	pending, err := e.app.Admitter.PendingOf(ctx, voucher)
+	if err != nil || len(pending) != 1 || pending[0].UserID != 1001 {
+		t.Errorf("pending admissions %+v, %v; want only user 1001's", pending, err)
+	}
+
+	// Both back: the released buyer buys again, and the workers persist
+	// the rest.
+	replica.Resume()
+	if p, err := buy(1003); err != nil || p.Outcome != "ACCEPTED" {
+		t.Fatalf("buy again once the replica is back: %+v, %v", p, err)
+	}
+	e.worker()
+	eventually(t, 10*time.Second, "3 rows and stock 7 in Postgres", func() bool {
+		return e.rows(voucher) == 3 && e.pgStock(voucher) == 7
+	})
+	if r := e.remaining(voucher); r != 7 {
+		t.Errorf("Redis remaining %d, want 7", r)
+	}
+}
