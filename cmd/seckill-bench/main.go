@@ -38,6 +38,11 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      redis-servers (AOF on, appendfsync everysec, then always;
                      databases seckill_bench_fsync_*, recreated): the cost of
                      losing nothing acknowledged when the host crashes
+  --compare wait     also run it against the seckill binary on a private
+                     redis-server master with one replica, without and with
+                     SECKILL_REDIS_MIN_REPLICAS=1 (databases
+                     seckill_bench_no_wait and seckill_bench_wait, recreated):
+                     the cost of confirming every acceptance on a replica
 
 Reads SECKILL_JWT_SECRET, SECKILL_JWT_ISSUER, SECKILL_DATABASE_URL and
 SECKILL_REDIS_URL like the server (SECKILL_ENV=dev for the dev secret).
@@ -132,10 +137,10 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", bench.DefaultMaxInFlight, "open model: outstanding requests at most; more are dropped and counted")
 	fs.DurationVar(&cfg.Timeout, "timeout", bench.DefaultTimeout, "timeout of one request")
 	fs.DurationVar(&cfg.PersistTimeout, "persist-timeout", bench.DefaultPersistTimeout, "how long to wait for accepted orders to reach Postgres")
-	fs.Var(&compare, "compare", "sync, ceiling and/or fsync (comma-separated or repeated): run the same load against them too")
-	fs.StringVar(&cfg.Fsync.SeckillBin, "seckill", "", "--compare fsync: the seckill binary (default: seckill beside seckill-bench, else on PATH)")
-	fs.StringVar(&cfg.Fsync.RedisBin, "redis-server", "redis-server", "--compare fsync: the redis-server binary")
-	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
+	fs.Var(&compare, "compare", "sync, ceiling, fsync and/or wait (comma-separated or repeated): run the same load against them too")
+	fs.StringVar(&cfg.Fsync.SeckillBin, "seckill", "", "--compare fsync and wait: the seckill binary (default: seckill beside seckill-bench, else on PATH)")
+	fs.StringVar(&cfg.Fsync.RedisBin, "redis-server", "redis-server", "--compare fsync and wait: the redis-server binary")
+	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync and wait: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err

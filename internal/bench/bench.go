@@ -7,8 +7,10 @@
 // With Compare it runs the same load, in the same run, against other
 // servers: "sync", the seed's synchronous design (one Postgres transaction
 // per purchase); "ceiling", a bare net/http handler that runs only the
-// admission script; and "fsync", the real seckill binary on two private
-// Redis servers, one with appendfsync everysec and one with always.
+// admission script; "fsync", the real seckill binary on two private
+// Redis servers, one with appendfsync everysec and one with always; and
+// "wait", the seckill binary on a private master with a replica, without
+// and with WAIT for that replica.
 //
 // The work is split by job: load generates the requests, report turns
 // them into figures and text, verify checks the books, compare holds the
@@ -35,6 +37,7 @@ const (
 	CompareSync    = report.TargetSync
 	CompareCeiling = report.TargetCeiling
 	CompareFsync   = "fsync" // report.TargetEverysec and report.TargetAlways
+	CompareWait    = "wait"  // report.TargetNoWait and report.TargetWait
 )
 
 // DefaultURL is where `seckill serve` answers GraphQL by default.
@@ -77,7 +80,7 @@ type Config struct {
 	Warm bool
 
 	PersistTimeout time.Duration // how long to wait for accepted orders to be persisted
-	Compare        []string      // CompareSync, CompareCeiling, CompareFsync
+	Compare        []string      // CompareSync, CompareCeiling, CompareFsync, CompareWait
 
 	// Secrets and services, normally from the server's configuration.
 	JWTSecret     string
@@ -90,7 +93,7 @@ type Config struct {
 	// the bench recreate compare.SyncDatabase on the server at DatabaseURL.
 	SyncDatabaseURL string
 
-	// Fsync is how --compare fsync starts its servers.
+	// Fsync is how --compare fsync and --compare wait start their servers.
 	Fsync FsyncConfig
 
 	Progress    io.Writer // progress and status lines; nil for none
@@ -118,8 +121,8 @@ func (cfg *Config) spec() (load.Spec, error) {
 		return s, errors.New("--voucher must be a voucher id")
 	}
 	for _, c := range cfg.Compare {
-		if c != CompareSync && c != CompareCeiling && c != CompareFsync {
-			return s, fmt.Errorf("--compare: unknown target %q (want sync, ceiling or fsync)", c)
+		if c != CompareSync && c != CompareCeiling && c != CompareFsync && c != CompareWait {
+			return s, fmt.Errorf("--compare: unknown target %q (want sync, ceiling, fsync or wait)", c)
 		}
 	}
 	switch {
@@ -207,6 +210,8 @@ func Run(ctx context.Context, cfg Config) (*report.Result, error) {
 			other, err = one(r.runCeiling(ctx, res.Load.Stock))
 		case CompareFsync:
 			other, err = r.runFsync(ctx)
+		case CompareWait:
+			other, err = r.runWait(ctx)
 		}
 		res.Runs = append(res.Runs, other...)
 		if err != nil {

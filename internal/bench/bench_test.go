@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os/exec"
@@ -82,12 +83,13 @@ func TestBurstWithComparisons(t *testing.T) {
 	var progress bytes.Buffer
 	res, err := bench.Run(ctx, bench.Config{
 		URL: endpoint, Users: 200, Stock: 50,
-		Compare:   []string{bench.CompareSync, bench.CompareCeiling, bench.CompareFsync},
+		Compare:   []string{bench.CompareSync, bench.CompareCeiling, bench.CompareFsync, bench.CompareWait},
 		JWTSecret: secret, JWTIssuer: "seckill",
 		DatabaseURL: dsn, RedisURL: redisURL, SyncDatabaseURL: storetest.NewEmptyDSN(t),
 		PersistTimeout: 30 * time.Second, Progress: &progress,
 		Fsync: bench.FsyncConfig{SeckillBin: seckillBin, RedisBin: redisServer, Dir: t.TempDir(), DatabaseURLs: map[string]string{
 			compare.FsyncEverysec: storetest.NewEmptyDSN(t), compare.FsyncAlways: storetest.NewEmptyDSN(t),
+			report.TargetNoWait: storetest.NewEmptyDSN(t), report.TargetWait: storetest.NewEmptyDSN(t),
 		}},
 	})
 	if err != nil {
@@ -97,7 +99,8 @@ func TestBurstWithComparisons(t *testing.T) {
 	for _, r := range res.Runs {
 		targets = append(targets, r.Target)
 	}
-	want := []string{report.TargetSeckill, report.TargetSync, report.TargetCeiling, report.TargetEverysec, report.TargetAlways}
+	want := []string{report.TargetSeckill, report.TargetSync, report.TargetCeiling, report.TargetEverysec, report.TargetAlways,
+		report.TargetNoWait, report.TargetWait}
 	if diff := cmp.Diff(want, targets); diff != "" {
 		t.Fatalf("targets (-want +got):\n%s", diff)
 	}
@@ -130,12 +133,17 @@ func TestBurstWithComparisons(t *testing.T) {
 	if res.Runs[0].Server == nil {
 		t.Error("no server metrics sampled")
 	}
-	for _, r := range res.Runs[3:] {
+	for _, r := range res.Runs[3:5] {
 		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, "appendfsync "+r.Target) {
 			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
 		}
 	}
-	if len(res.Comparisons) != 3 {
+	for i, r := range res.Runs[5:] {
+		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, fmt.Sprintf("SECKILL_REDIS_MIN_REPLICAS=%d ", i)) {
+			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
+		}
+	}
+	if len(res.Comparisons) != 4 {
 		t.Errorf("comparisons: %+v", res.Comparisons)
 	}
 	var text bytes.Buffer
@@ -143,7 +151,7 @@ func TestBurstWithComparisons(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + text.String())
-	for _, want := range []string{"of the ceiling's throughput", "appendfsync always: ", "1 (its own database)"} {
+	for _, want := range []string{"of the ceiling's throughput", "appendfsync always: ", "WAIT for 1 replica: ", "1 (its own database)"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report lacks %q", want)
 		}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"seckill/internal/auth"
@@ -174,41 +176,103 @@ func (r *runner) runFsync(ctx context.Context) ([]*report.Report, error) {
 func (r *runner) runOnRedis(ctx context.Context, seckillBin, redisBin, dir, setting string) (*report.Report, error) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	dsn := r.cfg.Fsync.DatabaseURLs[setting]
-	if dsn == "" {
-		if r.cfg.DatabaseURL == "" {
-			return nil, errors.New("needs Postgres: set SECKILL_DATABASE_URL")
-		}
-		var err error
-		if dsn, err = compare.RecreateDatabase(sctx, r.cfg.DatabaseURL, "seckill_bench_fsync_"+setting); err != nil {
-			return nil, err
-		}
-	}
+	label := map[string]string{compare.FsyncEverysec: report.TargetEverysec, compare.FsyncAlways: report.TargetAlways}[setting]
 	rs, err := compare.StartRedis(sctx, redisBin, dir, setting)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
-	srv, err := compare.StartSeckill(sctx, seckillBin, dir, []string{
-		"SECKILL_DATABASE_URL=" + dsn, "SECKILL_REDIS_URL=" + rs.URL,
+	return r.runPrivate(ctx, seckillBin, dir, label, "seckill_bench_fsync_"+setting, rs.URL, nil,
+		fmt.Sprintf("seckill serve on a private redis-server, appendonly yes, appendfsync %s, AOF in %s", setting, filepath.Dir(rs.Dir)))
+}
+
+// runWait measures the real seckill server on a private Redis master with
+// one replica, first answering on the master's word, then with every
+// acceptance confirmed by the replica (SECKILL_REDIS_MIN_REPLICAS=1): the
+// cost of losing nothing accepted when the master dies. Both use
+// appendfsync everysec, so that the disk does not hide the network.
+func (r *runner) runWait(ctx context.Context) ([]*report.Report, error) {
+	fc := r.cfg.Fsync
+	seckillBin, err := findSeckill(fc.SeckillBin)
+	if err != nil {
+		return nil, err
+	}
+	redisBin, err := exec.LookPath(cmp.Or(fc.RedisBin, "redis-server"))
+	if err != nil {
+		return nil, fmt.Errorf("needs redis-server (install Redis or pass --redis-server): %w", err)
+	}
+	dir, err := os.MkdirTemp(fc.Dir, "seckill-bench-wait-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var out []*report.Report
+	for i, label := range []string{report.TargetNoWait, report.TargetWait} {
+		if ctx.Err() != nil {
+			break
+		}
+		rep, err := r.runReplicated(ctx, seckillBin, redisBin, dir, label, i)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", label, err)
+		}
+		out = append(out, rep)
+	}
+	return out, nil
+}
+
+// runReplicated starts a private master and replica and a seckill server
+// on them that waits for minReplicas replicas, and measures that server.
+func (r *runner) runReplicated(ctx context.Context, seckillBin, redisBin, dir, label string, minReplicas int) (*report.Report, error) {
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	master, err := compare.StartRedis(sctx, redisBin, dir, compare.FsyncEverysec, "--repl-diskless-sync-delay", "0")
+	if err != nil {
+		return nil, err
+	}
+	defer master.Close()
+	replica, err := compare.StartReplica(sctx, redisBin, dir, compare.FsyncEverysec, master)
+	if err != nil {
+		return nil, err
+	}
+	defer replica.Close()
+	return r.runPrivate(ctx, seckillBin, dir, label, "seckill_bench_"+strings.ReplaceAll(label, "-", "_"), master.URL,
+		[]string{"SECKILL_REDIS_MIN_REPLICAS=" + strconv.Itoa(minReplicas)},
+		fmt.Sprintf("seckill serve with SECKILL_REDIS_MIN_REPLICAS=%d on a private redis-server master with one replica, appendfsync everysec", minReplicas))
+}
+
+// runPrivate starts a seckill server on redisURL, an empty database (from
+// Config.Fsync.DatabaseURLs[label], else dbName recreated) and the extra
+// environment env, and measures it; note says what it ran on.
+func (r *runner) runPrivate(ctx context.Context, seckillBin, dir, label, dbName, redisURL string, env []string, note string) (*report.Report, error) {
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	dsn := r.cfg.Fsync.DatabaseURLs[label]
+	if dsn == "" {
+		if r.cfg.DatabaseURL == "" {
+			return nil, errors.New("needs Postgres: set SECKILL_DATABASE_URL")
+		}
+		var err error
+		if dsn, err = compare.RecreateDatabase(sctx, r.cfg.DatabaseURL, dbName); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := compare.StartSeckill(sctx, seckillBin, dir, append([]string{
+		"SECKILL_DATABASE_URL=" + dsn, "SECKILL_REDIS_URL=" + redisURL,
 		"SECKILL_JWT_SECRET=" + r.cfg.JWTSecret, "SECKILL_JWT_ISSUER=" + r.cfg.JWTIssuer,
-	})
+	}, env...))
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
-	label := map[string]string{compare.FsyncEverysec: report.TargetEverysec, compare.FsyncAlways: report.TargetAlways}[setting]
 	rep, err := r.runSeckill(ctx, seckillTarget{
 		label: label, url: srv.URL, voucherOf: "its own database",
-		databaseURL: dsn, redisURL: rs.URL,
+		databaseURL: dsn, redisURL: redisURL,
 	})
 	if err != nil {
 		return nil, err
 	}
 	if rep.Persistence != nil {
-		note := fmt.Sprintf("seckill serve on a private redis-server, appendonly yes, appendfsync %s, AOF in %s; database %s",
-			setting, filepath.Dir(rs.Dir), redactDSN(dsn))
-		rep.Persistence.Note = joinNotes(note, rep.Persistence.Note)
+		rep.Persistence.Note = joinNotes(note+"; database "+redactDSN(dsn), rep.Persistence.Note)
 	}
 	return rep, nil
 }

@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -126,9 +128,9 @@ type Redis struct {
 	p   *process
 }
 
-// StartRedis starts bin (redis-server) with appendfsync set to fsync, its
-// files in a new directory under dir, and waits until it answers.
-func StartRedis(ctx context.Context, bin, dir, fsync string) (*Redis, error) {
+// StartRedis starts bin (redis-server) with appendfsync set to fsync and
+// args, its files in a new directory under dir, and waits until it answers.
+func StartRedis(ctx context.Context, bin, dir, fsync string, args ...string) (*Redis, error) {
 	if fsync != FsyncAlways && fsync != FsyncEverysec {
 		return nil, fmt.Errorf("appendfsync %q: want %s or %s", fsync, FsyncAlways, FsyncEverysec)
 	}
@@ -140,9 +142,53 @@ func StartRedis(ctx context.Context, bin, dir, fsync string) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", d,
-		"--appendonly", "yes", "--appendfsync", fsync, "--save", "", "--daemonize", "no")
-	p, err := startProcess("redis-server ("+fsync+")", filepath.Join(d, "redis.log"), cmd)
+	args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", d,
+		"--appendonly", "yes", "--appendfsync", fsync, "--save", "", "--daemonize", "no"}, args...)
+	return startRedis(ctx, "redis-server ("+fsync+")", d, port, exec.Command(bin, args...))
+}
+
+// StartReplica starts bin (redis-server) as a replica of master, with
+// master's appendfsync setting, its files in a new directory under dir,
+// and waits until it has master's data and follows it.
+func StartReplica(ctx context.Context, bin, dir, fsync string, master *Redis) (*Redis, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	d, err := os.MkdirTemp(dir, "redis-replica-")
+	if err != nil {
+		return nil, err
+	}
+	mu, err := url.Parse(master.URL)
+	if err != nil {
+		return nil, err
+	}
+	r, err := startRedis(ctx, "redis-server (replica)", d, port, exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", d,
+		"--appendonly", "yes", "--appendfsync", fsync, "--save", "", "--daemonize", "no",
+		"--replicaof", mu.Hostname(), mu.Port()))
+	if err != nil {
+		return nil, err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	defer rdb.Close()
+	err = r.p.waitUntil(ctx, 20*time.Second, func(ctx context.Context) error {
+		info, err := rdb.Info(ctx, "replication").Result()
+		if err == nil && !strings.Contains(info, "master_link_status:up") {
+			err = errors.New("not following its master yet")
+		}
+		return err
+	})
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// startRedis runs cmd, a redis-server on port with its files in d, and
+// waits until it answers.
+func startRedis(ctx context.Context, name, d string, port int, cmd *exec.Cmd) (*Redis, error) {
+	p, err := startProcess(name, filepath.Join(d, "redis.log"), cmd)
 	if err != nil {
 		os.RemoveAll(d)
 		return nil, err

@@ -3,8 +3,8 @@ package report
 import "fmt"
 
 // Compare relates the runs that have something to say to each other:
-// seckill to the sync design and to the ceiling, and Redis's appendfsync
-// always to everysec, in the order of runs.
+// seckill to the sync design and to the ceiling, Redis's appendfsync
+// always to everysec, and WAIT for a replica to none, in the order of runs.
 func Compare(runs []*Report) []Comparison {
 	byTarget := map[string]*Report{}
 	for _, r := range runs {
@@ -19,6 +19,10 @@ func Compare(runs []*Report) []Comparison {
 			}
 		case TargetAlways:
 			if base := byTarget[TargetEverysec]; base != nil {
+				out = append(out, relate(o, base))
+			}
+		case TargetWait:
+			if base := byTarget[TargetNoWait]; base != nil {
 				out = append(out, relate(o, base))
 			}
 		}
@@ -45,6 +49,9 @@ func relate(base, o *Report) Comparison {
 		c.Text = fmt.Sprintf("%s reaches %.2f of the ceiling's throughput (%s)", base.Target, c.ThroughputRatio, figures)
 	case TargetEverysec:
 		c.Text = fmt.Sprintf("appendfsync always: %.2f× the throughput of everysec, p50 %.2f×, p99 %.2f× (%s; p50 %s vs %s)",
+			c.ThroughputRatio, c.P50Ratio, c.P99Ratio, figures, Millis(base.Latency.P50), Millis(o.Latency.P50))
+	case TargetNoWait:
+		c.Text = fmt.Sprintf("WAIT for 1 replica: %.2f× the throughput without, p50 %.2f×, p99 %.2f× (%s; p50 %s vs %s)",
 			c.ThroughputRatio, c.P50Ratio, c.P99Ratio, figures, Millis(base.Latency.P50), Millis(o.Latency.P50))
 	default:
 		c.Text = fmt.Sprintf("%s serves %.1f× the throughput of %s (%s)", base.Target, c.ThroughputRatio, o.Target, figures)

@@ -25,6 +25,8 @@ const (
 	TargetCeiling  = "ceiling"  // the admission script behind a bare handler, started by the bench
 	TargetEverysec = "everysec" // seckill on a private Redis with appendfsync everysec
 	TargetAlways   = "always"   // seckill on a private Redis with appendfsync always
+	TargetNoWait   = "no-wait"  // seckill on a private Redis master with a replica, no WAIT
+	TargetWait     = "wait"     // the same, each admission confirmed by the replica (WAIT)
 )
 
 // Where a run's orders were verified.
