@@ -137,7 +137,8 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 	}
 	admits := newPipeline(rdb, admitScript, defaultPipelines, defaultMaxPipeline, defaultBacklog)
 	if opts.MinReplicas > 0 {
-		admits.dur = durability{replicas: opts.MinReplicas, timeout: cmp.Or(opts.WaitTimeout, DefaultWaitTimeout), wrote: admitWrote}
+		admits.dur = &durability{replicas: opts.MinReplicas, timeout: cmp.Or(opts.WaitTimeout, DefaultWaitTimeout),
+			wrote: admitWrote, logger: logger}
 	}
 	return &Admitter{
 		rdb:    rdb,

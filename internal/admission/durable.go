@@ -3,8 +3,10 @@ package admission
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,6 +56,23 @@ type durability struct {
 	// wrote reports whether a reply is that of a call that wrote (and so
 	// must be replicated before it is answered).
 	wrote func(res []any) bool
+	// logger hears when replicas start and stop falling short: once each,
+	// not once per admission.
+	logger *slog.Logger
+	short  atomic.Bool
+}
+
+// noteShortfall logs a change between replicas confirming in time and not.
+func (d *durability) noteShortfall(short bool, got int64, err error) {
+	if d.short.Swap(short) == short {
+		return
+	}
+	if short {
+		d.logger.Warn("redis replicas do not confirm admissions in time: each is written to Postgres at once, or released",
+			"min_replicas", d.replicas, "confirmed", got, "wait_timeout", d.timeout, "err", err)
+	} else {
+		d.logger.Info("redis replicas confirm admissions in time again", "min_replicas", d.replicas)
+	}
 }
 
 // admitWrote reports whether an admit script reply is an acceptance, the
@@ -189,6 +208,7 @@ func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCal
 	if wrote > 0 {
 		n, err := cn.Wait(ctx, p.dur.replicas, p.dur.timeout).Result()
 		unconfirmed := err != nil || n < int64(p.dur.replicas)
+		p.dur.noteShortfall(unconfirmed, n, err)
 		for j, r := range res {
 			if r.err == nil && p.dur.wrote(r.res) {
 				r.unconfirmed = unconfirmed

@@ -34,7 +34,7 @@ type pipeline struct {
 	rdb     redis.UniversalClient
 	script  *redis.Script
 	batches *batch.Committer[pipeCall, pipeReply]
-	dur     durability // zero: no WAIT
+	dur     *durability // nil: no WAIT
 
 	// sent, when set, is told each batch's size (tests).
 	sent func(n int)
@@ -72,7 +72,7 @@ func newPipeline(rdb redis.UniversalClient, script *redis.Script, inFlight, maxB
 // if the ctx of its sender ends, since other callers wait on it; go-redis's
 // timeouts bound it.
 func (p *pipeline) run(ctx context.Context, keys []string, arg int64) pipeReply {
-	if p.dur.replicas > 0 {
+	if p.dur != nil {
 		return p.runDurable(ctx, keys, arg)
 	}
 	out, err := p.batches.Do(ctx, pipeCall{keys: keys, arg: arg})
@@ -87,7 +87,7 @@ func (p *pipeline) send(ctx context.Context, calls []pipeCall, out []pipeReply) 
 	if p.sent != nil {
 		p.sent(len(calls))
 	}
-	if p.dur.replicas > 0 {
+	if p.dur != nil {
 		p.sendDurable(ctx, calls, out)
 		return nil
 	}

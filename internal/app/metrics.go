@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ type Metrics struct {
 	PersistLag       prometheus.Histogram
 	Reconciled       prometheus.Counter
 	Rewarmed         prometheus.Counter
+	Unreplicated     prometheus.Counter
 	Overloaded       prometheus.Counter
 
 	http        *requestMetrics
@@ -63,12 +65,15 @@ func NewMetrics() *Metrics {
 		Rewarmed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_rewarmed_campaigns_total", Help: "Campaigns rebuilt into Redis from Postgres, in a new epoch (Redis lost them, restarted or failed over).",
 		}),
+		Unreplicated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seckill_admissions_unreplicated_total", Help: "Admissions that fewer replicas than SECKILL_REDIS_MIN_REPLICAS confirmed in time: written to Postgres at once, or released.",
+		}),
 		Overloaded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_overloaded_requests_total", Help: "Requests shed because too many were in flight.",
 		}),
 	}
 	m.Registry.MustRegister(m.Purchases, m.PurchaseDuration, m.OrdersPersisted, m.OrdersFailed, m.BatchSize,
-		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Overloaded,
+		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Unreplicated, m.Overloaded,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		buildInfo())
 	// Exported at 0 from the start, so that rates and alerts see them.
@@ -110,6 +115,9 @@ func (a *admitterMetrics) Admit(ctx context.Context, voucherID, userID int64) (s
 	start := time.Now()
 	o, adm, err := a.Admitter.Admit(ctx, voucherID, userID)
 	a.m.PurchaseDuration.Observe(time.Since(start).Seconds())
+	if errors.Is(err, seckill.ErrNotReplicated) {
+		a.m.Unreplicated.Inc()
+	}
 	if err == nil {
 		if c, ok := a.outcomes[o]; ok {
 			c.Inc()

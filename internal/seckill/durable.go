@@ -42,7 +42,9 @@ func (s *Service) secureUnreplicated(ctx context.Context, adm Admission) (Purcha
 		s.Logger.ErrorContext(ctx, "unreplicated admission neither persisted nor released; the reconciler will persist it",
 			"order_id", adm.OrderID, "persist_err", err, "release_err", rerr)
 	case released:
-		s.Logger.WarnContext(ctx, "unreplicated admission released: Postgres could not take it",
+		// Counted (seckill_admissions_unreplicated_total); a stalled
+		// replica and a Postgres outage are logged where they are seen.
+		s.Logger.DebugContext(ctx, "unreplicated admission released: Postgres could not take it",
 			"order_id", adm.OrderID, "err", err)
 	}
 	return PurchaseResult{}, ErrNotReplicated
