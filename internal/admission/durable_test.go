@@ -229,3 +229,98 @@ func TestNoReplicasNoWait(t *testing.T) {
 		t.Fatalf("%d WAITs sent with no replica required, want 0", w)
 	}
 }
+
+// TestDurableAdmitOnCluster (on the test cluster only): the admissions of
+// one batch live on different masters; each master's part is confirmed by
+// that master's replica with a WAIT of its own, and every buyer is answered
+// without error.
+func TestDurableAdmitOnCluster(t *testing.T) {
+	if !testenv.OnCluster() {
+		t.Skip("needs SECKILL_TEST_REDIS_CLUSTER_ADDRS")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := testenv.MustOpenRedis(t)
+	cc := rdb.(*redis.ClusterClient)
+	a := admission.New(rdb, admission.Options{Prefix: prefix, MinReplicas: 1, WaitTimeout: 5 * time.Second, SoldOutTTL: -1})
+	if err := a.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	masterWaits := func() map[string]int {
+		var mu sync.Mutex
+		out := map[string]int{}
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			n := waits(t, c)
+			mu.Lock()
+			out[c.Options().Addr] = n
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	// Campaigns until every master holds at least one.
+	const stock = 50
+	var vouchers []int64
+	masters := map[string]bool{}
+	for v := int64(1); v <= 64 && len(vouchers) < 12; v++ {
+		node, err := cc.MasterForKey(ctx, admission.CampaignKey(a, v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(v, stock)})
+		vouchers = append(vouchers, v)
+		masters[node.Options().Addr] = true
+	}
+	if len(masters) < 2 {
+		t.Fatalf("the campaigns sit on %d master(s); the test needs several", len(masters))
+	}
+	before := masterWaits()
+
+	var (
+		mu       sync.Mutex
+		accepted = map[int64]int{}
+		wg       sync.WaitGroup
+		start    = make(chan struct{})
+	)
+	for _, v := range vouchers {
+		for u := int64(1); u <= stock; u++ {
+			wg.Go(func() {
+				<-start
+				o, _, err := a.Admit(ctx, v, u)
+				if err != nil {
+					t.Errorf("voucher %d user %d: %v", v, u, err)
+					return
+				}
+				if o == seckill.OutcomeAccepted {
+					mu.Lock()
+					accepted[v]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	for _, v := range vouchers {
+		if accepted[v] != stock {
+			t.Errorf("voucher %d: %d accepted, want %d", v, accepted[v], stock)
+		}
+	}
+	after := masterWaits()
+	total := 0
+	for addr := range masters {
+		d := after[addr] - before[addr]
+		if d < 1 {
+			t.Errorf("master %s: no WAIT for its admissions", addr)
+		}
+		total += d
+	}
+	if n := len(vouchers) * stock; total >= n {
+		t.Errorf("%d WAITs for %d acceptances: want fewer than one per acceptance", total, n)
+	}
+	t.Logf("%d acceptances on %d masters, %d WAITs", len(vouchers)*stock, len(masters), total)
+}

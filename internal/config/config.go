@@ -110,9 +110,6 @@ func Load(getenv func(string) string) (*Config, error) {
 		DBMaxConns:    p.int("SECKILL_DB_MAX_CONNS", 20, 1, 1000),
 		RedisPoolSize: p.int("SECKILL_REDIS_POOL_SIZE", 0, 0, 10000),
 		RedisTimeout:  p.duration("SECKILL_REDIS_TIMEOUT", 2*time.Second),
-		// One replica is enough to survive the loss of one master; more
-		// than a handful is a typo.
-		RedisMinReplicas: p.int("SECKILL_REDIS_MIN_REPLICAS", 0, 0, 16),
 		RedisWaitTimeout: p.duration("SECKILL_REDIS_WAIT_TIMEOUT", 250*time.Millisecond),
 
 		WorkerConcurrency: p.int("SECKILL_WORKER_CONCURRENCY", 64, 1, 10000),
@@ -159,6 +156,15 @@ func Load(getenv func(string) string) (*Config, error) {
 		p.errf("SECKILL_DATABASE_URL must be a postgres:// URL")
 	}
 	p.redis(c)
+	// A cluster or Sentinel has replicas to fail over to: an admission is
+	// ACCEPTED once one of them holds it. A single node has none to wait
+	// for. One replica survives the loss of one master; more than a
+	// handful is a typo.
+	minReplicas := 0
+	if c.RedisTopology() != RedisSingle {
+		minReplicas = 1
+	}
+	c.RedisMinReplicas = p.int("SECKILL_REDIS_MIN_REPLICAS", minReplicas, 0, 16)
 	switch {
 	case c.JWTSecret == "" && c.Dev():
 		c.JWTSecret = DevJWTSecret

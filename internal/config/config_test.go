@@ -47,14 +47,24 @@ func TestLoadRedisTopologies(t *testing.T) {
 		want  string
 		check func(c *Config) bool
 	}{
-		{"single by default", map[string]string{}, RedisSingle, func(c *Config) bool { return c.RedisURL == "redis://127.0.0.1:6379/0" }},
+		{"single by default", map[string]string{}, RedisSingle, func(c *Config) bool {
+			return c.RedisURL == "redis://127.0.0.1:6379/0" && c.RedisMinReplicas == 0
+		}},
+		{"single with a replica to wait for", map[string]string{"SECKILL_REDIS_MIN_REPLICAS": "1"}, RedisSingle, func(c *Config) bool {
+			return c.RedisMinReplicas == 1
+		}},
+		{"cluster without WAIT", map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": "a:7000", "SECKILL_REDIS_MIN_REPLICAS": "0"}, RedisCluster, func(c *Config) bool {
+			return c.RedisMinReplicas == 0
+		}},
 		{"cluster", map[string]string{"SECKILL_REDIS_CLUSTER_ADDRS": " 10.0.0.1:7000, 10.0.0.2:7000,", "SECKILL_REDIS_PASSWORD": "pw", "SECKILL_REDIS_TLS": "true"}, RedisCluster,
 			func(c *Config) bool {
-				return c.RedisURL == "" && strings.Join(c.RedisClusterAddrs, " ") == "10.0.0.1:7000 10.0.0.2:7000" && c.RedisPassword == "pw" && c.RedisTLS
+				return c.RedisURL == "" && strings.Join(c.RedisClusterAddrs, " ") == "10.0.0.1:7000 10.0.0.2:7000" && c.RedisPassword == "pw" && c.RedisTLS &&
+					c.RedisMinReplicas == 1
 			}},
 		{"sentinel", map[string]string{"SECKILL_REDIS_SENTINEL_ADDRS": "[::1]:26379", "SECKILL_REDIS_SENTINEL_MASTER": "seckill", "SECKILL_REDIS_SENTINEL_PASSWORD": "s"}, RedisSentinel,
 			func(c *Config) bool {
-				return c.RedisURL == "" && c.RedisSentinelAddrs[0] == "[::1]:26379" && c.RedisSentinelMaster == "seckill" && c.RedisSentinelPassword == "s"
+				return c.RedisURL == "" && c.RedisSentinelAddrs[0] == "[::1]:26379" && c.RedisSentinelMaster == "seckill" && c.RedisSentinelPassword == "s" &&
+					c.RedisMinReplicas == 1
 			}},
 	}
 	for _, tt := range tests {
