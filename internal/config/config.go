@@ -107,9 +107,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		JWTSecret:   p.str("SECKILL_JWT_SECRET", ""),
 		JWTIssuer:   p.str("SECKILL_JWT_ISSUER", "seckill"),
 
-		DBMaxConns:    p.int("SECKILL_DB_MAX_CONNS", 20, 1, 1000),
-		RedisPoolSize: p.int("SECKILL_REDIS_POOL_SIZE", 0, 0, 10000),
-		RedisTimeout:  p.duration("SECKILL_REDIS_TIMEOUT", 2*time.Second),
+		DBMaxConns:       p.int("SECKILL_DB_MAX_CONNS", 20, 1, 1000),
+		RedisPoolSize:    p.int("SECKILL_REDIS_POOL_SIZE", 0, 0, 10000),
+		RedisTimeout:     p.duration("SECKILL_REDIS_TIMEOUT", 2*time.Second),
 		RedisWaitTimeout: p.duration("SECKILL_REDIS_WAIT_TIMEOUT", 250*time.Millisecond),
 
 		WorkerConcurrency: p.int("SECKILL_WORKER_CONCURRENCY", 64, 1, 10000),
