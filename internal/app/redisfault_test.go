@@ -210,12 +210,12 @@ func saleUnderFault(t *testing.T, stock int, fault func(t *testing.T, e *testEnv
 }
 
 // checkSale asserts the invariants of a finished sale against what the
-// buyers were told.
-func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []answer) {
+// buyers were told, and returns how many ACCEPTED answers read CREATED and
+// how many FAILED.
+func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []answer) (created, failed int) {
 	t.Helper()
 	ctx := e.ctx
 	owner := map[int64]int64{}
-	created, failed := 0, 0
 	reasons := map[string]int{}
 	for _, a := range answers {
 		if a.outcome != "ACCEPTED" {
@@ -271,6 +271,7 @@ func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []ans
 		t.Errorf("Redis has %d units left, Postgres %d", r, pg)
 	}
 	t.Logf("sale: %d ACCEPTED, %d CREATED, %d FAILED %v; stock %d, %d left", len(owner), created, failed, reasons, stock, pg)
+	return created, failed
 }
 
 func errorCode(err error) string {
