@@ -23,7 +23,7 @@ CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTa
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run test test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait clean
+.PHONY: run test test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait test-faults clean
 
 ## run: start Postgres/Redis if needed, migrate, and serve API + worker on :8080
 run: build services
@@ -125,6 +125,11 @@ bench-fsync: build
 	@mkdir -p .run
 	./bin/seckill-bench --url $(BENCH_URL) --duration 5s --concurrency 64 --warm \
 		--users 60000 --stock 60000 --compare fsync --fsync-dir .run $(BENCH_ARGS)
+
+## test-faults: the fault tests at full length (Postgres away 30 s; kill -9 of an
+##   API and a worker process, which builds the seckill binary), on private clusters
+test-faults: test-services
+	SECKILL_LONG_FAULTS=1 $(GO) test -race -count=1 -timeout 10m -run '^TestCluster' -v ./internal/app/ | grep -E '^(---|ok|FAIL)|fault cost'
 
 ## bench-wait: the cost of WAIT for one replica before ACCEPTED, in one run
 ##   (a private redis-server master and replica per setting, the seckill binary on each)

@@ -4,9 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +39,16 @@ type clusterSale struct {
 	vouchers []int64
 	mu       sync.Mutex
 	affected map[int64]bool // the campaigns the fault stops (under mu); the test measures when their sales resume
+	// api2 serves half the buyers: in process, or a `seckill serve`
+	// process (withProcesses) that a fault may kill; a buyer whose request
+	// to it fails on the network goes to api1 from then on, as a load
+	// balancer would send it.
+	api2 *testEnv
+	// killed is set by a fault that kills processes: a request in flight
+	// to a killed API gets no answer (NETWORK), and the admission it may
+	// have made is persisted all the same, for a buyer who was not told.
+	killed bool
+	vars   map[string]string // the servers' environment
 }
 
 // setAffected says which campaigns the fault stops.
@@ -65,19 +79,25 @@ func (c faultCost) String() string {
 // saleOnCluster starts a private cluster, two APIs and a worker, sells
 // for 1.5 s, runs fault (which returns once the fault is over; it sets
 // s.affected), sells 1.5 s more, and checks the books.
-func saleOnCluster(t *testing.T, env envOption, fault func(s *clusterSale)) faultCost {
+func saleOnCluster(t *testing.T, setup func(s *clusterSale), fault func(s *clusterSale)) faultCost {
 	cluster := testenv.StartCluster(t)
+	var vars map[string]string
 	api1 := newTestEnv(t, "", func(m map[string]string) {
 		delete(m, "SECKILL_REDIS_URL")
 		m["SECKILL_REDIS_CLUSTER_ADDRS"] = strings.Join(cluster.Addrs(), ",")
 		m["SECKILL_REDIS_TIMEOUT"] = "1s"
 		m["SECKILL_USER_RATE"] = "0"
 		m["SECKILL_RECONCILE_INTERVAL"] = "250ms"
-		if env != nil {
-			env(m)
-		}
+		vars = maps.Clone(m)
 	})
-	api2 := api1.peer()
+	s := &clusterSale{t: t, cluster: cluster, api1: api1, vars: vars}
+	if setup != nil {
+		setup(s)
+	}
+	if s.api2 == nil {
+		s.api2 = api1.peer()
+	}
+	api2 := s.api2
 	worker := api1.peer()
 	worker.worker()
 	rctx, stopReconciler := context.WithCancel(worker.ctx)
@@ -86,7 +106,6 @@ func saleOnCluster(t *testing.T, env envOption, fault func(s *clusterSale)) faul
 	defer func() { stopReconciler(); rwg.Wait() }()
 
 	const campaigns, stock = 6, 100_000
-	s := &clusterSale{t: t, cluster: cluster, api1: api1}
 	for range campaigns {
 		s.vouchers = append(s.vouchers, api1.createCampaign(stock))
 	}
@@ -119,6 +138,9 @@ func saleOnCluster(t *testing.T, env envOption, fault func(s *clusterSale)) faul
 					a.err = errorCode(err)
 				} else if p.OrderID != nil {
 					a.orderID, _ = strconv.ParseInt(*p.OrderID, 10, 64)
+				}
+				if a.err == "NETWORK" {
+					api = api1
 				}
 				s.mu.Lock()
 				answers[voucher] = append(answers[voucher], a)
@@ -161,8 +183,14 @@ func saleOnCluster(t *testing.T, env envOption, fault func(s *clusterSale)) faul
 		return n
 	}
 	eventually(t, 90*time.Second, "every accepted order in Postgres", func() bool {
+		queued, err := api1.app.Admitter.Queued(api1.ctx, s.vouchers)
+		if err != nil {
+			return false
+		}
 		for _, v := range s.vouchers {
-			if rows(v) != want[v] {
+			// A killed API may have admitted orders it never answered:
+			// those are persisted too, beyond the answers counted.
+			if n := rows(v); n < want[v] || (n != want[v] && !s.killed) || queued[v] != 0 {
 				return false
 			}
 		}
@@ -178,7 +206,7 @@ func saleOnCluster(t *testing.T, env envOption, fault func(s *clusterSale)) faul
 		return true
 	})
 	for _, v := range s.vouchers {
-		created, failed := checkSale(t, api1, v, stock, answers[v])
+		created, failed := checkSale(t, api1, v, stock, answers[v], s.killed)
 		if failed > 0 {
 			t.Errorf("voucher %d: %d ACCEPTED orders FAILED; with a replica confirming each, none may be lost", v, failed)
 		}
@@ -192,7 +220,7 @@ func saleOnCluster(t *testing.T, env envOption, fault func(s *clusterSale)) faul
 		}
 	}
 	for code, n := range cost.errs {
-		if code != seckill.EUNAVAILABLE {
+		if code != seckill.EUNAVAILABLE && !(code == "NETWORK" && s.killed) {
 			t.Errorf("%d purchases answered %s; want UNAVAILABLE (retryable) during the fault", n, code)
 		}
 	}
@@ -262,4 +290,67 @@ func TestClusterPostgresAway(t *testing.T) {
 		time.Sleep(away)
 	})
 	t.Logf("fault cost (Postgres away for %s): %s", away, cost)
+}
+
+// TestClusterProcessesKilled kills -9 one API server (a `seckill serve
+// --worker=false` process) and one worker (a `seckill worker` process) in
+// the middle of the sale; the other API (in this test's process) and the
+// other worker go on. Buyers of the dead API go to the other one after a
+// failed request. The admissions the dead API made and the batches the dead
+// worker held are persisted by the survivors (the reconciler requeues what
+// stays pending). It builds the seckill binary, so it runs only with
+// SECKILL_LONG_FAULTS=1 (make test-faults).
+func TestClusterProcessesKilled(t *testing.T) {
+	if os.Getenv("SECKILL_LONG_FAULTS") == "" {
+		t.Skip("set SECKILL_LONG_FAULTS=1 (make test-faults): builds the seckill binary and kills its processes")
+	}
+	bin := filepath.Join(t.TempDir(), "seckill")
+	if out, err := exec.Command("go", "build", "-o", bin, "seckill/cmd/seckill").CombinedOutput(); err != nil {
+		t.Fatalf("go build seckill: %v\n%s", err, out)
+	}
+	var procs []*exec.Cmd
+	start := func(s *clusterSale, args ...string) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = os.Environ()
+		for k, v := range s.vars {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Env = append(cmd.Env, "SECKILL_HTTP_ADDR="+addr, "SECKILL_METRICS_ADDR=", "SECKILL_PPROF_ADDR=")
+		log, err := os.Create(filepath.Join(t.TempDir(), args[0]+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, cmd)
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); log.Close() })
+		return addr
+	}
+	cost := saleOnCluster(t, func(s *clusterSale) {
+		addr := start(s, "serve", "--worker=false")
+		start(s, "worker")
+		eventually(t, 30*time.Second, "the API process ready", func() bool {
+			res, err := http.Get("http://" + addr + "/readyz")
+			if err != nil {
+				return false
+			}
+			res.Body.Close()
+			return res.StatusCode == http.StatusOK
+		})
+		s.api2 = &testEnv{t: t, app: s.api1.app, url: "http://" + addr, ctx: s.api1.ctx}
+	}, func(s *clusterSale) {
+		s.killed = true
+		for _, p := range procs {
+			_ = p.Process.Kill()
+		}
+	})
+	t.Logf("fault cost (kill -9 of one API and one worker): %s", cost)
 }
