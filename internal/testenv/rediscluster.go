@@ -36,7 +36,7 @@ func StartCluster(tb testing.TB) *RedisCluster {
 	for range 6 {
 		c.Nodes = append(c.Nodes, StartRedisServer(tb, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", strconv.Itoa(int(ClusterNodeTimeout.Milliseconds())),
-			"--appendfsync", "always"))
+			"--appendfsync", "always", "--cluster-require-full-coverage", "no"))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
@@ -107,5 +107,32 @@ func (c *RedisCluster) MasterOf(key string) *RedisServer {
 		}
 	}
 	c.tb.Fatalf("no node at %s", node.Options().Addr)
+	return nil
+}
+
+// ReplicaOf returns a replica of master, as master says (INFO replication).
+func (c *RedisCluster) ReplicaOf(master *RedisServer) *RedisServer {
+	c.tb.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: master.Addr()})
+	defer rdb.Close()
+	info, err := rdb.Info(context.Background(), "replication").Result()
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "slave0:") {
+			continue
+		}
+		for _, kv := range strings.Split(strings.TrimSpace(strings.TrimPrefix(line, "slave0:")), ",") {
+			if port, ok := strings.CutPrefix(kv, "port="); ok {
+				for _, n := range c.Nodes {
+					if n.Port == port {
+						return n
+					}
+				}
+			}
+		}
+	}
+	c.tb.Fatalf("master %s has no replica:\n%s", master.Addr(), info)
 	return nil
 }
