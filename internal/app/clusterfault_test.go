@@ -379,3 +379,80 @@ func TestClusterProcessesKilled(t *testing.T) {
 	})
 	t.Logf("fault cost (kill -9 of one API and one worker): %s", cost)
 }
+
+// TestClusterFailoverToStaleReplica: a master's replica stalls, so the
+// admissions the master makes meanwhile are written to Postgres before
+// their answer (the replica never saw them); then the master dies and that
+// replica, behind Postgres, takes over. The campaign must be corrected from
+// Postgres before it admits again: those buyers cannot buy a second time,
+// no order id is handed out twice, and Redis's stock equals Postgres's.
+func TestClusterFailoverToStaleReplica(t *testing.T) {
+	cluster := testenv.StartCluster(t)
+	e := newTestEnv(t, "", func(m map[string]string) {
+		delete(m, "SECKILL_REDIS_URL")
+		m["SECKILL_REDIS_CLUSTER_ADDRS"] = strings.Join(cluster.Addrs(), ",")
+		m["SECKILL_REDIS_TIMEOUT"] = "1s"
+		m["SECKILL_REDIS_WAIT_TIMEOUT"] = "100ms"
+		m["SECKILL_USER_RATE"] = "0"
+		m["SECKILL_RECONCILE_INTERVAL"] = "250ms"
+	})
+	e.worker()
+	const stock = 100
+	voucher := e.createCampaign(stock)
+	master := cluster.MasterOf(fmt.Sprintf("seckill:{v%d}:campaign", voucher))
+	replica := cluster.ReplicaOf(master)
+
+	ids := map[int64]int64{} // order id -> user
+	buy := func(user int64) purchase {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			p, err := e.buy(nil, e.token(user, false), voucher)
+			if err == nil {
+				if p.OrderID != nil {
+					id, _ := strconv.ParseInt(*p.OrderID, 10, 64)
+					if prev, ok := ids[id]; ok {
+						t.Fatalf("order id %d handed to users %d and %d", id, prev, user)
+					}
+					ids[id] = user
+				}
+				return p
+			}
+			if errorCode(err) != seckill.EUNAVAILABLE || time.Now().After(deadline) {
+				t.Fatalf("user %d: %v", user, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for u := int64(1); u <= 10; u++ {
+		if p := buy(u); p.Outcome != "ACCEPTED" {
+			t.Fatalf("user %d: %s", u, p.Outcome)
+		}
+	}
+	replica.Pause()
+	for u := int64(11); u <= 20; u++ {
+		if p := buy(u); p.Outcome != "ACCEPTED" {
+			t.Fatalf("user %d with the replica stalled: %s", u, p.Outcome)
+		}
+	}
+	if n := e.rows(voucher); n < 10 {
+		t.Fatalf("%d rows in Postgres; the 10 unconfirmed admissions should be there already", n)
+	}
+	master.Kill()
+	replica.Resume()
+	cluster.WaitHealthy(30 * time.Second) // the stale replica took over
+
+	for u := int64(11); u <= 20; u++ {
+		if p := buy(u); p.Outcome != "ALREADY_PURCHASED" {
+			t.Errorf("user %d, whose order only Postgres held, bought again after the failover: %s", u, p.Outcome)
+		}
+	}
+	for u := int64(21); u <= 25; u++ {
+		if p := buy(u); p.Outcome != "ACCEPTED" {
+			t.Errorf("user %d after the failover: %s", u, p.Outcome)
+		}
+	}
+	eventually(t, 30*time.Second, "25 orders in Postgres, and Redis's stock equal to Postgres's", func() bool {
+		return e.rows(voucher) == 25 && e.pgStock(voucher) == stock-25 && e.remaining(voucher) == stock-25
+	})
+}
