@@ -70,6 +70,22 @@ func admitAll(a *admission.Admitter, voucherID, from, to int64) (map[int64]secki
 	return outcomes, errs
 }
 
+// acceptedOf counts the acceptances among admitAll's results, failing t on
+// any error.
+func acceptedOf(t *testing.T, outcomes map[int64]seckill.Outcome, errs map[int64]error) int {
+	t.Helper()
+	n := 0
+	for u, o := range outcomes {
+		if errs[u] != nil {
+			t.Fatalf("user %d: %v", u, errs[u])
+		}
+		if o == seckill.OutcomeAccepted {
+			n++
+		}
+	}
+	return n
+}
+
 // TestDurableAdmit: with a replica required, 400 concurrent buyers of 300
 // units are all answered without error, the replica holds every acceptance
 // by the time its buyer is answered, one WAIT covers many acceptances, and
@@ -85,16 +101,7 @@ func TestDurableAdmit(t *testing.T) {
 	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucher, stock)})
 
 	outcomes, errs := admitAll(a, voucher, 1, 401)
-	accepted := 0
-	for u, o := range outcomes {
-		if errs[u] != nil {
-			t.Fatalf("user %d: %v", u, errs[u])
-		}
-		if o == seckill.OutcomeAccepted {
-			accepted++
-		}
-	}
-	if accepted != stock {
+	if accepted := acceptedOf(t, outcomes, errs); accepted != stock {
 		t.Fatalf("%d accepted, want %d", accepted, stock)
 	}
 	// WAIT returned, so the replica applied every admission already.
@@ -213,16 +220,7 @@ func TestNoReplicasNoWait(t *testing.T) {
 	a, rdb := durableAdmitter(t, master, admission.Options{SoldOutTTL: -1})
 	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(9, 100)})
 	outcomes, errs := admitAll(a, 9, 1, 201)
-	accepted := 0
-	for u, o := range outcomes {
-		if errs[u] != nil {
-			t.Fatalf("user %d: %v", u, errs[u])
-		}
-		if o == seckill.OutcomeAccepted {
-			accepted++
-		}
-	}
-	if accepted != 100 {
+	if accepted := acceptedOf(t, outcomes, errs); accepted != 100 {
 		t.Fatalf("%d accepted, want 100", accepted)
 	}
 	if w := waits(t, rdb); w != 0 {

@@ -77,20 +77,25 @@ func (c faultCost) String() string {
 		c.attempts, c.accepted, c.errs, c.slowest.Round(time.Millisecond), resumed, c.persisted.Round(time.Millisecond))
 }
 
+// onCluster points a test server at a private cluster, with a short Redis
+// timeout, no per-user limit and a quick reconciler.
+func onCluster(c *testenv.RedisCluster) envOption {
+	return func(m map[string]string) {
+		delete(m, "SECKILL_REDIS_URL")
+		m["SECKILL_REDIS_CLUSTER_ADDRS"] = strings.Join(c.Addrs(), ",")
+		m["SECKILL_REDIS_TIMEOUT"] = "1s"
+		m["SECKILL_USER_RATE"] = "0"
+		m["SECKILL_RECONCILE_INTERVAL"] = "250ms"
+	}
+}
+
 // saleOnCluster starts a private cluster, two APIs and a worker, sells
 // for 1.5 s, runs fault (which returns once the fault is over; it sets
 // s.affected), sells 1.5 s more, and checks the books.
 func saleOnCluster(t *testing.T, setup func(s *clusterSale), fault func(s *clusterSale)) faultCost {
 	cluster := testenv.StartCluster(t)
 	var vars map[string]string
-	api1 := newTestEnv(t, "", func(m map[string]string) {
-		delete(m, "SECKILL_REDIS_URL")
-		m["SECKILL_REDIS_CLUSTER_ADDRS"] = strings.Join(cluster.Addrs(), ",")
-		m["SECKILL_REDIS_TIMEOUT"] = "1s"
-		m["SECKILL_USER_RATE"] = "0"
-		m["SECKILL_RECONCILE_INTERVAL"] = "250ms"
-		vars = maps.Clone(m)
-	})
+	api1 := newTestEnv(t, "", onCluster(cluster), func(m map[string]string) { vars = maps.Clone(m) })
 	s := &clusterSale{t: t, cluster: cluster, api1: api1, vars: vars}
 	if setup != nil {
 		setup(s)
@@ -388,14 +393,7 @@ func TestClusterProcessesKilled(t *testing.T) {
 // no order id is handed out twice, and Redis's stock equals Postgres's.
 func TestClusterFailoverToStaleReplica(t *testing.T) {
 	cluster := testenv.StartCluster(t)
-	e := newTestEnv(t, "", func(m map[string]string) {
-		delete(m, "SECKILL_REDIS_URL")
-		m["SECKILL_REDIS_CLUSTER_ADDRS"] = strings.Join(cluster.Addrs(), ",")
-		m["SECKILL_REDIS_TIMEOUT"] = "1s"
-		m["SECKILL_REDIS_WAIT_TIMEOUT"] = "100ms"
-		m["SECKILL_USER_RATE"] = "0"
-		m["SECKILL_RECONCILE_INTERVAL"] = "250ms"
-	})
+	e := newTestEnv(t, "", onCluster(cluster), func(m map[string]string) { m["SECKILL_REDIS_WAIT_TIMEOUT"] = "100ms" })
 	e.worker()
 	const stock = 100
 	voucher := e.createCampaign(stock)

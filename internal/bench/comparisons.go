@@ -143,16 +143,7 @@ type FsyncConfig struct {
 // always: the cost of losing nothing acknowledged when the host crashes.
 // Each gets a campaign of Config.Stock units.
 func (r *runner) runFsync(ctx context.Context) ([]*report.Report, error) {
-	fc := r.cfg.Fsync
-	seckillBin, err := findSeckill(fc.SeckillBin)
-	if err != nil {
-		return nil, err
-	}
-	redisBin, err := exec.LookPath(cmp.Or(fc.RedisBin, "redis-server"))
-	if err != nil {
-		return nil, fmt.Errorf("needs redis-server (install Redis or pass --redis-server): %w", err)
-	}
-	dir, err := os.MkdirTemp(fc.Dir, "seckill-bench-fsync-")
+	seckillBin, redisBin, dir, err := r.privateBinaries("fsync")
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +160,21 @@ func (r *runner) runFsync(ctx context.Context) ([]*report.Report, error) {
 		out = append(out, rep)
 	}
 	return out, nil
+}
+
+// privateBinaries finds the seckill and redis-server binaries that --compare
+// fsync and wait run, and makes a directory for their files (the caller
+// removes it).
+func (r *runner) privateBinaries(name string) (seckillBin, redisBin, dir string, err error) {
+	fc := r.cfg.Fsync
+	if seckillBin, err = findSeckill(fc.SeckillBin); err != nil {
+		return "", "", "", err
+	}
+	if redisBin, err = exec.LookPath(cmp.Or(fc.RedisBin, "redis-server")); err != nil {
+		return "", "", "", fmt.Errorf("needs redis-server (install Redis or pass --redis-server): %w", err)
+	}
+	dir, err = os.MkdirTemp(fc.Dir, "seckill-bench-"+name+"-")
+	return seckillBin, redisBin, dir, err
 }
 
 // runOnRedis starts a private Redis with appendfsync setting and a seckill
@@ -192,16 +198,7 @@ func (r *runner) runOnRedis(ctx context.Context, seckillBin, redisBin, dir, sett
 // cost of losing nothing accepted when the master dies. Both use
 // appendfsync everysec, so that the disk does not hide the network.
 func (r *runner) runWait(ctx context.Context) ([]*report.Report, error) {
-	fc := r.cfg.Fsync
-	seckillBin, err := findSeckill(fc.SeckillBin)
-	if err != nil {
-		return nil, err
-	}
-	redisBin, err := exec.LookPath(cmp.Or(fc.RedisBin, "redis-server"))
-	if err != nil {
-		return nil, fmt.Errorf("needs redis-server (install Redis or pass --redis-server): %w", err)
-	}
-	dir, err := os.MkdirTemp(fc.Dir, "seckill-bench-wait-")
+	seckillBin, redisBin, dir, err := r.privateBinaries("wait")
 	if err != nil {
 		return nil, err
 	}
