@@ -83,6 +83,11 @@ type Options struct {
 	SoldOutTTL time.Duration
 	// Logger receives warnings; nil discards them.
 	Logger *slog.Logger
+	// UserRate and UserBurst are the limit every instance shares on one
+	// user's attempts at one campaign, checked by the admit script itself:
+	// UserRate attempts a second in bursts of UserBurst. 0 (or less): none.
+	UserRate  float64
+	UserBurst int
 }
 
 // Admitter implements seckill.Admitter on Redis.
@@ -103,6 +108,9 @@ type Admitter struct {
 	local  *local
 	admits *pipeline // the admit script, pipelined
 
+	userEvery int64 // microseconds between a user's attempts; 0: no limit
+	userBurst int
+
 	startMu sync.Mutex
 	subDone chan struct{} // closed when the stock_returned listener exits
 }
@@ -120,13 +128,18 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Admitter{
-		rdb:    rdb,
-		keys:   keys{prefix: opts.Prefix},
-		logger: logger,
-		local:  newLocal(ttl),
-		admits: newPipeline(rdb, admitScript, defaultPipelines, defaultMaxPipeline, defaultBacklog),
+	a := &Admitter{
+		rdb:       rdb,
+		keys:      keys{prefix: opts.Prefix},
+		logger:    logger,
+		local:     newLocal(ttl),
+		admits:    newPipeline(rdb, admitScript, defaultPipelines, defaultMaxPipeline, defaultBacklog),
+		userBurst: max(opts.UserBurst, 1),
 	}
+	if opts.UserRate > 0 {
+		a.userEvery = max(int64(1e6/opts.UserRate), 1)
+	}
+	return a
 }
 
 // Load loads every script into Redis (SCRIPT LOAD), so that the first
@@ -211,9 +224,12 @@ var errRebuilding = seckill.Errorf(seckill.EUNAVAILABLE, "the campaign is being 
 func validVoucherID(id int64) bool { return id > 0 && id <= math.MaxInt32 }
 
 // Admit decides one purchase: one EVALSHA, or nothing at all while the
-// campaign is marked sold out (or ended) locally. ENOTFOUND when Redis does
-// not know the campaign; EINVALID for a user id that is not positive.
-func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
+// campaign is marked sold out (or ended) locally. The same script takes the
+// attempt from the user's shared limit, checks the ticket against the
+// campaign's challenge (using its token once) and applies the brake.
+// ENOTFOUND when Redis does not know the campaign; EINVALID for a user id
+// that is not positive.
+func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill.Ticket) (seckill.Outcome, seckill.Admission, error) {
 	if !validVoucherID(voucherID) {
 		return "", seckill.Admission{}, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
 	}
@@ -235,7 +251,20 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.
 		keys = a.keys.admit(voucherID)
 	}
 
-	res, err := a.admits.run(ctx, keys, userID)
+	ticket, exp := string(t.Kind), int64(0)
+	switch {
+	case t.Refusal != "":
+		ticket = "REFUSED"
+	case t.Kind == seckill.ChallengeQuiz || t.Kind == seckill.ChallengePoW:
+		exp = t.ExpiresAt.UnixMilli()
+	default:
+		ticket = ""
+	}
+	all := make([]string, 0, len(keys)+4)
+	all = append(all, keys...)
+	all = append(all, a.keys.guard(voucherID), a.keys.userLimit(voucherID, userID),
+		a.keys.used(voucherID, t.Nonce), a.keys.brake(voucherID))
+	res, err := a.admits.run(ctx, all, userID, a.userEvery, a.userBurst, ticket, exp)
 	if err != nil {
 		return "", seckill.Admission{}, redisError("admit", err, nil)
 	}
@@ -253,6 +282,11 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.
 	switch outcome {
 	case seckill.OutcomeSoldOut, seckill.OutcomeEnded:
 		a.local.remember(state, gen, outcome)
+		return outcome, seckill.Admission{}, nil
+	case seckill.OutcomeChallengeWrong:
+		if t.Refusal != "" {
+			return t.Refusal, seckill.Admission{}, nil // expired, not yours or wrong
+		}
 		return outcome, seckill.Admission{}, nil
 	case seckill.OutcomeAccepted:
 	default:
@@ -296,6 +330,7 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SAdd(ctx, a.keys.campaigns(), id)
 		addBuyers(ctx, p, buyers, st.Buyers)
+		a.setGuard(ctx, p, c)
 		return nil
 	})
 	if err != nil {
@@ -701,6 +736,7 @@ func (a *Admitter) Forget(ctx context.Context, voucherID int64) error {
 	}
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, a.keys.admit(voucherID)...)
+		p.Del(ctx, a.keys.guard(voucherID), a.keys.brake(voucherID))
 		p.SRem(ctx, a.keys.campaigns(), voucherID)
 		return nil
 	})

@@ -62,7 +62,7 @@ func benchAdmits(b *testing.B, a *admission.Admitter, stock int64, want seckill.
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			o, _, err := a.Admit(ctx, voucherID, users.Add(1))
+			o, _, err := a.Admit(ctx, voucherID, users.Add(1), seckill.Ticket{})
 			if err != nil || o != want {
 				b.Errorf("admit: %s %v", o, err)
 				return

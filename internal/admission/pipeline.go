@@ -39,10 +39,10 @@ type pipeline struct {
 	sent func(n int)
 }
 
-// pipeCall is one run of the script: its keys and its one argument.
+// pipeCall is one run of the script: its keys and arguments.
 type pipeCall struct {
 	keys []string
-	arg  int64
+	args []any
 }
 
 // pipeReply is the script's array reply to one call, or its error.
@@ -57,15 +57,15 @@ func newPipeline(rdb redis.UniversalClient, script *redis.Script, inFlight, maxB
 	return p
 }
 
-// run runs the script with keys and arg and returns its array reply. A
+// run runs the script with keys and args and returns its array reply. A
 // caller whose ctx ends while its call waits gets ctx's error (wrapping
 // batch.ErrBusy if it was still waiting for room in the backlog); its
 // admission may still be decided, as when a reply is lost, and the
 // reconciler persists what was admitted. A batch, once sent, finishes even
 // if the ctx of its sender ends, since other callers wait on it; go-redis's
 // timeouts bound it.
-func (p *pipeline) run(ctx context.Context, keys []string, arg int64) ([]any, error) {
-	out, err := p.batches.Do(ctx, pipeCall{keys: keys, arg: arg})
+func (p *pipeline) run(ctx context.Context, keys []string, args ...any) ([]any, error) {
+	out, err := p.batches.Do(ctx, pipeCall{keys: keys, args: args})
 	if err != nil {
 		return nil, err
 	}
@@ -80,13 +80,13 @@ func (p *pipeline) send(ctx context.Context, calls []pipeCall, out []pipeReply) 
 	}
 	if len(calls) == 1 {
 		c := calls[0]
-		out[0].res, out[0].err = p.script.Run(ctx, p.rdb, c.keys, c.arg).Slice()
+		out[0].res, out[0].err = p.script.Run(ctx, p.rdb, c.keys, c.args...).Slice()
 		return nil
 	}
 	cmds := make([]*redis.Cmd, len(calls))
 	_, _ = p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, c := range calls {
-			cmds[i] = p.script.EvalSha(ctx, pipe, c.keys, c.arg)
+			cmds[i] = p.script.EvalSha(ctx, pipe, c.keys, c.args...)
 		}
 		return nil
 	})
@@ -97,7 +97,7 @@ func (p *pipeline) send(ctx context.Context, calls []pipeCall, out []pipeReply) 
 			// Redis lost its script cache (a restart, SCRIPT FLUSH): the
 			// script did not run, so running it again is safe. Run loads
 			// it with EVAL once; the calls after that find it again.
-			r.res, r.err = p.script.Run(ctx, p.rdb, c.keys, c.arg).Slice()
+			r.res, r.err = p.script.Run(ctx, p.rdb, c.keys, c.args...).Slice()
 		}
 	}
 	return nil

@@ -120,6 +120,7 @@ func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.W
 		addBuyers(ctx, p, staged, st.Buyers)
 		p.Expire(ctx, staged, rebuildLockTTL)
 		p.SAdd(ctx, a.keys.campaigns(), id)
+		a.setGuard(ctx, p, c)
 		return nil
 	})
 	if err != nil {

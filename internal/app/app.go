@@ -112,7 +112,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	}
 
 	a.Store = store.New(db)
-	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger})
+	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger, UserRate: cfg.UserRate, UserBurst: cfg.UserBurst})
 	if err := a.Admitter.Load(ctx); err != nil {
 		a.Close()
 		return nil, err
@@ -128,6 +128,8 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		Bus:      a.Bus,
 		Limiter:  a.Metrics.wrapLimiter(admission.NewUserLimiter(cfg.UserRate, cfg.UserBurst)),
 		Logger:   logger,
+
+		Challenges: seckill.NewChallenger([]byte(cfg.JWTSecret), cfg.ChallengeTTL, cfg.ChallengeLead),
 
 		Campaigns:        a.Store,
 		CampaignAdmitter: a.Admitter,

@@ -106,9 +106,9 @@ func (a *admitterMetrics) FinishRebuild(ctx context.Context, token string, st se
 	return ok, err
 }
 
-func (a *admitterMetrics) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
+func (a *admitterMetrics) Admit(ctx context.Context, voucherID, userID int64, t seckill.Ticket) (seckill.Outcome, seckill.Admission, error) {
 	start := time.Now()
-	o, adm, err := a.Admitter.Admit(ctx, voucherID, userID)
+	o, adm, err := a.Admitter.Admit(ctx, voucherID, userID, t)
 	a.m.PurchaseDuration.Observe(time.Since(start).Seconds())
 	if err == nil {
 		if c, ok := a.outcomes[o]; ok {

@@ -131,7 +131,7 @@ func TestPersistIsIdempotent(t *testing.T) {
 	voucher := e.createCampaign(stock)
 	var adms []seckill.Admission
 	for u := range 120 {
-		o, adm, err := e.app.Admitter.Admit(e.ctx, voucher, int64(500+u))
+		o, adm, err := e.app.Admitter.Admit(e.ctx, voucher, int64(500+u), seckill.Ticket{})
 		if err != nil || o != seckill.OutcomeAccepted {
 			t.Fatalf("admit: %v %v", o, err)
 		}
@@ -193,7 +193,7 @@ func TestPersistIsIdempotent(t *testing.T) {
 func TestEnqueueTwiceMakesOneTask(t *testing.T) {
 	e := newTestEnv(t, "")
 	voucher := e.createCampaign(5)
-	_, adm, err := e.app.Admitter.Admit(e.ctx, voucher, 42)
+	_, adm, err := e.app.Admitter.Admit(e.ctx, voucher, 42, seckill.Ticket{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestReconcilerEnqueuesStaleAdmissions(t *testing.T) {
 	voucher := e.createCampaign(10)
 	e.worker()
 	for u := range 5 {
-		if o, _, err := e.app.Admitter.Admit(e.ctx, voucher, int64(900+u)); err != nil || o != seckill.OutcomeAccepted {
+		if o, _, err := e.app.Admitter.Admit(e.ctx, voucher, int64(900+u), seckill.Ticket{}); err != nil || o != seckill.OutcomeAccepted {
 			t.Fatalf("admit: %v %v", o, err)
 		}
 	}
@@ -283,7 +283,7 @@ func TestReconcilerLoopFindsStaleAdmissions(t *testing.T) {
 	e := newTestEnv(t, "")
 	voucher := e.createCampaign(10)
 	e.worker()
-	if _, _, err := e.app.Admitter.Admit(e.ctx, voucher, 4242); err != nil {
+	if _, _, err := e.app.Admitter.Admit(e.ctx, voucher, 4242, seckill.Ticket{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)

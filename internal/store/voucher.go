@@ -31,6 +31,9 @@ func createVoucher(ctx context.Context, db bun.IDB, v *seckill.Voucher) error {
 		if _, err := db.NewInsert().Model(crow).Returning("created_at").Exec(ctx); err != nil {
 			return voucherWriteError("insert campaign", err)
 		}
+		if err := writeQuiz(ctx, db, row.ID, v.Campaign.Quiz); err != nil {
+			return err
+		}
 	}
 	// Set the ids only once both rows are in, so a failed call leaves v as
 	// it was.
