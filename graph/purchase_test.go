@@ -415,7 +415,9 @@ func TestPurchaseFastPathNoResult(t *testing.T) {
 	gql.SetRecoverFunc(recoverFunc(log))
 	gql.SetErrorPresenter(presentError(log))
 	p := newPurchasePath(schema, &Resolver{}, opts, gql)
-	p.resolve = func(ctx context.Context, id string) (*model.SeckillResult, error) { return nilMutation{}.Seckill(ctx, id, nil) }
+	p.resolve = func(ctx context.Context, id string) (*model.SeckillResult, error) {
+		return nilMutation{}.Seckill(ctx, id, nil)
+	}
 	served := false
 	p.onServe = func() { served = true }
 

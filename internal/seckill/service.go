@@ -19,8 +19,8 @@ type Service struct {
 	// Challenges issues and checks the challenges of campaigns that ask
 	// for one; nil refuses every answer.
 	Challenges *Challenger
-	Logger   *slog.Logger
-	Now      func() time.Time // nil: time.Now
+	Logger     *slog.Logger
+	Now        func() time.Time // nil: time.Now
 
 	// Campaigns and CampaignAdmitter serve campaign management (admin.go);
 	// nil leaves it unavailable and creations unaudited.
