@@ -15,6 +15,10 @@
 //	<p>seckill:{v42}:pending_at    zset: id scored by admitted_ms
 //	<p>seckill:{v42}:rebuild       the rebuild lock (a token, with a TTL)
 //	<p>seckill:{v42}:buyers_staged the buyers a rebuild is about to install
+//	<p>seckill:{v42}:guard         hash: challenge, brake (guard.go)
+//	<p>seckill:{v42}:limit:<user>  a user's shared limit (GCRA state)
+//	<p>seckill:{v42}:used:<nonce>  a used challenge token, until it expires
+//	<p>seckill:{v42}:brake         the brake's GCRA state
 //	<p>seckill:campaigns           set of warmed voucher ids (for Stale and
 //	                               ConnectHook; it lists, it decides nothing)
 //

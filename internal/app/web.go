@@ -47,6 +47,9 @@ func (a *App) newDashboard() *dashboard {
 		History:  history{d.sampler},
 		Monitor:  monitor,
 		Logger:   a.Logger.With("component", "dashboard"),
+
+		UserRate:  a.Config.UserRate,
+		UserBurst: a.Config.UserBurst,
 	})
 	return d
 }

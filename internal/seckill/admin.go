@@ -217,11 +217,9 @@ type GuardEdit struct {
 	Brake     int
 }
 
-// UpdateGuard changes a campaign's challenge (only before the sale starts)
-// and its brake (until it ends), in Postgres and then in admission.
-// EINVALID with the field; ECONFLICT for a challenge change once the sale
-// has started, or any change once it has ended. Admins only.
-func (s *Service) UpdateGuard(ctx context.Context, voucherID int64, e GuardEdit) (*Voucher, error) {
+// Validate checks e and fills in the default difficulty. EINVALID with
+// the field.
+func (e *GuardEdit) Validate() error {
 	if e.Challenge == ChallengePoW && e.PoWBits == 0 {
 		e.PoWBits = DefaultPoWBits
 	}
@@ -229,16 +227,24 @@ func (s *Service) UpdateGuard(ctx context.Context, voucherID int64, e GuardEdit)
 		e.PoWBits = 0
 	}
 	if err := ValidateChallenge(e.Challenge, e.PoWBits, e.Quiz); err != nil {
+		return err
+	}
+	if e.Brake < 0 || e.Brake > MaxBrake {
+		return Invalidf("brake", "brake must be between 0 (none) and %d admissions a second", MaxBrake)
+	}
+	return nil
+}
+
+// UpdateGuard changes a campaign's challenge (only before the sale starts)
+// and its brake (until it ends), in Postgres and then in admission.
+// EINVALID with the field; ECONFLICT for a challenge change once the sale
+// has started, or any change once it has ended. Admins only.
+func (s *Service) UpdateGuard(ctx context.Context, voucherID int64, e GuardEdit) (*Voucher, error) {
+	if err := e.Validate(); err != nil {
 		if _, aerr := requireAdmin(ctx); aerr != nil {
 			return nil, aerr
 		}
 		return nil, err
-	}
-	if e.Brake < 0 || e.Brake > MaxBrake {
-		if _, aerr := requireAdmin(ctx); aerr != nil {
-			return nil, aerr
-		}
-		return nil, Invalidf("brake", "brake must be between 0 (none) and %d admissions a second", MaxBrake)
 	}
 	return s.manage(ctx, voucherID, AuditGuard, func(v *Voucher, now time.Time) (string, error) {
 		c := v.Campaign

@@ -98,3 +98,12 @@ func (st *settings) forget(voucherID int64) {
 	delete(st.m, voucherID)
 	st.mu.Unlock()
 }
+
+// CampaignQuiz returns a campaign's quiz questions with their accepted
+// answers. Admins only.
+func (s *Service) CampaignQuiz(ctx context.Context, voucherID int64) ([]QuizQuestion, error) {
+	if _, err := requireAdmin(ctx); err != nil {
+		return nil, err
+	}
+	return s.Store.CampaignQuiz(ctx, voucherID)
+}
