@@ -35,7 +35,7 @@
 --                          or failover, "rebuilding" while it is rebuilt), it
 --                          predates epochs, or its epoch's sequence is used up
 --   {2}                    paused
---   {3}                    not started (now < begin_ms)
+--   {3, wait_ms}           not started (now < begin_ms); it opens in wait_ms
 --   {4}                    ended (now >= end_ms)
 --   {8}                    rate limited: the user's limit, or the brake
 --   {9}                    the campaign asks for a challenge and none was given
@@ -103,7 +103,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if now < begin_ms then
-  return {3}
+  return {3, begin_ms - now}
 end
 if now >= end_ms then
   return {4}

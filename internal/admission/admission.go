@@ -69,6 +69,12 @@ var (
 // campaign may admit again.
 const DefaultSoldOutTTL = 500 * time.Millisecond
 
+// windowMark bounds how long a process answers NOT_STARTED or ENDED from
+// its memory of a campaign's window: changes of the window reach every
+// process at once over pub/sub, and, since pub/sub may lose a message, at
+// the latest after windowMark.
+const windowMark = 5 * time.Second
+
 // buyersChunk bounds the size of one SADD when warming buyers.
 const buyersChunk = 5000
 
@@ -268,6 +274,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	all = append(all, keys...)
 	all = append(all, a.keys.guard(voucherID), a.keys.userLimit(voucherID, userID),
 		a.keys.used(voucherID, t.Nonce), a.keys.brake(voucherID))
+	sent := time.Now()
 	res, err := a.admits.run(ctx, all, userID, a.userEvery, a.userBurst, ticket, exp)
 	if err != nil {
 		return "", seckill.Admission{}, redisError("admit", err, nil)
@@ -284,8 +291,20 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		state = a.local.getOrCreate(voucherID, keys)
 	}
 	switch outcome {
-	case seckill.OutcomeSoldOut, seckill.OutcomeEnded:
+	case seckill.OutcomeSoldOut:
 		a.local.remember(state, gen, outcome)
+		return outcome, seckill.Admission{}, nil
+	case seckill.OutcomeEnded:
+		a.local.rememberFor(state, gen, outcome, max(a.local.ttl, windowMark))
+		return outcome, seckill.Admission{}, nil
+	case seckill.OutcomeNotStarted:
+		// The window from memory: until the sale opens (by Redis's clock,
+		// less the reply's way back), this process answers NOT_STARTED
+		// itself, so the refresh storm before an opening costs Redis
+		// nothing. A change of the window drops the mark at once.
+		if wait, ok := int64At(res, 1); ok {
+			a.local.rememberFor(state, gen, outcome, min(time.Duration(wait)*time.Millisecond-time.Since(sent), windowMark))
+		}
 		return outcome, seckill.Admission{}, nil
 	case seckill.OutcomeChallengeWrong:
 		if t.Refusal != "" {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/admission"
 	"seckill/internal/seckill"
@@ -17,14 +18,22 @@ import (
 // two API instances do.
 func twoAdmitters(tb testing.TB, opts admission.Options) (*admission.Admitter, *admission.Admitter) {
 	tb.Helper()
+	if opts.SoldOutTTL == 0 {
+		opts.SoldOutTTL = -1
+	}
+	a, b, _ := twoAdmittersRaw(tb, opts)
+	return a, b
+}
+
+func twoAdmittersRaw(tb testing.TB, opts admission.Options) (*admission.Admitter, *admission.Admitter, *redis.Client) {
+	tb.Helper()
 	rdb, prefix := testenv.MustOpenRedis(tb)
 	opts.Prefix = prefix
-	opts.SoldOutTTL = -1
 	a, b := admission.New(rdb, opts), admission.New(rdb, opts)
 	if err := a.Load(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	return a, b
+	return a, b, rdb
 }
 
 func TestAdmitChallenge(t *testing.T) {
@@ -237,5 +246,53 @@ func TestGuardSurvivesEmptyRedis(t *testing.T) {
 	mustWarm(t, a, seckill.WarmState{Campaign: c})
 	if o, _ := mustAdmit(t, a, 1, 1); o != seckill.OutcomeChallengeRequired {
 		t.Errorf("after a rewarm: %s, want CHALLENGE_REQUIRED", o)
+	}
+}
+
+// Before the opening, a process answers NOT_STARTED from its memory of the
+// window, without Redis, until the sale opens or the window changes.
+func TestAdmitWindowFromMemory(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b, rdb := twoAdmittersRaw(t, admission.Options{})
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := liveCampaign(1, 10)
+	c.BeginTime, c.EndTime = time.Now().Add(time.Hour), time.Now().Add(2*time.Hour)
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	for range 2 { // the first answer creates the process's state of the campaign, the second marks it
+		if o, _ := mustAdmit(t, a, 1, 1); o != seckill.OutcomeNotStarted {
+			t.Fatalf("before the opening: %s", o)
+		}
+	}
+	// Take the campaign away from Redis: asking it would fail.
+	key := admission.CampaignKey(a, 1)
+	if err := rdb.Rename(ctx, key, key+":away").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if o, _ := mustAdmit(t, a, 1, 1); o != seckill.OutcomeNotStarted {
+			t.Fatalf("from memory: %s, want NOT_STARTED", o)
+		}
+	}
+	if err := rdb.Rename(ctx, key+":away", key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Another instance opens the sale now: this one hears it at once.
+	if err := b.UpdateCampaign(ctx, 1, time.Now().Add(-time.Second), c.EndTime, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		o, _ := mustAdmit(t, a, 1, 2)
+		if o == seckill.OutcomeAccepted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the window changed: still %s", o)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
