@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/google/go-cmp/cmp"
 
 	"seckill/internal/seckill"
+	"seckill/web"
 )
 
 func TestGuardForm(t *testing.T) {
@@ -69,5 +71,37 @@ func TestGuardForm(t *testing.T) {
 	page = doc(t, d.do("GET", "/admin/campaigns/1", nil, c, nil))
 	if page.Find(`[data-testid="guard-input-challenge"]`).Length() != 0 || page.Find(`[data-testid="guard-input-brake"]`).Length() != 1 {
 		t.Error("a running campaign's form should offer the brake only")
+	}
+}
+
+type fakeHistory []web.Sample
+
+func (h fakeHistory) Samples(int64, time.Time) []web.Sample { return h }
+
+// The funnel chart sums the outcomes by layer, with the arrivals on top.
+func TestFunnelChart(t *testing.T) {
+	rate := func(o seckill.Outcome, v float64) web.OutcomeRate { return web.OutcomeRate{Outcome: o, PerSecond: v} }
+	h := fakeHistory{
+		{At: testNow.Add(-2 * time.Second), Outcomes: []web.OutcomeRate{rate(seckill.OutcomeAccepted, 1), rate("LOCAL_LIMIT", 0),
+			rate(seckill.OutcomeChallengeRequired, 0), rate(seckill.OutcomeChallengeWrong, 0), rate(seckill.OutcomeChallengeUsed, 0)}},
+		{At: testNow.Add(-time.Second), Outcomes: []web.OutcomeRate{rate(seckill.OutcomeAccepted, 2), rate("LOCAL_LIMIT", 30),
+			rate(seckill.OutcomeChallengeRequired, 5), rate(seckill.OutcomeChallengeWrong, 3), rate(seckill.OutcomeChallengeUsed, 4)}},
+	}
+	d := newDash(t, generous, func(c *web.Config) { c.History = h })
+	d.svc.add("running", testNow.Add(-time.Hour), testNow.Add(time.Hour))
+	c := d.login(t)
+	page := doc(t, d.do("GET", "/admin/campaigns/1", nil, c, nil))
+	var parts []string
+	page.Find(`[data-testid="chart-funnel"] .legend span`).Each(func(_ int, s *goquery.Selection) {
+		parts = append(parts, strings.Join(strings.Fields(s.Text()), " "))
+	})
+	legend := strings.Join(parts, ", ")
+	for _, want := range []string{"arrivals 44/s", "local limit 30/s", "challenge missing 5.0/s", "challenge wrong 7.0/s", "admitted 2.0/s"} {
+		if !strings.Contains(legend, want) {
+			t.Errorf("funnel legend %q lacks %q", legend, want)
+		}
+	}
+	if strings.Contains(legend, "sold out") {
+		t.Errorf("funnel legend %q shows a layer that stopped nothing", legend)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"seckill/internal/seckill"
 )
 
@@ -109,6 +111,12 @@ func TestChallengeFlow(t *testing.T) {
 	}
 	if got := buy(alice, quiz, p.Token, seckill.SolvePoW(p.Token, 8)); got != string(seckill.OutcomeChallengeNotYours) {
 		t.Errorf("a proof of work for another campaign: %s", got)
+	}
+	// The funnel counts where each attempt stopped.
+	for layer, least := range map[string]float64{seckill.LayerChallengeMissing: 1, seckill.LayerChallengeWrong: 4, seckill.LayerAdmitted: 3} {
+		if got := testutil.ToFloat64(e.app.Metrics.Funnel.WithLabelValues(layer)); got < least {
+			t.Errorf("funnel layer %s counted %v, want at least %v", layer, got, least)
+		}
 	}
 	plain := e.createCampaign(5)
 	if c := ask(alice, plain); c.Kind != "NONE" || c.Token != "" {

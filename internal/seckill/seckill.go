@@ -114,7 +114,7 @@ type StatusBus interface {
 	Subscribe(ctx context.Context, orderID int64) (events <-chan StatusEvent, cancel func(), err error)
 }
 
-// Limiter bounds how often one user may try to buy.
+// Limiter bounds how often one user may try to buy one campaign.
 type Limiter interface {
-	Allow(userID int64) bool
+	Allow(voucherID, userID int64) bool
 }

@@ -171,7 +171,7 @@ func (s *Service) PurchaseWith(ctx context.Context, voucherID int64, answer *Cha
 	if voucherID <= 0 {
 		return PurchaseResult{}, Errorf(ENOTFOUND, "voucher %d not found", voucherID)
 	}
-	if s.Limiter != nil && !s.Limiter.Allow(u.ID) {
+	if s.Limiter != nil && !s.Limiter.Allow(voucherID, u.ID) {
 		return PurchaseResult{Outcome: OutcomeRateLimited}, nil
 	}
 	var ticket Ticket
