@@ -128,7 +128,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		Bus:      a.Bus,
 		Limiter: a.Metrics.wrapLimiter(admission.NewUserLimiter(cfg.UserRate, cfg.UserBurst),
 			func(id int64) { a.outcomes.Add(id, sampler.OutcomeLocalLimit) }),
-		Logger:   logger,
+		Logger: logger,
 
 		Challenges: seckill.NewChallenger([]byte(cfg.JWTSecret), cfg.ChallengeTTL, cfg.ChallengeLead),
 
