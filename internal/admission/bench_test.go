@@ -32,6 +32,53 @@ func BenchmarkAdmit(b *testing.B) {
 	}
 }
 
+// BenchmarkAdmitGuarded measures what the shared limits and the challenge
+// add to an accepted admission, in one run: "plain" without them, "limit"
+// with the shared per-user limit (a GCRA cell written by the script),
+// "limit+challenge" also checking a proof-of-work ticket (checked in Go
+// before the call, as the Service does, and its nonce marked used).
+func BenchmarkAdmitGuarded(b *testing.B) {
+	ch := seckill.NewChallenger([]byte("bench secret of at least thirty-two bytes"), time.Hour, time.Hour)
+	for _, bm := range []struct {
+		name      string
+		opts      admission.Options
+		challenge bool
+	}{
+		{"plain", admission.Options{}, false},
+		{"limit", admission.Options{UserRate: 5, UserBurst: 10}, false},
+		{"limit+challenge", admission.Options{UserRate: 5, UserBurst: 10}, true},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			a, _ := newAdmitter(b, bm.opts)
+			c := liveCampaign(1, 1e12)
+			if bm.challenge {
+				c.Challenge, c.PoWBits = seckill.ChallengePoW, 1
+			}
+			mustWarm(b, a, seckill.WarmState{Campaign: c})
+			ctx := context.Background()
+			var users atomic.Int64
+			b.SetParallelism(32)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					u := users.Add(1)
+					var t seckill.Ticket
+					if bm.challenge {
+						iss := ch.Issue(seckill.ChallengePoW, 1, u, 1, nil, time.Now())
+						t = ch.Check(seckill.ChallengeAnswer{Token: iss.Token, Solution: seckill.SolvePoW(iss.Token, 1)}, 1, u, time.Now())
+					}
+					o, _, err := a.Admit(ctx, 1, u, t)
+					if err != nil || o != seckill.OutcomeAccepted {
+						b.Errorf("admit: %s %v", o, err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkAdmitSoldOut measures refusals after the sell-out: "local" is the
 // usual path, answered by the process's sold-out mark; "redis" turns the
 // mark off, so each refusal is one EVALSHA.
