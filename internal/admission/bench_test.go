@@ -51,30 +51,15 @@ func BenchmarkAdmitGuarded(b *testing.B) {
 		b.Run(bm.name, func(b *testing.B) {
 			a, _ := newAdmitter(b, bm.opts)
 			c := liveCampaign(1, 1e12)
+			ticket := func(int64) seckill.Ticket { return seckill.Ticket{} }
 			if bm.challenge {
 				c.Challenge, c.PoWBits = seckill.ChallengePoW, 1
-			}
-			mustWarm(b, a, seckill.WarmState{Campaign: c})
-			ctx := context.Background()
-			var users atomic.Int64
-			b.SetParallelism(32)
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					u := users.Add(1)
-					var t seckill.Ticket
-					if bm.challenge {
-						iss := ch.Issue(seckill.ChallengePoW, 1, u, 1, nil, time.Now())
-						t = ch.Check(seckill.ChallengeAnswer{Token: iss.Token, Solution: seckill.SolvePoW(iss.Token, 1)}, 1, u, time.Now())
-					}
-					o, _, err := a.Admit(ctx, 1, u, t)
-					if err != nil || o != seckill.OutcomeAccepted {
-						b.Errorf("admit: %s %v", o, err)
-						return
-					}
+				ticket = func(u int64) seckill.Ticket {
+					iss := ch.Issue(seckill.ChallengePoW, 1, u, 1, nil, time.Now())
+					return ch.Check(seckill.ChallengeAnswer{Token: iss.Token, Solution: seckill.SolvePoW(iss.Token, 1)}, 1, u, time.Now())
 				}
-			})
+			}
+			benchAdmitsWith(b, a, c, seckill.OutcomeAccepted, ticket)
 		})
 	}
 }
@@ -100,8 +85,14 @@ func BenchmarkAdmitSoldOut(b *testing.B) {
 // benchAdmits warms a campaign with stock and admits a new user per call
 // from 32 goroutines per core, each call expecting want.
 func benchAdmits(b *testing.B, a *admission.Admitter, stock int64, want seckill.Outcome) {
-	const voucherID = 1
-	mustWarm(b, a, seckill.WarmState{Campaign: liveCampaign(voucherID, stock)})
+	benchAdmitsWith(b, a, liveCampaign(1, stock), want, func(int64) seckill.Ticket { return seckill.Ticket{} })
+}
+
+// benchAdmitsWith warms campaign c and admits a new user per call, with
+// the ticket ticket makes for them.
+func benchAdmitsWith(b *testing.B, a *admission.Admitter, c seckill.Campaign, want seckill.Outcome, ticket func(user int64) seckill.Ticket) {
+	voucherID := c.VoucherID
+	mustWarm(b, a, seckill.WarmState{Campaign: c})
 	ctx := context.Background()
 	var users atomic.Int64
 	b.SetParallelism(32)
@@ -109,7 +100,8 @@ func benchAdmits(b *testing.B, a *admission.Admitter, stock int64, want seckill.
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			o, _, err := a.Admit(ctx, voucherID, users.Add(1), seckill.Ticket{})
+			u := users.Add(1)
+			o, _, err := a.Admit(ctx, voucherID, u, ticket(u))
 			if err != nil || o != want {
 				b.Errorf("admit: %s %v", o, err)
 				return

@@ -36,6 +36,34 @@ func twoAdmittersRaw(tb testing.TB, opts admission.Options) (*admission.Admitter
 	return a, b, rdb
 }
 
+// admitAtOnce runs n admissions from n goroutines released together and
+// counts their outcomes.
+func admitAtOnce(t *testing.T, n int, admit func(i int) (seckill.Outcome, error)) map[seckill.Outcome]int {
+	t.Helper()
+	var (
+		mu     sync.Mutex
+		counts = map[seckill.Outcome]int{}
+		wg     sync.WaitGroup
+		start  = make(chan struct{})
+	)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			o, err := admit(i)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			counts[o]++
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	return counts
+}
+
 func TestAdmitChallenge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -110,31 +138,10 @@ func TestAdmitChallengeUsedOnceAcrossInstances(t *testing.T) {
 	}
 
 	const n = 400
-	var (
-		mu     sync.Mutex
-		counts = map[seckill.Outcome]int{}
-		wg     sync.WaitGroup
-		start  = make(chan struct{})
-	)
-	for i := range n {
-		wg.Go(func() {
-			adm := a
-			if i%2 == 1 {
-				adm = b
-			}
-			<-start
-			o, _, err := adm.Admit(ctx, 1, 5, ticket)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			counts[o]++
-			mu.Unlock()
-		})
-	}
-	close(start)
-	wg.Wait()
+	counts := admitAtOnce(t, n, func(i int) (seckill.Outcome, error) {
+		o, _, err := []*admission.Admitter{a, b}[i%2].Admit(ctx, 1, 5, ticket)
+		return o, err
+	})
 	want := map[seckill.Outcome]int{seckill.OutcomeAccepted: 1, seckill.OutcomeChallengeUsed: n - 1}
 	if diff := cmp.Diff(want, counts); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
@@ -198,28 +205,10 @@ func TestAdmitBrake(t *testing.T) {
 	c.Brake = 20 // bursts of 2
 	mustWarm(t, a, seckill.WarmState{Campaign: c})
 
-	var (
-		mu     sync.Mutex
-		counts = map[seckill.Outcome]int{}
-		wg     sync.WaitGroup
-	)
-	for u := range 300 {
-		wg.Go(func() {
-			adm := a
-			if u%2 == 1 {
-				adm = b
-			}
-			o, _, err := adm.Admit(ctx, 1, int64(u+1), seckill.Ticket{})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			counts[o]++
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+	counts := admitAtOnce(t, 300, func(u int) (seckill.Outcome, error) {
+		o, _, err := []*admission.Admitter{a, b}[u%2].Admit(ctx, 1, int64(u+1), seckill.Ticket{})
+		return o, err
+	})
 	// 300 attempts at once take far less than a second: the burst (2) and
 	// at most a few more as time passes.
 	if acc := counts[seckill.OutcomeAccepted]; acc < 2 || acc > 10 || counts[seckill.OutcomeRateLimited]+acc != 300 {
