@@ -78,7 +78,7 @@ func admitterStory(t *testing.T, a seckill.Admitter) []string {
 	}
 	adms := map[int64]seckill.Admission{}
 	admit := func(voucherID, userID int64) {
-		o, adm, err := a.Admit(ctx, voucherID, userID)
+		o, adm, err := a.Admit(ctx, voucherID, userID, seckill.Ticket{})
 		say("admit voucher %d user %d: %s order %d %s", voucherID, userID, o, adm.OrderID, code(err))
 		if o == seckill.OutcomeAccepted {
 			adms[userID] = adm

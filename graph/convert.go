@@ -57,7 +57,60 @@ func toNewSeckillVoucher(in model.AddSeckillVoucherInput) (seckill.NewSeckillVou
 		Stock:       int64(in.Stock),
 		BeginTime:   in.BeginTime,
 		EndTime:     in.EndTime,
+		Challenge:   seckill.ChallengeKind(derefEnum(in.Challenge)),
+		PoWBits:     derefInt(in.PowBits),
+		Quiz:        toQuiz(in.Quiz),
+		Brake:       derefInt(in.Brake),
 	}, nil
+}
+
+func derefInt(p *int32) int {
+	if p == nil {
+		return 0
+	}
+	return int(*p)
+}
+
+func derefEnum(k *model.ChallengeKind) string {
+	if k == nil {
+		return ""
+	}
+	return string(*k)
+}
+
+func toQuiz(in []*model.QuizQuestionInput) []seckill.QuizQuestion {
+	if in == nil {
+		return nil
+	}
+	out := make([]seckill.QuizQuestion, len(in))
+	for i, q := range in {
+		out[i] = seckill.QuizQuestion{Question: q.Question, Answers: q.Answers}
+	}
+	return out
+}
+
+func toChallengeAnswer(a *model.ChallengeAnswer) *seckill.ChallengeAnswer {
+	if a == nil {
+		return nil
+	}
+	return &seckill.ChallengeAnswer{Token: a.Token, Solution: a.Solution}
+}
+
+func toGraphChallenge(c *seckill.Challenge) (*model.Challenge, error) {
+	kind, err := toGraphEnum[model.ChallengeKind](string(c.Kind), "challenge kind")
+	if err != nil {
+		return nil, err
+	}
+	out := &model.Challenge{Kind: kind, Token: optional(c.Token), Question: optional(c.Question)}
+	if c.Kind == seckill.ChallengePoW {
+		b := int32(c.Bits)
+		out.Bits = &b
+	}
+	if !c.ExpiresAt.IsZero() {
+		t := c.ExpiresAt
+		out.ExpiresAt = &t
+	}
+	return out, nil
 }
 
 // toGraphVoucher converts a voucher; its campaign's status is the one at now.
@@ -105,7 +158,20 @@ func toGraphCampaign(c *seckill.Campaign, now time.Time) (*model.SeckillCampaign
 	if err != nil {
 		return nil, err
 	}
-	out := &model.SeckillCampaign{BeginTime: c.BeginTime, EndTime: c.EndTime, Status: status}
+	challenge := c.Challenge
+	if challenge == "" {
+		challenge = seckill.ChallengeNone
+	}
+	kind, err := toGraphEnum[model.ChallengeKind](string(challenge), "challenge kind")
+	if err != nil {
+		return nil, err
+	}
+	out := &model.SeckillCampaign{BeginTime: c.BeginTime, EndTime: c.EndTime, Status: status,
+		Challenge: kind, Brake: int32(c.Brake)}
+	if c.Challenge == seckill.ChallengePoW {
+		b := int32(c.PoWBits)
+		out.PowBits = &b
+	}
 	if out.Stock, err = toGraphInt("stock", c.InitialStock); err != nil {
 		return nil, err
 	}

@@ -173,6 +173,10 @@ func (s *memStore) CampaignEpoch(_ context.Context, id int64) (int64, error) {
 	return 0, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", id)
 }
 
+func (s *memStore) CampaignQuiz(context.Context, int64) ([]seckill.QuizQuestion, error) {
+	return nil, nil
+}
+
 func cloneVoucher(v *seckill.Voucher) *seckill.Voucher {
 	c := *v
 	if v.Campaign != nil {
@@ -216,7 +220,7 @@ func (a *memAdmitter) Warm(_ context.Context, st seckill.WarmState) (bool, error
 	return true, nil
 }
 
-func (a *memAdmitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
+func (a *memAdmitter) Admit(ctx context.Context, voucherID, userID int64, t seckill.Ticket) (seckill.Outcome, seckill.Admission, error) {
 	a.mu.Lock()
 	if block := a.block; block != nil {
 		a.mu.Unlock()

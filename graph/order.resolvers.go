@@ -11,12 +11,12 @@ import (
 )
 
 // Seckill is the resolver for the seckill field.
-func (r *mutationResolver) Seckill(ctx context.Context, voucherID string) (*model.SeckillResult, error) {
+func (r *mutationResolver) Seckill(ctx context.Context, voucherID string, answer *model.ChallengeAnswer) (*model.SeckillResult, error) {
 	id, err := parseID("voucherId", voucherID)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.Service.Purchase(ctx, id)
+	res, err := r.Service.PurchaseWith(ctx, id, toChallengeAnswer(answer))
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,9 @@ var fastPathHonours = map[string]string{
 
 func newPurchasePath(es graphql.ExecutableSchema, r *Resolver, opts Options, next http.Handler) *purchasePath {
 	return &purchasePath{
-		resolve: r.Mutation().Seckill,
+		resolve: func(ctx context.Context, voucherID string) (*model.SeckillResult, error) {
+			return r.Mutation().Seckill(ctx, voucherID, nil) // a plain purchase has no answer
+		},
 		schema:  es.Schema(),
 		plans:   lru.New[*purchasePlan](1000),
 		present: presentError(opts.Logger),

@@ -415,7 +415,9 @@ func TestPurchaseFastPathNoResult(t *testing.T) {
 	gql.SetRecoverFunc(recoverFunc(log))
 	gql.SetErrorPresenter(presentError(log))
 	p := newPurchasePath(schema, &Resolver{}, opts, gql)
-	p.resolve = nilMutation{}.Seckill
+	p.resolve = func(ctx context.Context, id string) (*model.SeckillResult, error) {
+		return nilMutation{}.Seckill(ctx, id, nil)
+	}
 	served := false
 	p.onServe = func() { served = true }
 
@@ -443,7 +445,9 @@ func (r nilRoot) Mutation() generated.MutationResolver { return nilMutation{} }
 
 type nilMutation struct{ generated.MutationResolver }
 
-func (nilMutation) Seckill(context.Context, string) (*model.SeckillResult, error) { return nil, nil }
+func (nilMutation) Seckill(context.Context, string, *model.ChallengeAnswer) (*model.SeckillResult, error) {
+	return nil, nil
+}
 
 type errReader struct{ err error }
 

@@ -25,6 +25,12 @@ type Service interface {
 	// Purchase tries to buy one unit for the caller; expected results are
 	// outcomes. EUNAUTHENTICATED, ENOTFOUND.
 	Purchase(ctx context.Context, voucherID int64) (seckill.PurchaseResult, error)
+	// PurchaseWith is Purchase with the answer to the campaign's challenge
+	// (nil: none given).
+	PurchaseWith(ctx context.Context, voucherID int64, answer *seckill.ChallengeAnswer) (seckill.PurchaseResult, error)
+	// Challenge hands the caller a challenge for a campaign.
+	// EUNAUTHENTICATED, ENOTFOUND, ECONFLICT (too early, or ended).
+	Challenge(ctx context.Context, voucherID int64) (*seckill.Challenge, error)
 	// Order returns an order the caller may see. EUNAUTHENTICATED, ENOTFOUND.
 	Order(ctx context.Context, id int64) (*seckill.Order, error)
 	// MyOrders returns the caller's orders, newest first. EUNAUTHENTICATED.

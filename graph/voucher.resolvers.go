@@ -51,3 +51,16 @@ func (r *queryResolver) Vouchers(ctx context.Context, first *int32, after *strin
 	}
 	return toGraphVouchers(vs, time.Now())
 }
+
+// SeckillChallenge is the resolver for the seckillChallenge field.
+func (r *queryResolver) SeckillChallenge(ctx context.Context, voucherID string) (*model.Challenge, error) {
+	id, err := parseID("voucherId", voucherID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.Service.Challenge(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return toGraphChallenge(c)
+}

@@ -1,13 +1,27 @@
 -- admit decides one purchase of a seckill campaign in one atomic step, on
--- Redis's own clock, so every API instance agrees on the sale window.
+-- Redis's own clock, so every API instance agrees on the sale window. It
+-- also enforces, in the same step, the limits every instance shares: the
+-- user's attempts at this campaign, the campaign's challenge (each token used
+-- once) and the operator's brake on admissions a second.
 --
 -- KEYS[1] -> <p>seckill:{v<voucher>}:campaign   hash: stock, seq, begin_ms, end_ms, paused,
 --                                               epoch, rid, state
 -- KEYS[2] -> <p>seckill:{v<voucher>}:buyers     set of user ids holding a unit
 -- KEYS[3] -> <p>seckill:{v<voucher>}:pending    hash: seq -> "<user>:<admitted_ms>"
 -- KEYS[4] -> <p>seckill:{v<voucher>}:pending_at zset: seq scored by admitted_ms
+-- KEYS[5] -> <p>seckill:{v<voucher>}:guard      hash: challenge ("NONE", "QUIZ",
+--                                               "PROOF_OF_WORK"), brake (admissions a second,
+--                                               0: none); absent: neither
+-- KEYS[6] -> <p>seckill:{v<voucher>}:limit:<user>  the user's GCRA state (a TAT in microseconds)
+-- KEYS[7] -> <p>seckill:{v<voucher>}:used:<nonce>  set while the ticket's token is used
+-- KEYS[8] -> <p>seckill:{v<voucher>}:brake      the brake's GCRA state
 -- --
 -- ARGV[1] -> user id (a positive decimal integer)
+-- ARGV[2] -> the user's limit: microseconds between attempts (0: no limit)
+-- ARGV[3] -> the user's limit: burst (>= 1)
+-- ARGV[4] -> ticket: "" (no answer given), "QUIZ" or "PROOF_OF_WORK" (a good
+--            answer of that kind), "REFUSED" (a wrong, expired or foreign answer)
+-- ARGV[5] -> the ticket's expiry, Unix milliseconds ("0" without a good answer)
 --
 -- Returns:
 --   {0, id, admitted_ms}   accepted: one unit taken, the user recorded as a
@@ -21,14 +35,51 @@
 --                          or failover, "rebuilding" while it is rebuilt), it
 --                          predates epochs, or its epoch's sequence is used up
 --   {2}                    paused
---   {3}                    not started (now < begin_ms)
+--   {3, wait_ms}           not started (now < begin_ms); it opens in wait_ms
 --   {4}                    ended (now >= end_ms)
+--   {8}                    rate limited: the user's limit, or the brake
+--   {9}                    the campaign asks for a challenge and none was given
+--   {10}                   the answer was refused (or is of another kind)
+--   {11}                   the ticket's token was used already
 --   {5}                    the user holds a unit already
 --   {6}                    sold out
--- Errors, before any write: a malformed ARGV[1].
+-- Each attempt inside the window takes one from the user's limit, refused
+-- answers included; a token is spent by the first attempt that passes the
+-- limit, whatever comes after.
+-- Errors, before any write: a malformed argument.
 local user = ARGV[1]
 if type(user) ~= 'string' or #user > 19 or not string.match(user, '^[1-9]%d*$') then
   return redis.error_reply('ERR admit: ARGV[1] user id must be a positive integer')
+end
+local user_every = tonumber(ARGV[2])
+local user_burst = tonumber(ARGV[3])
+if not user_every or user_every < 0 or not user_burst or user_burst < 1 then
+  return redis.error_reply('ERR admit: ARGV[2] and ARGV[3] must be a limit (interval >= 0, burst >= 1)')
+end
+local ticket = ARGV[4]
+if ticket ~= '' and ticket ~= 'QUIZ' and ticket ~= 'PROOF_OF_WORK' and ticket ~= 'REFUSED' then
+  return redis.error_reply('ERR admit: ARGV[4] ticket must be "", QUIZ, PROOF_OF_WORK or REFUSED')
+end
+local ticket_exp = tonumber(ARGV[5])
+if not ticket_exp or ((ticket == 'QUIZ' or ticket == 'PROOF_OF_WORK') and ticket_exp < 1) then
+  return redis.error_reply('ERR admit: ARGV[5] must be the ticket expiry in Unix milliseconds')
+end
+
+-- gcra takes one attempt from the generic cell rate algorithm's state in
+-- key (the theoretical arrival time, microseconds) with every microseconds
+-- between attempts and bursts of burst; false when there is none to take.
+local function gcra(key, now_us, every, burst)
+  local tat = tonumber(redis.call('GET', key)) or now_us
+  if tat < now_us then
+    tat = now_us
+  end
+  local new_tat = tat + every
+  if new_tat - now_us > every * burst then
+    return false
+  end
+  redis.call('SET', key, string.format('%d', math.floor(new_tat)), 'PX',
+    string.format('%d', math.floor((new_tat - now_us) / 1000) + 1))
+  return true
 end
 
 local c = redis.call('HMGET', KEYS[1], 'stock', 'seq', 'begin_ms', 'end_ms', 'paused', 'epoch', 'state')
@@ -50,11 +101,32 @@ end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if now < begin_ms then
-  return {3}
+  return {3, begin_ms - now}
 end
 if now >= end_ms then
   return {4}
+end
+
+if user_every > 0 and not gcra(KEYS[6], now_us, user_every, user_burst) then
+  return {8}
+end
+if ticket == 'REFUSED' then
+  return {10}
+end
+local g = redis.call('HMGET', KEYS[5], 'challenge', 'brake')
+local challenge = g[1] or 'NONE'
+if challenge ~= 'NONE' then
+  if ticket == '' then
+    return {9}
+  end
+  if ticket ~= challenge or ticket_exp <= now then
+    return {10}
+  end
+  if not redis.call('SET', KEYS[7], '1', 'NX', 'PXAT', string.format('%d', ticket_exp)) then
+    return {11}
+  end
 end
 -- Sold out: a buyer still hears that they bought, so look, without writing.
 if stock <= 0 then
@@ -68,6 +140,15 @@ if seq >= 4194303 then
     return {5}
   end
   return {7}
+end
+local brake = tonumber(g[2]) or 0
+if brake > 0 then
+  if redis.call('SISMEMBER', KEYS[2], user) == 1 then
+    return {5}
+  end
+  if not gcra(KEYS[8], now_us, 1000000 / brake, math.max(1, math.ceil(brake / 10))) then
+    return {8}
+  end
 end
 -- SADD is the buyer check: it writes nothing when the user is a buyer.
 if redis.call('SADD', KEYS[2], user) == 0 then

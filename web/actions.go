@@ -37,7 +37,8 @@ func (h *Handler) addStock(w http.ResponseWriter, r *http.Request) {
 // act runs one action on a campaign. Done, it redirects to the campaign's
 // page (so a reload does not repeat it); refused, it shows the page with the
 // reason, next to the field when there is one.
-func (h *Handler) act(w http.ResponseWriter, r *http.Request, done string, do func(ctx context.Context, id int64) (*seckill.Voucher, error)) {
+// refused, when given, adjusts the page shown after a refusal.
+func (h *Handler) act(w http.ResponseWriter, r *http.Request, done string, do func(ctx context.Context, id int64) (*seckill.Voucher, error), refused ...func(st *pageState)) {
 	id, err := pathID(r)
 	if err != nil {
 		h.fail(w, r, err)
@@ -53,6 +54,9 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request, done string, do fu
 			st.stockError, st.stockValue = seckill.ErrorMessage(err), r.PostFormValue("stock")
 		} else {
 			st.err = h.messageOf(r, err)
+		}
+		for _, f := range refused {
+			f(&st)
 		}
 		h.renderCampaign(w, r, id, st)
 		return

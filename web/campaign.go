@@ -21,6 +21,7 @@ var notices = map[string]string{
 	"resume": "Resumed: the campaign admits purchases again.",
 	"end":    "Ended: no purchase is accepted any more.",
 	"stock":  "Stock added: the new units can be bought now.",
+	"guard":  "Challenge and brake saved: admission applies them from now on.",
 }
 
 // pageState is what an action hands the campaign page it renders.
@@ -30,6 +31,8 @@ type pageState struct {
 	err        string
 	stockError string
 	stockValue string
+	// guard re-shows the challenge form after a refusal.
+	guard *views.GuardView
 }
 
 func (h *Handler) campaignPage(w http.ResponseWriter, r *http.Request) {
@@ -77,6 +80,11 @@ func (h *Handler) renderCampaign(w http.ResponseWriter, r *http.Request, id int6
 	}
 	for _, e := range entries {
 		p.Audit = append(p.Audit, toAuditRow(e))
+	}
+	if st.guard != nil {
+		p.Guard = *st.guard
+	} else {
+		p.Guard = h.guardView(ctx, v, now)
 	}
 	h.render(w, r, st.status, views.Campaign(p))
 }

@@ -87,6 +87,8 @@ func (h *Handler) charts(id int64, now time.Time) []views.Chart {
 		}
 	}
 	return []views.Chart{
+		views.NewChart("chart-funnel", "Purchases per second: arrivals and the layer that stopped them", "(this instance)", "/s", from, now,
+			funnelSeries(series)...),
 		views.NewChart("chart-outcomes", "Admissions per second by outcome", "(this instance)", "/s", from, now, outcomes...),
 		views.NewChart("chart-persisted", "Units sold and orders persisted per second", "(all instances)", "/s", from, now,
 			series("sold", "s-accepted", func(smp Sample) float64 { return smp.Taken }),
@@ -104,3 +106,41 @@ func hasValue(s views.Series) bool {
 	}
 	return false
 }
+
+// funnelSeries sums the outcome rates by funnel layer (seckill.Layers), and
+// all of them into the arrivals: how requests spread around an opening, and
+// where each layer stopped them. Layers show once they stopped something.
+func funnelSeries(series func(name, class string, f func(Sample) float64) views.Series) []views.Series {
+	layerOf := func(o seckill.Outcome) string {
+		if o == localLimitOutcome {
+			return seckill.LayerLocalLimit
+		}
+		return o.Layer()
+	}
+	out := []views.Series{series("arrivals", "s-arrivals", func(smp Sample) float64 {
+		t := 0.0
+		for _, o := range smp.Outcomes {
+			t += o.PerSecond
+		}
+		return t
+	})}
+	for _, layer := range seckill.Layers {
+		s := series(strings.ReplaceAll(layer, "_", " "), "s-"+strings.ReplaceAll(layer, "_", "-"), func(smp Sample) float64 {
+			t := 0.0
+			for _, o := range smp.Outcomes {
+				if layerOf(o.Outcome) == layer {
+					t += o.PerSecond
+				}
+			}
+			return t
+		})
+		if hasValue(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// localLimitOutcome is how the history names purchases the in-process
+// limit refused (sampler.OutcomeLocalLimit; web does not import sampler).
+const localLimitOutcome seckill.Outcome = "LOCAL_LIMIT"

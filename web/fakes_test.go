@@ -21,6 +21,7 @@ type fakeService struct {
 	calls    []string
 	err      error // returned by every management action when set
 	nextID   int64
+	quiz     map[int64][]seckill.QuizQuestion
 }
 
 func newFakeService() *fakeService {
@@ -125,6 +126,26 @@ func (f *fakeService) AddStock(ctx context.Context, id, n int64) (*seckill.Vouch
 		return nil, seckill.Invalidf("stock", "stock to add must be between 1 and 10000000")
 	}
 	return f.manage(ctx, "stock", id)
+}
+
+func (f *fakeService) UpdateGuard(ctx context.Context, id int64, e seckill.GuardEdit) (*seckill.Voucher, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := f.manage(ctx, "guard", id)
+	if err == nil {
+		f.mu.Lock()
+		f.vouchers[id].Campaign.Challenge, f.vouchers[id].Campaign.PoWBits, f.vouchers[id].Campaign.Brake = e.Challenge, e.PoWBits, e.Brake
+		f.quiz = map[int64][]seckill.QuizQuestion{id: e.Quiz}
+		f.mu.Unlock()
+	}
+	return v, err
+}
+
+func (f *fakeService) CampaignQuiz(_ context.Context, id int64) ([]seckill.QuizQuestion, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.quiz[id], nil
 }
 
 // fakeRecords answers the dashboard's reads from the fake service.

@@ -44,6 +44,11 @@ type Service interface {
 	ResumeCampaign(ctx context.Context, id int64) (*seckill.Voucher, error)
 	EndCampaign(ctx context.Context, id int64) (*seckill.Voucher, error)
 	AddStock(ctx context.Context, id, n int64) (*seckill.Voucher, error)
+	// UpdateGuard sets a campaign's challenge (before it starts) and brake.
+	// EINVALID (with the field), ECONFLICT, ENOTFOUND, EUNAVAILABLE.
+	UpdateGuard(ctx context.Context, id int64, e seckill.GuardEdit) (*seckill.Voucher, error)
+	// CampaignQuiz returns a campaign's quiz questions. Admins only.
+	CampaignQuiz(ctx context.Context, id int64) ([]seckill.QuizQuestion, error)
 }
 
 // Records reads what the dashboard shows from the system of record.
@@ -97,6 +102,10 @@ type Config struct {
 	// Monitor is the Asynq monitor, served at /admin/queues/ behind the
 	// session (asynqmon with RootPath "/admin/queues"); nil answers 404.
 	Monitor http.Handler
+	// UserRate and UserBurst are the shared per-user purchase limit, shown
+	// with each campaign's challenge and brake.
+	UserRate  float64
+	UserBurst int
 	// SessionTTL is how long a session lasts; 0 means DefaultSessionTTL.
 	SessionTTL time.Duration
 	Logger     *slog.Logger
@@ -150,6 +159,7 @@ func New(cfg Config) *Handler {
 	page("POST /admin/campaigns/{id}/resume", h.resumeCampaign)
 	page("POST /admin/campaigns/{id}/end", h.endCampaign)
 	page("POST /admin/campaigns/{id}/stock", h.addStock)
+	page("POST /admin/campaigns/{id}/guard", h.updateGuard)
 	page("GET /admin/jobs", h.queuesPage)
 	page("GET /admin/jobs/live", h.queuesFragment)
 

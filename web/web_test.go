@@ -27,10 +27,10 @@ type dash struct {
 	monitor  atomic.Int64 // requests that reached the Asynq monitor
 }
 
-func newDash(t *testing.T, limits seckill.LoginLimits) *dash {
+func newDash(t *testing.T, limits seckill.LoginLimits, opts ...func(*web.Config)) *dash {
 	t.Helper()
 	d := &dash{svc: newFakeService(), sessions: newFakeSessions(), live: &seckilltest.Live{}}
-	d.h = web.New(web.Config{
+	cfg := web.Config{
 		Service: d.svc, Records: fakeRecords{d.svc}, Sessions: d.sessions, Live: d.live,
 		Limiter: web.NewMemoryLimiter(limits), LoginSlowDown: testSlowDown,
 		Queues: fakeQueues{{Name: "orders"}},
@@ -39,7 +39,11 @@ func newDash(t *testing.T, limits seckill.LoginLimits) *dash {
 			_, _ = w.Write([]byte("asynqmon at " + r.URL.Path))
 		}),
 		Now: func() time.Time { return testNow },
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d.h = web.New(cfg)
 	return d
 }
 

@@ -141,6 +141,8 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.StringVar(&cfg.Fsync.SeckillBin, "seckill", "", "--compare fsync and wait: the seckill binary (default: seckill beside seckill-bench, else on PATH)")
 	fs.StringVar(&cfg.Fsync.RedisBin, "redis-server", "redis-server", "--compare fsync and wait: the redis-server binary")
 	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync and wait: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
+	fs.StringVar(&cfg.Challenge, "challenge", "", "pow or quiz: give the campaign the bench creates this challenge; every buyer asks for theirs and solves it before buying (the report shows how the purchases spread)")
+	fs.IntVar(&cfg.PoWBits, "pow-bits", 0, "--challenge pow: leading zero bits (default: the server's, 20)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err
@@ -148,6 +150,14 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	if fs.NArg() > 0 {
 		fs.Usage()
 		return cfg, false, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch cfg.Challenge {
+	case "", bench.ChallengePoW, bench.ChallengeQuiz:
+	default:
+		return cfg, false, fmt.Errorf("--challenge must be pow or quiz, not %q", cfg.Challenge)
+	}
+	if cfg.Challenge != "" && cfg.VoucherID != 0 {
+		return cfg, false, errors.New("--challenge sets the challenge of the campaign the bench creates: omit --voucher")
 	}
 	cfg.Compare = compare
 	return cfg, asJSON, nil

@@ -37,9 +37,17 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	Challenge struct {
+		Bits      func(childComplexity int) int
+		ExpiresAt func(childComplexity int) int
+		Kind      func(childComplexity int) int
+		Question  func(childComplexity int) int
+		Token     func(childComplexity int) int
+	}
+
 	Mutation struct {
 		AddSeckillVoucher func(childComplexity int, input model.AddSeckillVoucherInput) int
-		Seckill           func(childComplexity int, voucherID string) int
+		Seckill           func(childComplexity int, voucherID string, answer *model.ChallengeAnswer) int
 	}
 
 	Order struct {
@@ -59,15 +67,19 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		MyOrders func(childComplexity int) int
-		Order    func(childComplexity int, id string) int
-		Voucher  func(childComplexity int, id string) int
-		Vouchers func(childComplexity int, first *int32, after *string) int
+		MyOrders         func(childComplexity int) int
+		Order            func(childComplexity int, id string) int
+		SeckillChallenge func(childComplexity int, voucherID string) int
+		Voucher          func(childComplexity int, id string) int
+		Vouchers         func(childComplexity int, first *int32, after *string) int
 	}
 
 	SeckillCampaign struct {
 		BeginTime func(childComplexity int) int
+		Brake     func(childComplexity int) int
+		Challenge func(childComplexity int) int
 		EndTime   func(childComplexity int) int
+		PowBits   func(childComplexity int) int
 		Remaining func(childComplexity int) int
 		Sold      func(childComplexity int) int
 		Status    func(childComplexity int) int
@@ -102,7 +114,7 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type MutationResolver interface {
-	Seckill(ctx context.Context, voucherID string) (*model.SeckillResult, error)
+	Seckill(ctx context.Context, voucherID string, answer *model.ChallengeAnswer) (*model.SeckillResult, error)
 	AddSeckillVoucher(ctx context.Context, input model.AddSeckillVoucherInput) (*model.Voucher, error)
 }
 type QueryResolver interface {
@@ -110,6 +122,7 @@ type QueryResolver interface {
 	MyOrders(ctx context.Context) ([]*model.Order, error)
 	Voucher(ctx context.Context, id string) (*model.Voucher, error)
 	Vouchers(ctx context.Context, first *int32, after *string) ([]*model.Voucher, error)
+	SeckillChallenge(ctx context.Context, voucherID string) (*model.Challenge, error)
 }
 type SubscriptionResolver interface {
 	OrderStatus(ctx context.Context, orderID string) (<-chan *model.OrderStatusEvent, error)
@@ -133,6 +146,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	_ = ec
 	switch typeName + "." + field {
 
+	case "Challenge.bits":
+		if e.ComplexityRoot.Challenge.Bits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Challenge.Bits(childComplexity), true
+	case "Challenge.expiresAt":
+		if e.ComplexityRoot.Challenge.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Challenge.ExpiresAt(childComplexity), true
+	case "Challenge.kind":
+		if e.ComplexityRoot.Challenge.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Challenge.Kind(childComplexity), true
+	case "Challenge.question":
+		if e.ComplexityRoot.Challenge.Question == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Challenge.Question(childComplexity), true
+	case "Challenge.token":
+		if e.ComplexityRoot.Challenge.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Challenge.Token(childComplexity), true
+
 	case "Mutation.addSeckillVoucher":
 		if e.ComplexityRoot.Mutation.AddSeckillVoucher == nil {
 			break
@@ -154,7 +198,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.Seckill(childComplexity, args["voucherId"].(string)), true
+		return e.ComplexityRoot.Mutation.Seckill(childComplexity, args["voucherId"].(string), args["answer"].(*model.ChallengeAnswer)), true
 
 	case "Order.createdAt":
 		if e.ComplexityRoot.Order.CreatedAt == nil {
@@ -235,6 +279,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Order(childComplexity, args["id"].(string)), true
+	case "Query.seckillChallenge":
+		if e.ComplexityRoot.Query.SeckillChallenge == nil {
+			break
+		}
+
+		args, err := ec.field_Query_seckillChallenge_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SeckillChallenge(childComplexity, args["voucherId"].(string)), true
 	case "Query.voucher":
 		if e.ComplexityRoot.Query.Voucher == nil {
 			break
@@ -264,12 +319,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SeckillCampaign.BeginTime(childComplexity), true
+	case "SeckillCampaign.brake":
+		if e.ComplexityRoot.SeckillCampaign.Brake == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SeckillCampaign.Brake(childComplexity), true
+	case "SeckillCampaign.challenge":
+		if e.ComplexityRoot.SeckillCampaign.Challenge == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SeckillCampaign.Challenge(childComplexity), true
 	case "SeckillCampaign.endTime":
 		if e.ComplexityRoot.SeckillCampaign.EndTime == nil {
 			break
 		}
 
 		return e.ComplexityRoot.SeckillCampaign.EndTime(childComplexity), true
+	case "SeckillCampaign.powBits":
+		if e.ComplexityRoot.SeckillCampaign.PowBits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SeckillCampaign.PowBits(childComplexity), true
 	case "SeckillCampaign.remaining":
 		if e.ComplexityRoot.SeckillCampaign.Remaining == nil {
 			break
@@ -391,6 +464,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("AddSeckillVoucherInput", ec.unmarshalInputAddSeckillVoucherInput),
+			graphql.NewInputUnmarshaler("ChallengeAnswer", ec.unmarshalInputChallengeAnswer),
+			graphql.NewInputUnmarshaler("QuizQuestionInput", ec.unmarshalInputQuizQuestionInput),
 		)
 	}
 	first := true
@@ -500,6 +575,27 @@ enum SeckillOutcome {
   RATE_LIMITED
   "An operator paused the sale."
   PAUSED
+  "The sale asks for a challenge first: get one with ` + "`" + `seckillChallenge` + "`" + ` and pass its answer."
+  CHALLENGE_REQUIRED
+  "The answer is wrong, or the token is not one the server signed. Counts against your limit."
+  CHALLENGE_WRONG
+  "The challenge expired; get a new one."
+  CHALLENGE_EXPIRED
+  "The challenge was given to another user or for another voucher."
+  CHALLENGE_NOT_YOURS
+  "The challenge was used already (each is good for one attempt); get a new one."
+  CHALLENGE_USED
+}
+
+"Your answer to a challenge from ` + "`" + `seckillChallenge` + "`" + `."
+input ChallengeAnswer {
+  "The token the challenge came with, unchanged (at most 2048 characters)."
+  token: String!
+  """
+  QUIZ: your answer (compared ignoring case and extra spaces). PROOF_OF_WORK:
+  the decimal counter you found (see docs/challenge.md). At most 200 characters.
+  """
+  solution: String!
 }
 
 "What a purchase attempt came to. Expected results are outcomes, not errors."
@@ -563,9 +659,11 @@ extend type Query {
 extend type Mutation {
   """
   Tries to buy one unit of a seckill voucher. Needs a token. NOT_FOUND when
-  there is no such campaign.
+  there is no such campaign. When the campaign asks for a challenge, pass the
+  answer to one from ` + "`" + `seckillChallenge` + "`" + `: without it the outcome is
+  CHALLENGE_REQUIRED.
   """
-  seckill(voucherId: ID!): SeckillResult!
+  seckill(voucherId: ID!, answer: ChallengeAnswer): SeckillResult!
 }
 
 extend type Subscription {
@@ -626,6 +724,38 @@ enum CampaignStatus {
   PAUSED
 }
 
+"What a buyer must solve before buying."
+enum ChallengeKind {
+  "Nothing."
+  NONE
+  "A question the operator wrote, picked at random for each challenge."
+  QUIZ
+  "A hashcash-style puzzle: find a counter whose SHA-256 starts with ` + "`" + `bits` + "`" + ` zero bits (docs/challenge.md)."
+  PROOF_OF_WORK
+}
+
+"A challenge for you and one campaign; pass its token with your answer to ` + "`" + `seckill` + "`" + `."
+type Challenge {
+  "The kind; NONE when the campaign asks nothing (then there is no token)."
+  kind: ChallengeKind!
+  "Signed: it names you, the voucher, its expiry and what it asks. Opaque to you except as PROOF_OF_WORK's input."
+  token: String
+  "QUIZ: the question."
+  question: String
+  "PROOF_OF_WORK: the zero bits SHA-256(token + ':' + counter) must start with."
+  bits: Int
+  "When the token stops being accepted."
+  expiresAt: Time
+}
+
+"A quiz question with the answers it accepts."
+input QuizQuestionInput {
+  "1 to 500 characters."
+  question: String!
+  "1 to 10 accepted answers, each 1 to 100 characters; compared ignoring case and extra spaces."
+  answers: [String!]!
+}
+
 "The flash sale of one voucher."
 type SeckillCampaign {
   "Every unit ever put on sale."
@@ -640,6 +770,12 @@ type SeckillCampaign {
   endTime: Time!
   "The campaign's status at the time of the request."
   status: CampaignStatus!
+  "What a buyer must solve first."
+  challenge: ChallengeKind!
+  "PROOF_OF_WORK's difficulty in zero bits; null for other kinds."
+  powBits: Int
+  "The operator's ceiling on admissions a second; 0 when there is none."
+  brake: Int!
 }
 
 "Something a shop sells."
@@ -687,6 +823,14 @@ input AddSeckillVoucherInput {
   beginTime: Time!
   "After beginTime and in the future."
   endTime: Time!
+  "What a buyer must solve first; NONE when absent."
+  challenge: ChallengeKind
+  "PROOF_OF_WORK: zero bits, 1 to 32 (default 20, about a second in a browser)."
+  powBits: Int
+  "QUIZ: 1 to 50 questions."
+  quiz: [QuizQuestionInput!]
+  "A ceiling on admissions a second, 0 (none, the default) to 1000000."
+  brake: Int
 }
 
 extend type Query {
@@ -697,6 +841,12 @@ extend type Query {
   greater than ` + "`" + `after` + "`" + `. To page, pass the last id of one page as ` + "`" + `after` + "`" + `.
   """
   vouchers(first: Int, after: ID): [Voucher!]!
+  """
+  A challenge for you and one campaign, valid for a short time (see
+  ` + "`" + `expiresAt` + "`" + `) and handed out from shortly before the sale opens. Needs a
+  token. NOT_FOUND; CONFLICT before challenges are handed out or after the sale.
+  """
+  seckillChallenge(voucherId: ID!): Challenge!
 }
 
 extend type Mutation {
@@ -713,6 +863,22 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_Challenge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_Challenge_kind(ctx, field)
+	case "token":
+		return ec.fieldContext_Challenge_token(ctx, field)
+	case "question":
+		return ec.fieldContext_Challenge_question(ctx, field)
+	case "bits":
+		return ec.fieldContext_Challenge_bits(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_Challenge_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Challenge", field.Name)
+}
 
 func (ec *executionContext) childFields_Order(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -760,6 +926,12 @@ func (ec *executionContext) childFields_SeckillCampaign(ctx context.Context, fie
 		return ec.fieldContext_SeckillCampaign_endTime(ctx, field)
 	case "status":
 		return ec.fieldContext_SeckillCampaign_status(ctx, field)
+	case "challenge":
+		return ec.fieldContext_SeckillCampaign_challenge(ctx, field)
+	case "powBits":
+		return ec.fieldContext_SeckillCampaign_powBits(ctx, field)
+	case "brake":
+		return ec.fieldContext_SeckillCampaign_brake(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SeckillCampaign", field.Name)
 }
@@ -941,6 +1113,14 @@ func (ec *executionContext) field_Mutation_seckill_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["voucherId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "answer",
+		func(ctx context.Context, v any) (*model.ChallengeAnswer, error) {
+			return ec.unmarshalOChallengeAnswer2ᚖseckillᚋgraphᚋmodelᚐChallengeAnswer(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["answer"] = arg1
 	return args, nil
 }
 
@@ -969,6 +1149,20 @@ func (ec *executionContext) field_Query_order_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_seckillChallenge_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "voucherId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["voucherId"] = arg0
 	return args, nil
 }
 
@@ -1096,6 +1290,121 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 
 // region    **************************** field.gotpl *****************************
 
+func (ec *executionContext) _Challenge_kind(ctx context.Context, field graphql.CollectedField, obj *model.Challenge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Challenge_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ChallengeKind) graphql.Marshaler {
+			return ec.marshalNChallengeKind2seckillᚋgraphᚋmodelᚐChallengeKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Challenge_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Challenge", field, false, false, "ChallengeKind")
+}
+
+func (ec *executionContext) _Challenge_token(ctx context.Context, field graphql.CollectedField, obj *model.Challenge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Challenge_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Challenge_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Challenge", field, false, false, "String")
+}
+
+func (ec *executionContext) _Challenge_question(ctx context.Context, field graphql.CollectedField, obj *model.Challenge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Challenge_question(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Question, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Challenge_question(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Challenge", field, false, false, "String")
+}
+
+func (ec *executionContext) _Challenge_bits(ctx context.Context, field graphql.CollectedField, obj *model.Challenge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Challenge_bits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Bits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int32) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint32(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Challenge_bits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Challenge", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Challenge_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.Challenge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Challenge_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Challenge_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Challenge", field, false, false, "Time")
+}
+
 func (ec *executionContext) _Mutation_seckill(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1106,7 +1415,7 @@ func (ec *executionContext) _Mutation_seckill(ctx context.Context, field graphql
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().Seckill(ctx, fc.Args["voucherId"].(string))
+			return ec.Resolvers.Mutation().Seckill(ctx, fc.Args["voucherId"].(string), fc.Args["answer"].(*model.ChallengeAnswer))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.SeckillResult) graphql.Marshaler {
@@ -1578,6 +1887,50 @@ func (ec *executionContext) fieldContext_Query_vouchers(ctx context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_seckillChallenge(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_seckillChallenge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SeckillChallenge(ctx, fc.Args["voucherId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Challenge) graphql.Marshaler {
+			return ec.marshalNChallenge2ᚖseckillᚋgraphᚋmodelᚐChallenge(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_seckillChallenge(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Challenge(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_seckillChallenge_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1790,6 +2143,75 @@ func (ec *executionContext) _SeckillCampaign_status(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_SeckillCampaign_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SeckillCampaign", field, false, false, "CampaignStatus")
+}
+
+func (ec *executionContext) _SeckillCampaign_challenge(ctx context.Context, field graphql.CollectedField, obj *model.SeckillCampaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SeckillCampaign_challenge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Challenge, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ChallengeKind) graphql.Marshaler {
+			return ec.marshalNChallengeKind2seckillᚋgraphᚋmodelᚐChallengeKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SeckillCampaign_challenge(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SeckillCampaign", field, false, false, "ChallengeKind")
+}
+
+func (ec *executionContext) _SeckillCampaign_powBits(ctx context.Context, field graphql.CollectedField, obj *model.SeckillCampaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SeckillCampaign_powBits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PowBits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int32) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint32(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SeckillCampaign_powBits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SeckillCampaign", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SeckillCampaign_brake(ctx context.Context, field graphql.CollectedField, obj *model.SeckillCampaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SeckillCampaign_brake(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Brake, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int32) graphql.Marshaler {
+			return ec.marshalNInt2int32(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SeckillCampaign_brake(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SeckillCampaign", field, false, false, "Int")
 }
 
 func (ec *executionContext) _SeckillResult_outcome(ctx context.Context, field graphql.CollectedField, obj *model.SeckillResult) (ret graphql.Marshaler) {
@@ -3205,7 +3627,7 @@ func (ec *executionContext) unmarshalInputAddSeckillVoucherInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"shopId", "title", "subTitle", "rules", "payValue", "actualValue", "stock", "beginTime", "endTime"}
+	fieldsInOrder := [...]string{"shopId", "title", "subTitle", "rules", "payValue", "actualValue", "stock", "beginTime", "endTime", "challenge", "powBits", "quiz", "brake"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -3275,6 +3697,34 @@ func (ec *executionContext) unmarshalInputAddSeckillVoucherInput(ctx context.Con
 				return it, err
 			}
 			it.EndTime = data
+		case "challenge":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("challenge"))
+			data, err := ec.unmarshalOChallengeKind2ᚖseckillᚋgraphᚋmodelᚐChallengeKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Challenge = data
+		case "powBits":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("powBits"))
+			data, err := ec.unmarshalOInt2ᚖint32(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PowBits = data
+		case "quiz":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("quiz"))
+			data, err := ec.unmarshalOQuizQuestionInput2ᚕᚖseckillᚋgraphᚋmodelᚐQuizQuestionInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Quiz = data
+		case "brake":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("brake"))
+			data, err := ec.unmarshalOInt2ᚖint32(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Brake = data
 		}
 	}
 	return it, nil
@@ -3292,6 +3742,104 @@ func UnmarshalAddSeckillVoucherInput(ctx context.Context, raw any) (model.AddSec
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputChallengeAnswer(ctx context.Context, obj any) (model.ChallengeAnswer, error) {
+	var it model.ChallengeAnswer
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"token", "solution"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "token":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("token"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Token = data
+		case "solution":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("solution"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Solution = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalChallengeAnswer unmarshals raw into the ChallengeAnswer input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalChallengeAnswer(ctx context.Context, raw any) (model.ChallengeAnswer, error) {
+	var out model.ChallengeAnswer
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ChallengeAnswer", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputQuizQuestionInput(ctx context.Context, obj any) (model.QuizQuestionInput, error) {
+	var it model.QuizQuestionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"question", "answers"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "question":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("question"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Question = data
+		case "answers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("answers"))
+			data, err := ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Answers = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalQuizQuestionInput unmarshals raw into the QuizQuestionInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalQuizQuestionInput(ctx context.Context, raw any) (model.QuizQuestionInput, error) {
+	var out model.QuizQuestionInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "QuizQuestionInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -3299,6 +3847,59 @@ func UnmarshalAddSeckillVoucherInput(ctx context.Context, raw any) (model.AddSec
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
+
+var challengeImplementors = []string{"Challenge"}
+
+func (ec *executionContext) _Challenge(ctx context.Context, sel ast.SelectionSet, obj *model.Challenge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, challengeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Challenge")
+		case "kind":
+			out.Values[i] = ec._Challenge_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "token":
+			out.Values[i] = ec._Challenge_token(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "question":
+			out.Values[i] = ec._Challenge_question(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "bits":
+			out.Values[i] = ec._Challenge_bits(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._Challenge_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
 
 var mutationImplementors = []string{"Mutation"}
 
@@ -3499,6 +4100,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_vouchers(ctx, field)
 				})
+		case "seckillChallenge":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_seckillChallenge(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -3568,6 +4175,21 @@ func (ec *executionContext) _SeckillCampaign(ctx context.Context, sel ast.Select
 			}
 		case "status":
 			out.Values[i] = ec._SeckillCampaign_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "challenge":
+			out.Values[i] = ec._SeckillCampaign_challenge(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "powBits":
+			out.Values[i] = ec._SeckillCampaign_powBits(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "brake":
+			out.Values[i] = ec._SeckillCampaign_brake(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -4115,6 +4737,24 @@ func (ec *executionContext) marshalNCampaignStatus2seckillᚋgraphᚋmodelᚐCam
 	return v
 }
 
+func (ec *executionContext) marshalNChallenge2ᚖseckillᚋgraphᚋmodelᚐChallenge(ctx context.Context, sel ast.SelectionSet, v *model.Challenge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Challenge!")
+		return graphql.Null
+	}
+	return ec._Challenge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNChallengeKind2seckillᚋgraphᚋmodelᚐChallengeKind(ctx context.Context, v any) (model.ChallengeKind, error) {
+	var res model.ChallengeKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNChallengeKind2seckillᚋgraphᚋmodelᚐChallengeKind(ctx context.Context, sel ast.SelectionSet, v model.ChallengeKind) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -4185,6 +4825,11 @@ func (ec *executionContext) marshalNOrderStatusEvent2ᚖseckillᚋgraphᚋmodel�
 	return ec._OrderStatusEvent(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNQuizQuestionInput2ᚖseckillᚋgraphᚋmodelᚐQuizQuestionInput(ctx context.Context, v any) (*model.QuizQuestionInput, error) {
+	res, err := ec.unmarshalInputQuizQuestionInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNSeckillOutcome2seckillᚋgraphᚋmodelᚐSeckillOutcome(ctx context.Context, v any) (model.SeckillOutcome, error) {
 	var res model.SeckillOutcome
 	err := res.UnmarshalGQL(v)
@@ -4215,6 +4860,35 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "String!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
@@ -4437,6 +5111,30 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) unmarshalOChallengeAnswer2ᚖseckillᚋgraphᚋmodelᚐChallengeAnswer(ctx context.Context, v any) (*model.ChallengeAnswer, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputChallengeAnswer(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOChallengeKind2ᚖseckillᚋgraphᚋmodelᚐChallengeKind(ctx context.Context, v any) (*model.ChallengeKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.ChallengeKind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOChallengeKind2ᚖseckillᚋgraphᚋmodelᚐChallengeKind(ctx context.Context, sel ast.SelectionSet, v *model.ChallengeKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
@@ -4480,6 +5178,23 @@ func (ec *executionContext) marshalOOrder2ᚖseckillᚋgraphᚋmodelᚐOrder(ctx
 	return ec._Order(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOQuizQuestionInput2ᚕᚖseckillᚋgraphᚋmodelᚐQuizQuestionInputᚄ(ctx context.Context, v any) ([]*model.QuizQuestionInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.QuizQuestionInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNQuizQuestionInput2ᚖseckillᚋgraphᚋmodelᚐQuizQuestionInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 func (ec *executionContext) marshalOSeckillCampaign2ᚖseckillᚋgraphᚋmodelᚐSeckillCampaign(ctx context.Context, sel ast.SelectionSet, v *model.SeckillCampaign) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -4503,6 +5218,23 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = ctx
 	res := graphql.MarshalString(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := model.UnmarshalTime(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel ast.SelectionSet, v *time.Time) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	res := model.MarshalTime(*v)
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) marshalOVoucher2ᚖseckillᚋgraphᚋmodelᚐVoucher(ctx context.Context, sel ast.SelectionSet, v *model.Voucher) graphql.Marshaler {

@@ -31,6 +31,37 @@ type AddSeckillVoucherInput struct {
 	BeginTime time.Time `json:"beginTime"`
 	// After beginTime and in the future.
 	EndTime time.Time `json:"endTime"`
+	// What a buyer must solve first; NONE when absent.
+	Challenge *ChallengeKind `json:"challenge,omitempty"`
+	// PROOF_OF_WORK: zero bits, 1 to 32 (default 20, about a second in a browser).
+	PowBits *int32 `json:"powBits,omitempty"`
+	// QUIZ: 1 to 50 questions.
+	Quiz []*QuizQuestionInput `json:"quiz,omitempty"`
+	// A ceiling on admissions a second, 0 (none, the default) to 1000000.
+	Brake *int32 `json:"brake,omitempty"`
+}
+
+// A challenge for you and one campaign; pass its token with your answer to `seckill`.
+type Challenge struct {
+	// The kind; NONE when the campaign asks nothing (then there is no token).
+	Kind ChallengeKind `json:"kind"`
+	// Signed: it names you, the voucher, its expiry and what it asks. Opaque to you except as PROOF_OF_WORK's input.
+	Token *string `json:"token,omitempty"`
+	// QUIZ: the question.
+	Question *string `json:"question,omitempty"`
+	// PROOF_OF_WORK: the zero bits SHA-256(token + ':' + counter) must start with.
+	Bits *int32 `json:"bits,omitempty"`
+	// When the token stops being accepted.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// Your answer to a challenge from `seckillChallenge`.
+type ChallengeAnswer struct {
+	// The token the challenge came with, unchanged (at most 2048 characters).
+	Token string `json:"token"`
+	// QUIZ: your answer (compared ignoring case and extra spaces). PROOF_OF_WORK:
+	// the decimal counter you found (see docs/challenge.md). At most 200 characters.
+	Solution string `json:"solution"`
 }
 
 // One user's purchase of one seckill voucher.
@@ -61,6 +92,14 @@ type OrderStatusEvent struct {
 	Reason *string `json:"reason,omitempty"`
 }
 
+// A quiz question with the answers it accepts.
+type QuizQuestionInput struct {
+	// 1 to 500 characters.
+	Question string `json:"question"`
+	// 1 to 10 accepted answers, each 1 to 100 characters; compared ignoring case and extra spaces.
+	Answers []string `json:"answers"`
+}
+
 // The flash sale of one voucher.
 type SeckillCampaign struct {
 	// Every unit ever put on sale.
@@ -75,6 +114,12 @@ type SeckillCampaign struct {
 	EndTime time.Time `json:"endTime"`
 	// The campaign's status at the time of the request.
 	Status CampaignStatus `json:"status"`
+	// What a buyer must solve first.
+	Challenge ChallengeKind `json:"challenge"`
+	// PROOF_OF_WORK's difficulty in zero bits; null for other kinds.
+	PowBits *int32 `json:"powBits,omitempty"`
+	// The operator's ceiling on admissions a second; 0 when there is none.
+	Brake int32 `json:"brake"`
 }
 
 // What a purchase attempt came to. Expected results are outcomes, not errors.
@@ -176,6 +221,67 @@ func (e CampaignStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// What a buyer must solve before buying.
+type ChallengeKind string
+
+const (
+	// Nothing.
+	ChallengeKindNone ChallengeKind = "NONE"
+	// A question the operator wrote, picked at random for each challenge.
+	ChallengeKindQuiz ChallengeKind = "QUIZ"
+	// A hashcash-style puzzle: find a counter whose SHA-256 starts with `bits` zero bits (docs/challenge.md).
+	ChallengeKindProofOfWork ChallengeKind = "PROOF_OF_WORK"
+)
+
+var AllChallengeKind = []ChallengeKind{
+	ChallengeKindNone,
+	ChallengeKindQuiz,
+	ChallengeKindProofOfWork,
+}
+
+func (e ChallengeKind) IsValid() bool {
+	switch e {
+	case ChallengeKindNone, ChallengeKindQuiz, ChallengeKindProofOfWork:
+		return true
+	}
+	return false
+}
+
+func (e ChallengeKind) String() string {
+	return string(e)
+}
+
+func (e *ChallengeKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ChallengeKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ChallengeKind", str)
+	}
+	return nil
+}
+
+func (e ChallengeKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ChallengeKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ChallengeKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 // Where an order stands.
 type OrderStatus string
 
@@ -255,6 +361,16 @@ const (
 	SeckillOutcomeRateLimited SeckillOutcome = "RATE_LIMITED"
 	// An operator paused the sale.
 	SeckillOutcomePaused SeckillOutcome = "PAUSED"
+	// The sale asks for a challenge first: get one with `seckillChallenge` and pass its answer.
+	SeckillOutcomeChallengeRequired SeckillOutcome = "CHALLENGE_REQUIRED"
+	// The answer is wrong, or the token is not one the server signed. Counts against your limit.
+	SeckillOutcomeChallengeWrong SeckillOutcome = "CHALLENGE_WRONG"
+	// The challenge expired; get a new one.
+	SeckillOutcomeChallengeExpired SeckillOutcome = "CHALLENGE_EXPIRED"
+	// The challenge was given to another user or for another voucher.
+	SeckillOutcomeChallengeNotYours SeckillOutcome = "CHALLENGE_NOT_YOURS"
+	// The challenge was used already (each is good for one attempt); get a new one.
+	SeckillOutcomeChallengeUsed SeckillOutcome = "CHALLENGE_USED"
 )
 
 var AllSeckillOutcome = []SeckillOutcome{
@@ -265,11 +381,16 @@ var AllSeckillOutcome = []SeckillOutcome{
 	SeckillOutcomeEnded,
 	SeckillOutcomeRateLimited,
 	SeckillOutcomePaused,
+	SeckillOutcomeChallengeRequired,
+	SeckillOutcomeChallengeWrong,
+	SeckillOutcomeChallengeExpired,
+	SeckillOutcomeChallengeNotYours,
+	SeckillOutcomeChallengeUsed,
 }
 
 func (e SeckillOutcome) IsValid() bool {
 	switch e {
-	case SeckillOutcomeAccepted, SeckillOutcomeSoldOut, SeckillOutcomeAlreadyPurchased, SeckillOutcomeNotStarted, SeckillOutcomeEnded, SeckillOutcomeRateLimited, SeckillOutcomePaused:
+	case SeckillOutcomeAccepted, SeckillOutcomeSoldOut, SeckillOutcomeAlreadyPurchased, SeckillOutcomeNotStarted, SeckillOutcomeEnded, SeckillOutcomeRateLimited, SeckillOutcomePaused, SeckillOutcomeChallengeRequired, SeckillOutcomeChallengeWrong, SeckillOutcomeChallengeExpired, SeckillOutcomeChallengeNotYours, SeckillOutcomeChallengeUsed:
 		return true
 	}
 	return false

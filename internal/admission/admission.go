@@ -15,6 +15,10 @@
 //	<p>seckill:{v42}:pending_at    zset: id scored by admitted_ms
 //	<p>seckill:{v42}:rebuild       the rebuild lock (a token, with a TTL)
 //	<p>seckill:{v42}:buyers_staged the buyers a rebuild is about to install
+//	<p>seckill:{v42}:guard         hash: challenge, brake (guard.go)
+//	<p>seckill:{v42}:limit:<user>  a user's shared limit (GCRA state)
+//	<p>seckill:{v42}:used:<nonce>  a used challenge token, until it expires
+//	<p>seckill:{v42}:brake         the brake's GCRA state
 //
 // (id is the low 32 bits of the order id: epoch and sequence)
 //
@@ -70,6 +74,12 @@ var (
 // campaign may admit again.
 const DefaultSoldOutTTL = 500 * time.Millisecond
 
+// windowMark bounds how long a process answers NOT_STARTED or ENDED from
+// its memory of a campaign's window: changes of the window reach every
+// process at once over pub/sub, and, since pub/sub may lose a message, at
+// the latest after windowMark.
+const windowMark = 5 * time.Second
+
 // buyersChunk bounds the size of one SADD when warming buyers.
 const buyersChunk = 5000
 
@@ -98,6 +108,11 @@ type Options struct {
 	MinReplicas int
 	// WaitTimeout bounds that WAIT; 0 means DefaultWaitTimeout.
 	WaitTimeout time.Duration
+	// UserRate and UserBurst are the limit every instance shares on one
+	// user's attempts at one campaign, checked by the admit script itself:
+	// UserRate attempts a second in bursts of UserBurst. 0 (or less): none.
+	UserRate  float64
+	UserBurst int
 }
 
 // Admitter implements seckill.Admitter on Redis.
@@ -117,6 +132,9 @@ type Admitter struct {
 	logger *slog.Logger
 	local  *local
 	admits *pipeline // the admit script, pipelined
+
+	userEvery int64 // microseconds between a user's attempts; 0: no limit
+	userBurst int
 
 	startMu sync.Mutex
 	subDone chan struct{} // closed when the stock_returned listener exits
@@ -140,13 +158,18 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 		admits.dur = &durability{replicas: opts.MinReplicas, timeout: cmp.Or(opts.WaitTimeout, DefaultWaitTimeout),
 			wrote: admitWrote, logger: logger}
 	}
-	return &Admitter{
-		rdb:    rdb,
-		keys:   keys{prefix: opts.Prefix},
-		logger: logger,
-		local:  newLocal(ttl),
-		admits: admits,
+	a := &Admitter{
+		rdb:       rdb,
+		keys:      keys{prefix: opts.Prefix},
+		logger:    logger,
+		local:     newLocal(ttl),
+		admits:    admits,
+		userBurst: max(opts.UserBurst, 1),
 	}
+	if opts.UserRate > 0 {
+		a.userEvery = max(int64(1e6/opts.UserRate), 1)
+	}
+	return a
 }
 
 // Load loads every script into Redis (SCRIPT LOAD), so that the first
@@ -212,9 +235,12 @@ var errRebuilding = seckill.Errorf(seckill.EUNAVAILABLE, "the campaign is being 
 func validVoucherID(id int64) bool { return id > 0 && id <= math.MaxInt32 }
 
 // Admit decides one purchase: one EVALSHA, or nothing at all while the
-// campaign is marked sold out (or ended) locally. ENOTFOUND when Redis does
-// not know the campaign; EINVALID for a user id that is not positive.
-func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
+// campaign is marked sold out (or ended) locally. The same script takes the
+// attempt from the user's shared limit, checks the ticket against the
+// campaign's challenge (using its token once) and applies the brake.
+// ENOTFOUND when Redis does not know the campaign; EINVALID for a user id
+// that is not positive.
+func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill.Ticket) (seckill.Outcome, seckill.Admission, error) {
 	if !validVoucherID(voucherID) {
 		return "", seckill.Admission{}, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
 	}
@@ -236,7 +262,21 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.
 		keys = a.keys.admit(voucherID)
 	}
 
-	reply := a.admits.run(ctx, keys, userID)
+	ticket, exp := string(t.Kind), int64(0)
+	switch {
+	case t.Refusal != "":
+		ticket = "REFUSED"
+	case t.Kind == seckill.ChallengeQuiz || t.Kind == seckill.ChallengePoW:
+		exp = t.ExpiresAt.UnixMilli()
+	default:
+		ticket = ""
+	}
+	all := make([]string, 0, len(keys)+4)
+	all = append(all, keys...)
+	all = append(all, a.keys.guard(voucherID), a.keys.userLimit(voucherID, userID),
+		a.keys.used(voucherID, t.Nonce), a.keys.brake(voucherID))
+	sent := time.Now()
+	reply := a.admits.run(ctx, all, userID, a.userEvery, a.userBurst, ticket, exp)
 	res, err := reply.res, reply.err
 	if err != nil {
 		return "", seckill.Admission{}, redisError("admit", err, nil)
@@ -253,8 +293,25 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64) (seckill.
 		state = a.local.getOrCreate(voucherID, keys)
 	}
 	switch outcome {
-	case seckill.OutcomeSoldOut, seckill.OutcomeEnded:
+	case seckill.OutcomeSoldOut:
 		a.local.remember(state, gen, outcome)
+		return outcome, seckill.Admission{}, nil
+	case seckill.OutcomeEnded:
+		a.local.rememberFor(state, gen, outcome, max(a.local.ttl, windowMark))
+		return outcome, seckill.Admission{}, nil
+	case seckill.OutcomeNotStarted:
+		// The window from memory: until the sale opens (by Redis's clock,
+		// less the reply's way back), this process answers NOT_STARTED
+		// itself, so the refresh storm before an opening costs Redis
+		// nothing. A change of the window drops the mark at once.
+		if wait, ok := int64At(res, 1); ok {
+			a.local.rememberFor(state, gen, outcome, min(time.Duration(wait)*time.Millisecond-time.Since(sent), windowMark))
+		}
+		return outcome, seckill.Admission{}, nil
+	case seckill.OutcomeChallengeWrong:
+		if t.Refusal != "" {
+			return t.Refusal, seckill.Admission{}, nil // expired, not yours or wrong
+		}
 		return outcome, seckill.Admission{}, nil
 	case seckill.OutcomeAccepted:
 	default:
@@ -300,6 +357,7 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 	buyers := a.keys.buyers(id)
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		addBuyers(ctx, p, buyers, st.Buyers)
+		a.setGuard(ctx, p, c)
 		return nil
 	})
 	if err != nil {
@@ -691,6 +749,7 @@ func (a *Admitter) Forget(ctx context.Context, voucherID int64) error {
 	}
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, a.keys.admit(voucherID)...)
+		p.Del(ctx, a.keys.guard(voucherID), a.keys.brake(voucherID))
 		return nil
 	})
 	a.local.forget(voucherID)

@@ -62,7 +62,7 @@ func mustWarm(tb testing.TB, a *admission.Admitter, st seckill.WarmState) {
 
 func mustAdmit(tb testing.TB, a *admission.Admitter, voucherID, userID int64) (seckill.Outcome, seckill.Admission) {
 	tb.Helper()
-	o, adm, err := a.Admit(context.Background(), voucherID, userID)
+	o, adm, err := a.Admit(context.Background(), voucherID, userID, seckill.Ticket{})
 	if err != nil {
 		tb.Fatalf("admit voucher %d user %d: %v", voucherID, userID, err)
 	}
@@ -106,7 +106,7 @@ func TestAdmitOutcomes(t *testing.T) {
 				st.Campaign.VoucherID = voucherID
 				mustWarm(t, a, st)
 			}
-			got, adm, err := a.Admit(ctx, voucherID, tt.user)
+			got, adm, err := a.Admit(ctx, voucherID, tt.user, seckill.Ticket{})
 			if diff := cmp.Diff(tt.wantCode, seckill.ErrorCode(err)); diff != "" {
 				t.Fatalf("error code (-want +got):\n%s\nerr: %v", diff, err)
 			}
@@ -183,7 +183,7 @@ func TestAdmitInvalidInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := a.Admit(ctx, tt.voucher, tt.user)
+			_, _, err := a.Admit(ctx, tt.voucher, tt.user, seckill.Ticket{})
 			if diff := cmp.Diff(tt.wantCode, seckill.ErrorCode(err)); diff != "" {
 				t.Errorf("code (-want +got):\n%s", diff)
 			}
@@ -218,7 +218,7 @@ func TestAdmitConcurrent(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				o, adm, err := a.Admit(ctx, voucherID, u)
+				o, adm, err := a.Admit(ctx, voucherID, u, seckill.Ticket{})
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -817,7 +817,7 @@ func TestForget(t *testing.T) {
 	if err := a.Forget(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.Admit(ctx, 1, 2); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+	if _, _, err := a.Admit(ctx, 1, 2, seckill.Ticket{}); seckill.ErrorCode(err) != seckill.ENOTFOUND {
 		t.Errorf("admit after forget: %v, want NOT_FOUND", err)
 	}
 	if n := rdb.Exists(ctx, admission.CampaignKey(a, 1), admission.BuyersKey(a, 1), admission.PendingAtKey(a, 1)).Val(); n != 0 {
@@ -852,7 +852,7 @@ func TestRebuild(t *testing.T) {
 		t.Fatalf("second BeginRebuild = %v, %v; want the lock taken", ok, err)
 	}
 	before := rdb.HGetAll(ctx, admission.CampaignKey(a, 1)).Val()
-	if _, _, err := a.Admit(ctx, 1, 3); !errors.Is(err, seckill.ErrRebuildNeeded) {
+	if _, _, err := a.Admit(ctx, 1, 3, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
 		t.Fatalf("admit while rebuilding: %v, want ErrRebuildNeeded", err)
 	}
 	if diff := cmp.Diff(before, rdb.HGetAll(ctx, admission.CampaignKey(a, 1)).Val()); diff != "" {
@@ -921,10 +921,10 @@ func TestConnectHook(t *testing.T) {
 	hook := admission.NewConnectHook(admission.Options{Prefix: prefix, LiveCampaigns: live})
 	fresh := testenv.NewRedis(t, hook.For)
 	b := admission.New(fresh, admission.Options{Prefix: prefix})
-	if o, _, err := b.Admit(ctx, 1, 5); err != nil || o != seckill.OutcomeAccepted {
+	if o, _, err := b.Admit(ctx, 1, 5, seckill.Ticket{}); err != nil || o != seckill.OutcomeAccepted {
 		t.Errorf("campaign of this server: %s %v, want ACCEPTED", o, err)
 	}
-	if _, _, err := b.Admit(ctx, 2, 5); !errors.Is(err, seckill.ErrRebuildNeeded) {
+	if _, _, err := b.Admit(ctx, 2, 5, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
 		t.Errorf("campaign of another server: %v, want ErrRebuildNeeded", err)
 	}
 	if need, _ := b.NeedsRebuild(ctx, []int64{1, 2}); !slices.Equal(need, []int64{2}) {
@@ -938,7 +938,7 @@ func TestRedisDown(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
 	a := admission.New(rdb, admission.Options{})
-	_, _, err := a.Admit(context.Background(), 1, 1)
+	_, _, err := a.Admit(context.Background(), 1, 1, seckill.Ticket{})
 	if err == nil {
 		t.Fatal("admit without Redis succeeded")
 	}
@@ -1022,10 +1022,10 @@ func TestConnectHookFailover(t *testing.T) {
 		t.Errorf("campaign on another shard: state %q, want none", got)
 	}
 	connect(replica) // seen already: nothing more
-	if _, _, err := a.Admit(ctx, here, 5); !errors.Is(err, seckill.ErrRebuildNeeded) {
+	if _, _, err := a.Admit(ctx, here, 5, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
 		t.Errorf("admit on the stopped campaign: %v, want ErrRebuildNeeded", err)
 	}
-	if o, _, err := a.Admit(ctx, there, 5); err != nil || o != seckill.OutcomeAccepted {
+	if o, _, err := a.Admit(ctx, there, 5, seckill.Ticket{}); err != nil || o != seckill.OutcomeAccepted {
 		t.Errorf("admit on the other shard: %s %v, want ACCEPTED", o, err)
 	}
 }

@@ -90,8 +90,8 @@ var errNoWaitTopology = errors.New("admission: MinReplicas needs a single-node, 
 // goroutine of its own, so that it can be answered as soon as its own reply
 // is known: a refusal does not wait for the WAIT that its batch's
 // acceptances need.
-func (p *pipeline) runDurable(ctx context.Context, keys []string, arg int64) pipeReply {
-	call := pipeCall{keys: keys, arg: arg, reply: make(chan pipeReply, 1)}
+func (p *pipeline) runDurable(ctx context.Context, keys []string, args []any) pipeReply {
+	call := pipeCall{keys: keys, args: args, reply: make(chan pipeReply, 1)}
 	failed := make(chan error, 1)
 	go func() {
 		out, err := p.batches.Do(ctx, call)

@@ -59,7 +59,7 @@ func admitAll(a *admission.Admitter, voucherID, from, to int64) (map[int64]secki
 	for u := from; u < to; u++ {
 		wg.Go(func() {
 			<-start
-			o, _, err := a.Admit(context.Background(), voucherID, u)
+			o, _, err := a.Admit(context.Background(), voucherID, u, seckill.Ticket{})
 			mu.Lock()
 			outcomes[u], errs[u] = o, err
 			mu.Unlock()
@@ -148,7 +148,7 @@ func TestDurableAdmitReplicaStalled(t *testing.T) {
 	defer replica.Resume()
 
 	began := time.Now()
-	o, adm, err := a.Admit(ctx, voucher, 100)
+	o, adm, err := a.Admit(ctx, voucher, 100, seckill.Ticket{})
 	took := time.Since(began)
 	if o != seckill.OutcomeAccepted || !errors.Is(err, seckill.ErrNotReplicated) || adm.OrderID == 0 {
 		t.Fatalf("admit with the replica stalled: %s, %+v, %v; want ACCEPTED with its admission and ErrNotReplicated", o, adm, err)
@@ -174,7 +174,7 @@ func TestDurableAdmitReplicaStalled(t *testing.T) {
 	for u := int64(1); u <= 40; u++ {
 		user := u // 1..20 bought before; 21..40 are new
 		wg.Go(func() {
-			o, _, err := a.Admit(ctx, voucher, user)
+			o, _, err := a.Admit(ctx, voucher, user, seckill.Ticket{})
 			results <- result{user, o, err, time.Now()}
 		})
 	}
@@ -206,7 +206,7 @@ func TestDurableAdmitReplicaStalled(t *testing.T) {
 	t.Logf("%d WAITs for 20 acceptances under a stalled replica", waits(t, rdb)-w)
 
 	replica.Resume()
-	if o, _, err := a.Admit(ctx, voucher, 200); o != seckill.OutcomeAccepted || err != nil {
+	if o, _, err := a.Admit(ctx, voucher, 200, seckill.Ticket{}); o != seckill.OutcomeAccepted || err != nil {
 		t.Fatalf("admit with the replica back: %s, %v; want ACCEPTED, confirmed", o, err)
 	}
 }
@@ -288,7 +288,7 @@ func TestDurableAdmitOnCluster(t *testing.T) {
 		for u := int64(1); u <= stock; u++ {
 			wg.Go(func() {
 				<-start
-				o, _, err := a.Admit(ctx, v, u)
+				o, _, err := a.Admit(ctx, v, u, seckill.Ticket{})
 				if err != nil {
 					t.Errorf("voucher %d user %d: %v", v, u, err)
 					return

@@ -23,6 +23,10 @@ const (
 	codeAlreadyPurchased = 5
 	codeSoldOut          = 6
 	codeRebuild          = 7
+	codeRateLimited      = 8
+	codeChallengeMissing = 9
+	codeChallengeRefused = 10
+	codeChallengeUsed    = 11
 )
 
 // toOutcome maps an admit script code to the outcome of the purchase: the
@@ -45,6 +49,14 @@ func toOutcome(voucherID, code int64) (seckill.Outcome, error) {
 		return seckill.OutcomeSoldOut, nil
 	case codeRebuild:
 		return "", seckill.ErrRebuildNeeded
+	case codeRateLimited:
+		return seckill.OutcomeRateLimited, nil
+	case codeChallengeMissing:
+		return seckill.OutcomeChallengeRequired, nil
+	case codeChallengeRefused:
+		return seckill.OutcomeChallengeWrong, nil
+	case codeChallengeUsed:
+		return seckill.OutcomeChallengeUsed, nil
 	}
 	return "", fmt.Errorf("admission: admit voucher %d: unexpected script code %d", voucherID, code)
 }

@@ -27,6 +27,24 @@ func (k keys) pending(voucherID int64) string { return k.tagged(voucherID, "pend
 // pendingAt is a sorted set of the pending ids scored by admitted_ms.
 func (k keys) pendingAt(voucherID int64) string { return k.tagged(voucherID, "pending_at") }
 
+// guard is a hash beside the campaign: challenge (a seckill.ChallengeKind)
+// and brake (admissions a second, 0: none). Rebuilds leave it alone; Warm
+// and FinishRebuild write it from Postgres.
+func (k keys) guard(voucherID int64) string { return k.tagged(voucherID, "guard") }
+
+// userLimit is one user's shared limit of attempts at the campaign (GCRA).
+func (k keys) userLimit(voucherID, userID int64) string {
+	return k.tagged(voucherID, "limit:"+strconv.FormatInt(userID, 10))
+}
+
+// used marks a challenge token's nonce as used until the token expires.
+func (k keys) used(voucherID int64, nonce string) string {
+	return k.tagged(voucherID, "used:"+nonce)
+}
+
+// brake is the state of the campaign's ceiling on admissions a second.
+func (k keys) brake(voucherID int64) string { return k.tagged(voucherID, "brake") }
+
 // rebuild is a campaign's rebuild lock: the holder's token, with a TTL.
 func (k keys) rebuild(voucherID int64) string { return k.tagged(voucherID, "rebuild") }
 

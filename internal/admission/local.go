@@ -115,8 +115,13 @@ func (l *local) marked(st *campaignState, gen uint64) (seckill.Outcome, bool) {
 // remember marks the campaign with outcome for the TTL, unless it was
 // invalidated since gen was read.
 func (l *local) remember(st *campaignState, gen uint64, outcome seckill.Outcome) {
-	if l.ttl <= 0 || st.gen.Load() != gen {
+	l.rememberFor(st, gen, outcome, l.ttl)
+}
+
+// rememberFor marks the campaign with outcome for d (when marks are on).
+func (l *local) rememberFor(st *campaignState, gen uint64, outcome seckill.Outcome, d time.Duration) {
+	if l.ttl <= 0 || d <= 0 || st.gen.Load() != gen {
 		return
 	}
-	st.mark.Store(&mark{gen: gen, until: l.now() + l.ttl, outcome: outcome})
+	st.mark.Store(&mark{gen: gen, until: l.now() + d, outcome: outcome})
 }

@@ -40,10 +40,10 @@ type pipeline struct {
 	sent func(n int)
 }
 
-// pipeCall is one run of the script: its keys and its one argument.
+// pipeCall is one run of the script: its keys and arguments.
 type pipeCall struct {
 	keys []string
-	arg  int64
+	args []any
 	// reply, when set (durable pipelines), receives the call's reply as
 	// soon as it is known, before the batch's WAIT if it wrote nothing.
 	reply chan pipeReply
@@ -64,18 +64,18 @@ func newPipeline(rdb redis.UniversalClient, script *redis.Script, inFlight, maxB
 	return p
 }
 
-// run runs the script with keys and arg and returns its array reply. A
+// run runs the script with keys and args and returns its array reply. A
 // caller whose ctx ends while its call waits gets ctx's error (wrapping
 // batch.ErrBusy if it was still waiting for room in the backlog); its
 // admission may still be decided, as when a reply is lost, and the
 // reconciler persists what was admitted. A batch, once sent, finishes even
 // if the ctx of its sender ends, since other callers wait on it; go-redis's
 // timeouts bound it.
-func (p *pipeline) run(ctx context.Context, keys []string, arg int64) pipeReply {
+func (p *pipeline) run(ctx context.Context, keys []string, args ...any) pipeReply {
 	if p.dur != nil {
-		return p.runDurable(ctx, keys, arg)
+		return p.runDurable(ctx, keys, args)
 	}
-	out, err := p.batches.Do(ctx, pipeCall{keys: keys, arg: arg})
+	out, err := p.batches.Do(ctx, pipeCall{keys: keys, args: args})
 	if err != nil {
 		return pipeReply{err: err}
 	}
@@ -100,13 +100,13 @@ func (p *pipeline) send(ctx context.Context, calls []pipeCall, out []pipeReply) 
 func (p *pipeline) exec(ctx context.Context, c redis.Cmdable, calls []pipeCall, out []pipeReply) {
 	if len(calls) == 1 {
 		call := calls[0]
-		out[0].res, out[0].err = p.script.Run(ctx, c, call.keys, call.arg).Slice()
+		out[0].res, out[0].err = p.script.Run(ctx, c, call.keys, call.args...).Slice()
 		return
 	}
 	cmds := make([]*redis.Cmd, len(calls))
 	_, _ = c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, call := range calls {
-			cmds[i] = p.script.EvalSha(ctx, pipe, call.keys, call.arg)
+			cmds[i] = p.script.EvalSha(ctx, pipe, call.keys, call.args...)
 		}
 		return nil
 	})
@@ -117,7 +117,7 @@ func (p *pipeline) exec(ctx context.Context, c redis.Cmdable, calls []pipeCall, 
 			// Redis lost its script cache (a restart, SCRIPT FLUSH): the
 			// script did not run, so running it again is safe. Run loads
 			// it with EVAL once; the calls after that find it again.
-			r.res, r.err = p.script.Run(ctx, c, call.keys, call.arg).Slice()
+			r.res, r.err = p.script.Run(ctx, c, call.keys, call.args...).Slice()
 		}
 	}
 }

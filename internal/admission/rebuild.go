@@ -120,6 +120,7 @@ func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.W
 		p.Del(ctx, staged)
 		addBuyers(ctx, p, staged, st.Buyers)
 		p.Expire(ctx, staged, rebuildLockTTL)
+		a.setGuard(ctx, p, c)
 		return nil
 	})
 	if err != nil {

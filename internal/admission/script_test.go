@@ -38,7 +38,7 @@ func TestScriptArgumentValidation(t *testing.T) {
 		BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}, Buyers: []int64{100}}); err != nil {
 		t.Fatal(err)
 	}
-	if o, _, err := a.Admit(ctx, v, 1); err != nil || o != seckill.OutcomeAccepted {
+	if o, _, err := a.Admit(ctx, v, 1, seckill.Ticket{}); err != nil || o != seckill.OutcomeAccepted {
 		t.Fatalf("admit: %s %v", o, err)
 	}
 	k := a.keys
@@ -122,7 +122,7 @@ func TestScriptSeqExhausted(t *testing.T) {
 	if err := rdb.HSet(ctx, a.keys.campaign(1), "seq", lastSeq-1).Err(); err != nil {
 		t.Fatal(err)
 	}
-	o, adm, err := a.Admit(ctx, 1, 1)
+	o, adm, err := a.Admit(ctx, 1, 1, seckill.Ticket{})
 	if err != nil || o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(1, 5<<22|lastSeq) {
 		t.Fatalf("last seq: %s %d %v", o, adm.OrderID, err)
 	}
@@ -130,7 +130,7 @@ func TestScriptSeqExhausted(t *testing.T) {
 		t.Errorf("OrderEpoch = %d, want 5", got)
 	}
 	before := snapshot(t, rdb, a.keys, 1)
-	if _, _, err := a.Admit(ctx, 1, 2); !errors.Is(err, seckill.ErrRebuildNeeded) {
+	if _, _, err := a.Admit(ctx, 1, 2, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
 		t.Fatalf("admit beyond the epoch's sequence: %v, want ErrRebuildNeeded", err)
 	}
 	if diff := cmp.Diff(before, snapshot(t, rdb, a.keys, 1)); diff != "" {

@@ -10,7 +10,7 @@ import (
 )
 
 // UserLimiter implements seckill.Limiter in the memory of one process: a
-// token bucket per user (golang.org/x/time/rate), rate attempts a second
+// token bucket per user and campaign (golang.org/x/time/rate), rate attempts a second
 // with bursts of burst. A limited attempt costs no round trip at all; with N
 // API instances a user gets at most N times the rate, which is what it is
 // for: keeping one client from flooding the purchase path.
@@ -26,11 +26,13 @@ type UserLimiter struct {
 
 type userShard struct {
 	mu    sync.Mutex
-	users map[int64]*rate.Limiter
+	users map[userCampaign]*rate.Limiter
 	swept time.Time
 }
 
 var _ seckill.Limiter = (*UserLimiter)(nil)
+
+type userCampaign struct{ voucher, user int64 }
 
 // NewUserLimiter returns a limiter allowing perSecond attempts a second per
 // user with bursts up to burst (at least 1). A rate of 0 or less allows
@@ -42,14 +44,14 @@ func NewUserLimiter(perSecond float64, burst int) *UserLimiter {
 		l.full = time.Duration(float64(burst) / perSecond * float64(time.Second))
 	}
 	for i := range l.shards {
-		l.shards[i].users = make(map[int64]*rate.Limiter)
+		l.shards[i].users = make(map[userCampaign]*rate.Limiter)
 	}
 	return l
 }
 
-// Allow takes one token from the user's bucket and reports whether there
-// was one.
-func (l *UserLimiter) Allow(userID int64) bool {
+// Allow takes one token from the user's bucket for the campaign and
+// reports whether there was one.
+func (l *UserLimiter) Allow(voucherID, userID int64) bool {
 	if l.limit <= 0 {
 		return true
 	}
@@ -57,10 +59,11 @@ func (l *UserLimiter) Allow(userID int64) bool {
 	sh := &l.shards[uint64(userID)%uint64(len(l.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	lim, ok := sh.users[userID]
+	key := userCampaign{voucherID, userID}
+	lim, ok := sh.users[key]
 	if !ok {
 		lim = rate.NewLimiter(l.limit, l.burst)
-		sh.users[userID] = lim
+		sh.users[key] = lim
 	}
 	allowed := lim.AllowN(now, 1)
 	// Forget users whose bucket has refilled: a full bucket is what a new

@@ -101,7 +101,8 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	}
 
 	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger,
-		MinReplicas: cfg.RedisMinReplicas, WaitTimeout: cfg.RedisWaitTimeout})
+		MinReplicas: cfg.RedisMinReplicas, WaitTimeout: cfg.RedisWaitTimeout,
+		UserRate: cfg.UserRate, UserBurst: cfg.UserBurst})
 	if err := a.Admitter.Load(ctx); err != nil {
 		a.Close()
 		return nil, err
@@ -115,8 +116,11 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		Admitter: a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes}),
 		Queue:    outageEnqueuer{a.Enqueuer, newOutageLog(logger, "enqueue admissions (the reconciler requeues them)")},
 		Bus:      a.Bus,
-		Limiter:  a.Metrics.wrapLimiter(admission.NewUserLimiter(cfg.UserRate, cfg.UserBurst)),
-		Logger:   logger,
+		Limiter: a.Metrics.wrapLimiter(admission.NewUserLimiter(cfg.UserRate, cfg.UserBurst),
+			func(id int64) { a.outcomes.Add(id, sampler.OutcomeLocalLimit) }),
+		Logger: logger,
+
+		Challenges: seckill.NewChallenger([]byte(cfg.JWTSecret), cfg.ChallengeTTL, cfg.ChallengeLead),
 
 		Campaigns:        a.Store,
 		CampaignAdmitter: a.Admitter,

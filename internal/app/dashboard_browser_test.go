@@ -255,9 +255,26 @@ func TestDashboardInBrowser(t *testing.T) {
 		return `document.querySelector('[data-testid="` + tid + `"]').textContent.trim()`
 	}
 	waitFor("the campaign's numbers", stat("stat-remaining")+` === "2" && `+stat("stat-sold")+` === "3"`)
+
+	// The operator brakes the sale to one admission a second; the challenge
+	// is fixed once the sale has started, so the form offers the brake only.
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="guard-input-challenge"]').length`)); err != nil || n != 0 {
+		t.Errorf("a started campaign offers the challenge: %d %v", n, err)
+	}
+	must("brake", chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="guard-input-brake"]').value = ""`),
+		chromedp.SendKeys(css(`[data-testid="guard-input-brake"]`), "1"),
+		chromedp.Click(css(`[data-testid="guard-submit"]`)),
+		chromedp.WaitVisible(css(`[data-testid="notice"]`)),
+	))
+	waitFor("the brake saved", `location.search === "?done=guard" && `+stat("guard-brake")+` === "at most 1 admissions a second"`)
+	waitFor("the campaign's numbers", stat("stat-remaining")+` === "2"`)
 	must("mark the page", chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__noReload = 43`)))
 	if got := e.buy(id, 9004); got != "ACCEPTED" {
 		t.Fatalf("fourth buy: %s", got)
+	}
+	if got := e.buy(id, 9005); got != "RATE_LIMITED" {
+		t.Errorf("a second admission within the brake's second: %s, want RATE_LIMITED", got)
 	}
 	waitFor("remaining 1 and sold 4 on the campaign page",
 		`window.__noReload === 43 && `+stat("stat-remaining")+` === "1" && `+stat("stat-sold")+` === "4" && `+

@@ -14,6 +14,7 @@ import (
 type Metrics struct {
 	Registry         *prometheus.Registry
 	Purchases        *prometheus.CounterVec
+	Funnel           *prometheus.CounterVec
 	PurchaseDuration prometheus.Histogram
 	OrdersPersisted  *prometheus.CounterVec
 	OrdersFailed     *prometheus.CounterVec
@@ -37,6 +38,9 @@ func NewMetrics() *Metrics {
 		Purchases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_purchases_total", Help: "Purchase attempts by outcome.",
 		}, []string{"outcome"}),
+		Funnel: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_purchase_funnel_total", Help: "Purchase attempts by the layer that stopped them (or admitted).",
+		}, []string{"layer"}),
 		PurchaseDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "seckill_admission_duration_seconds", Help: "Time to decide one purchase in Redis.",
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, 1},
@@ -72,11 +76,14 @@ func NewMetrics() *Metrics {
 			Name: "seckill_overloaded_requests_total", Help: "Requests shed because too many were in flight.",
 		}),
 	}
-	m.Registry.MustRegister(m.Purchases, m.PurchaseDuration, m.OrdersPersisted, m.OrdersFailed, m.BatchSize,
+	m.Registry.MustRegister(m.Purchases, m.Funnel, m.PurchaseDuration, m.OrdersPersisted, m.OrdersFailed, m.BatchSize,
 		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Unreplicated, m.Overloaded,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		buildInfo())
 	// Exported at 0 from the start, so that rates and alerts see them.
+	for _, l := range seckill.Layers {
+		m.Funnel.WithLabelValues(l)
+	}
 	for _, reason := range []string{seckill.FailureLost, seckill.FailureConflict} {
 		m.OrdersFailed.WithLabelValues(failureLabel(reason))
 	}
@@ -90,13 +97,18 @@ type admitterMetrics struct {
 	seckill.Admitter
 	m        *Metrics
 	outcomes map[seckill.Outcome]prometheus.Counter
+	layers   map[seckill.Outcome]prometheus.Counter
 }
 
 func (m *Metrics) wrapAdmitter(a seckill.Admitter) seckill.Admitter {
-	w := &admitterMetrics{Admitter: a, m: m, outcomes: map[seckill.Outcome]prometheus.Counter{}}
+	w := &admitterMetrics{Admitter: a, m: m, outcomes: map[seckill.Outcome]prometheus.Counter{},
+		layers: map[seckill.Outcome]prometheus.Counter{}}
 	for _, o := range []seckill.Outcome{seckill.OutcomeAccepted, seckill.OutcomeSoldOut, seckill.OutcomeAlreadyPurchased,
-		seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomePaused} {
+		seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomePaused, seckill.OutcomeRateLimited,
+		seckill.OutcomeChallengeRequired, seckill.OutcomeChallengeWrong, seckill.OutcomeChallengeExpired,
+		seckill.OutcomeChallengeNotYours, seckill.OutcomeChallengeUsed} {
 		w.outcomes[o] = m.Purchases.WithLabelValues(string(o))
+		w.layers[o] = m.Funnel.WithLabelValues(o.Layer())
 	}
 	return w
 }
@@ -111,14 +123,17 @@ func (a *admitterMetrics) FinishRebuild(ctx context.Context, token string, st se
 	return ok, err
 }
 
-func (a *admitterMetrics) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
+func (a *admitterMetrics) Admit(ctx context.Context, voucherID, userID int64, t seckill.Ticket) (seckill.Outcome, seckill.Admission, error) {
 	start := time.Now()
-	o, adm, err := a.Admitter.Admit(ctx, voucherID, userID)
+	o, adm, err := a.Admitter.Admit(ctx, voucherID, userID, t)
 	a.m.PurchaseDuration.Observe(time.Since(start).Seconds())
 	if errors.Is(err, seckill.ErrNotReplicated) {
 		a.m.Unreplicated.Inc()
 	}
 	if err == nil {
+		if c, ok := a.layers[o]; ok {
+			c.Inc()
+		}
 		if c, ok := a.outcomes[o]; ok {
 			c.Inc()
 		}
@@ -130,16 +145,23 @@ func (a *admitterMetrics) Admit(ctx context.Context, voucherID, userID int64) (s
 type limiterMetrics struct {
 	seckill.Limiter
 	limited prometheus.Counter
+	layer   prometheus.Counter
+	onLimit func(voucherID int64) // the dashboard's count per campaign; nil: none
 }
 
-func (m *Metrics) wrapLimiter(l seckill.Limiter) seckill.Limiter {
-	return &limiterMetrics{Limiter: l, limited: m.Purchases.WithLabelValues(string(seckill.OutcomeRateLimited))}
+func (m *Metrics) wrapLimiter(l seckill.Limiter, onLimit func(voucherID int64)) seckill.Limiter {
+	return &limiterMetrics{Limiter: l, limited: m.Purchases.WithLabelValues(string(seckill.OutcomeRateLimited)),
+		layer: m.Funnel.WithLabelValues(seckill.LayerLocalLimit), onLimit: onLimit}
 }
 
-func (l *limiterMetrics) Allow(userID int64) bool {
-	ok := l.Limiter.Allow(userID)
+func (l *limiterMetrics) Allow(voucherID, userID int64) bool {
+	ok := l.Limiter.Allow(voucherID, userID)
 	if !ok {
 		l.limited.Inc()
+		l.layer.Inc()
+		if l.onLimit != nil {
+			l.onLimit(voucherID)
+		}
 	}
 	return ok
 }

@@ -142,7 +142,7 @@ func TestPersistIsIdempotent(t *testing.T) {
 	voucher := e.createCampaign(stock)
 	var adms []seckill.Admission
 	for u := range 120 {
-		o, adm, err := e.app.Admitter.Admit(e.ctx, voucher, int64(500+u))
+		o, adm, err := e.app.Admitter.Admit(e.ctx, voucher, int64(500+u), seckill.Ticket{})
 		if err != nil || o != seckill.OutcomeAccepted {
 			t.Fatalf("admit: %v %v", o, err)
 		}
@@ -204,7 +204,7 @@ func TestPersistIsIdempotent(t *testing.T) {
 func TestEnqueueTwiceMakesOneTask(t *testing.T) {
 	e := newTestEnv(t, "")
 	voucher := e.createCampaign(5)
-	_, adm, err := e.app.Admitter.Admit(e.ctx, voucher, 42)
+	_, adm, err := e.app.Admitter.Admit(e.ctx, voucher, 42, seckill.Ticket{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestReconcilerEnqueuesStaleAdmissions(t *testing.T) {
 	voucher := e.createCampaign(10)
 	e.worker()
 	for u := range 5 {
-		if o, _, err := e.app.Admitter.Admit(e.ctx, voucher, int64(900+u)); err != nil || o != seckill.OutcomeAccepted {
+		if o, _, err := e.app.Admitter.Admit(e.ctx, voucher, int64(900+u), seckill.Ticket{}); err != nil || o != seckill.OutcomeAccepted {
 			t.Fatalf("admit: %v %v", o, err)
 		}
 	}
@@ -294,7 +294,7 @@ func TestReconcilerLoopFindsStaleAdmissions(t *testing.T) {
 	e := newTestEnv(t, "")
 	voucher := e.createCampaign(10)
 	e.worker()
-	if _, _, err := e.app.Admitter.Admit(e.ctx, voucher, 4242); err != nil {
+	if _, _, err := e.app.Admitter.Admit(e.ctx, voucher, 4242, seckill.Ticket{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
@@ -470,7 +470,7 @@ func TestCampaignLostAlone(t *testing.T) {
 	// An admission whose enqueue never happened, on each campaign: the
 	// reconciler finds both through Postgres.
 	for _, v := range []int64{lost, kept} {
-		if o, _, err := e.app.Admitter.Admit(e.ctx, v, 599); err != nil || o != seckill.OutcomeAccepted {
+		if o, _, err := e.app.Admitter.Admit(e.ctx, v, 599, seckill.Ticket{}); err != nil || o != seckill.OutcomeAccepted {
 			t.Fatalf("admit: %s %v", o, err)
 		}
 	}

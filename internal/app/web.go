@@ -47,6 +47,9 @@ func (a *App) newDashboard() *dashboard {
 		History:  history{d.sampler},
 		Monitor:  monitor,
 		Logger:   a.Logger.With("component", "dashboard"),
+
+		UserRate:  a.Config.UserRate,
+		UserBurst: a.Config.UserBurst,
 	})
 	return d
 }
@@ -102,8 +105,8 @@ type countOutcomes struct {
 	c *sampler.OutcomeCounter
 }
 
-func (o countOutcomes) Admit(ctx context.Context, voucherID, userID int64) (seckill.Outcome, seckill.Admission, error) {
-	out, adm, err := o.Admitter.Admit(ctx, voucherID, userID)
+func (o countOutcomes) Admit(ctx context.Context, voucherID, userID int64, t seckill.Ticket) (seckill.Outcome, seckill.Admission, error) {
+	out, adm, err := o.Admitter.Admit(ctx, voucherID, userID, t)
 	if err == nil {
 		o.c.Add(voucherID, out)
 	}

@@ -79,6 +79,12 @@ type Config struct {
 	// handshakes of a thousand new clients.
 	Warm bool
 
+	// Challenge, "pow" or "quiz", gives the campaign the bench creates that
+	// challenge; every buyer solves theirs before buying. PoWBits is the
+	// proof of work's difficulty (0: the server's default).
+	Challenge string
+	PoWBits   int
+
 	PersistTimeout time.Duration // how long to wait for accepted orders to be persisted
 	Compare        []string      // CompareSync, CompareCeiling, CompareFsync, CompareWait
 
@@ -170,6 +176,8 @@ type runner struct {
 	admin  string   // an admin token for the control clients
 	tokens *auth.Tokens
 	end    time.Time // when the campaigns stop selling
+	// makeBody, when set, makes each request's body (load.Target.Prepare).
+	makeBody func(ctx context.Context, user int) ([]byte, error)
 }
 
 // Run runs the load against the server at cfg.URL and, for each of
@@ -280,7 +288,7 @@ func (r *runner) load(ctx context.Context, label, endpoint string, body []byte) 
 	rec := load.NewRecorder()
 	stop := report.Watch(r.disp, label, r.spec, rec)
 	load.Run(ctx, r.spec, load.Target{
-		Endpoint: endpoint, Body: body, Auth: r.auth,
+		Endpoint: endpoint, Body: body, Auth: r.auth, Prepare: r.makeBody,
 		Client: &http.Client{Transport: tr},
 	}, rec)
 	stop()

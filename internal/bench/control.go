@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -133,23 +134,25 @@ type campaignState struct {
 
 // createCampaign creates a voucher on sale from a minute ago for ttl, and
 // returns its id.
-func (c *controlClient) createCampaign(ctx context.Context, stock int64, ttl time.Duration) (int64, error) {
+func (c *controlClient) createCampaign(ctx context.Context, stock int64, ttl time.Duration, extra map[string]any) (int64, error) {
 	now := time.Now().UTC()
 	var out struct {
 		AddSeckillVoucher struct {
 			ID string `json:"id"`
 		} `json:"addSeckillVoucher"`
 	}
+	input := map[string]any{
+		"shopId":      "1",
+		"title":       "seckill bench " + now.Format(time.RFC3339),
+		"payValue":    100,
+		"actualValue": 200,
+		"stock":       stock,
+		"beginTime":   now.Add(-time.Minute).Format(time.RFC3339),
+		"endTime":     now.Add(ttl).Format(time.RFC3339),
+	}
+	maps.Copy(input, extra)
 	err := c.do(ctx, `mutation Add($input: AddSeckillVoucherInput!) { addSeckillVoucher(input: $input) { id } }`,
-		map[string]any{"input": map[string]any{
-			"shopId":      "1",
-			"title":       "seckill bench " + now.Format(time.RFC3339),
-			"payValue":    100,
-			"actualValue": 200,
-			"stock":       stock,
-			"beginTime":   now.Add(-time.Minute).Format(time.RFC3339),
-			"endTime":     now.Add(ttl).Format(time.RFC3339),
-		}}, &out)
+		map[string]any{"input": input}, &out)
 	if err != nil {
 		return 0, fmt.Errorf("create campaign: %w", err)
 	}

@@ -49,6 +49,10 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 	defer s.close()
 
 	smp := verify.StartSampler(ctx, s.queue, s.voucherID, metricsURL(t.url))
+	if r.cfg.Challenge != "" && t.voucherID == 0 {
+		r.makeBody = r.solver(t.url, s.voucherID)
+		defer func() { r.makeBody = nil }()
+	}
 	rec := r.load(ctx, t.label, t.url, load.PurchaseBody(s.voucherID))
 	interrupted := ctx.Err() != nil
 	rep := report.Build(t.label, t.url, s.voucherID, s.stock, rec, interrupted)
@@ -86,7 +90,7 @@ func (r *runner) prepare(ctx context.Context, t seckillTarget) (*seckillRun, err
 	defer cancel()
 	s := &seckillRun{t: t, control: newControlClient(t.url, r.admin), voucherID: t.voucherID}
 	if s.voucherID == 0 {
-		id, err := s.control.createCampaign(ctx, r.cfg.Stock, time.Until(r.end))
+		id, err := s.control.createCampaign(ctx, r.cfg.Stock, time.Until(r.end), challengeInput(r.cfg.Challenge, r.cfg.PoWBits))
 		if err != nil {
 			return nil, err
 		}

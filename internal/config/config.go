@@ -63,8 +63,15 @@ type Config struct {
 	ReconcileInterval time.Duration
 	ReconcileAfter    time.Duration
 
+	// UserRate and UserBurst are the limit on one user's purchase attempts
+	// at one campaign, shared by every instance (in Redis) and applied in
+	// each process's memory in front of it.
 	UserRate  float64
 	UserBurst int
+	// ChallengeTTL is how long a challenge stays valid; ChallengeLead how
+	// long before a sale opens challenges are handed out.
+	ChallengeTTL  time.Duration
+	ChallengeLead time.Duration
 
 	MaxInFlight     int
 	AllowedOrigins  []string
@@ -121,6 +128,9 @@ func Load(getenv func(string) string) (*Config, error) {
 
 		UserRate:  p.float("SECKILL_USER_RATE", 5),
 		UserBurst: p.int("SECKILL_USER_BURST", 10, 1, 1000000),
+
+		ChallengeTTL:  p.duration("SECKILL_CHALLENGE_TTL", 2*time.Minute),
+		ChallengeLead: p.duration("SECKILL_CHALLENGE_LEAD", time.Minute),
 
 		MaxInFlight:     p.int("SECKILL_MAX_IN_FLIGHT", 10000, 1, 1000000),
 		ShutdownTimeout: p.duration("SECKILL_SHUTDOWN_TIMEOUT", 20*time.Second),
@@ -185,6 +195,12 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	if c.UserRate < 0 {
 		p.errf("SECKILL_USER_RATE must be 0 (no limit) or more")
+	}
+	if c.ChallengeTTL < time.Second || c.ChallengeTTL > time.Hour {
+		p.errf("SECKILL_CHALLENGE_TTL must be between 1s and 1h")
+	}
+	if c.ChallengeLead < 0 || c.ChallengeLead > 24*time.Hour {
+		p.errf("SECKILL_CHALLENGE_LEAD must be between 0 and 24h")
 	}
 	if c.PprofAddr != "" {
 		host, _, err := net.SplitHostPort(c.PprofAddr)

@@ -7,15 +7,25 @@ import (
 	"seckill/internal/seckill"
 )
 
-// Outcomes are the admission outcomes the charts count, in their order.
-// RATE_LIMITED never reaches admission, so it is not counted per campaign.
-var Outcomes = []seckill.Outcome{
+// OutcomeLocalLimit counts, per campaign, the purchases the in-process
+// limit refused before they reached admission (they answer RATE_LIMITED,
+// as the shared limit's do).
+const OutcomeLocalLimit seckill.Outcome = "LOCAL_LIMIT"
+
+// Outcomes are the purchase outcomes the charts count, in their order: the
+// funnel's layers and admission's outcomes.
+var Outcomes = [nOutcomes]seckill.Outcome{
 	seckill.OutcomeAccepted, seckill.OutcomeSoldOut, seckill.OutcomeAlreadyPurchased,
 	seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomePaused,
+	OutcomeLocalLimit, seckill.OutcomeRateLimited, seckill.OutcomeChallengeRequired,
+	seckill.OutcomeChallengeWrong, seckill.OutcomeChallengeExpired, seckill.OutcomeChallengeNotYours,
+	seckill.OutcomeChallengeUsed,
 }
 
+const nOutcomes = 13
+
 // outcomeCounts are cumulative counts of each outcome, in Outcomes' order.
-type outcomeCounts [6]int64
+type outcomeCounts [nOutcomes]int64
 
 func outcomeIndex(o seckill.Outcome) int {
 	for i, x := range Outcomes {
@@ -31,7 +41,7 @@ func outcomeIndex(o seckill.Outcome) int {
 // outcome rates a dashboard shows are those of the instance serving it.
 // Add is cheap enough for the purchase path: a map read and an atomic add.
 type OutcomeCounter struct {
-	m sync.Map // voucher id -> *[6]atomic.Int64
+	m sync.Map // voucher id -> *[nOutcomes]atomic.Int64
 }
 
 // NewOutcomeCounter returns an empty counter.
@@ -45,9 +55,9 @@ func (c *OutcomeCounter) Add(voucherID int64, o seckill.Outcome) {
 	}
 	v, ok := c.m.Load(voucherID)
 	if !ok {
-		v, _ = c.m.LoadOrStore(voucherID, new([6]atomic.Int64))
+		v, _ = c.m.LoadOrStore(voucherID, new([nOutcomes]atomic.Int64))
 	}
-	v.(*[6]atomic.Int64)[i].Add(1)
+	v.(*[nOutcomes]atomic.Int64)[i].Add(1)
 }
 
 // counts returns the cumulative counts of a campaign.
@@ -58,7 +68,7 @@ func (c *OutcomeCounter) counts(voucherID int64) outcomeCounts {
 	}
 	if v, ok := c.m.Load(voucherID); ok {
 		for i := range out {
-			out[i] = v.(*[6]atomic.Int64)[i].Load()
+			out[i] = v.(*[nOutcomes]atomic.Int64)[i].Load()
 		}
 	}
 	return out

@@ -26,7 +26,7 @@ type Sample struct {
 	Persisted float64
 	// Outcomes are admissions per second by outcome, in Outcomes' order,
 	// of this instance only.
-	Outcomes [6]float64
+	Outcomes [nOutcomes]float64
 	// QueueDepth is the tasks waiting or running in Asynq (every queue).
 	QueueDepth int64
 }

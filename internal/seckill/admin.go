@@ -57,6 +57,7 @@ const (
 	AuditResume   = "resume"
 	AuditEnd      = "end"
 	AuditAddStock = "add_stock"
+	AuditGuard    = "guard"
 	// AuditRevert records that a change was undone in Postgres because
 	// admission (Redis) could not take it.
 	AuditRevert = "revert"
@@ -137,6 +138,8 @@ type CampaignAdmitter interface {
 	// AddStock puts n more units on sale. ENOTFOUND when admission does not
 	// hold the campaign.
 	AddStock(ctx context.Context, voucherID, n int64) error
+	// UpdateGuard sets a campaign's challenge and brake in admission.
+	UpdateGuard(ctx context.Context, voucherID int64, challenge ChallengeKind, brake int) error
 }
 
 // actorName is how the audit log names a user.
@@ -203,6 +206,76 @@ func (s *Service) UpdateCampaign(ctx context.Context, voucherID int64, e Campaig
 		}
 		return strings.Join(changes, "; "), nil
 	}, s.applyWindow)
+}
+
+// GuardEdit is a campaign's challenge and brake as an operator sets them.
+// Quiz replaces the questions when the challenge is QUIZ.
+type GuardEdit struct {
+	Challenge ChallengeKind
+	PoWBits   int
+	Quiz      []QuizQuestion
+	Brake     int
+}
+
+// Validate checks e and fills in the default difficulty. EINVALID with
+// the field.
+func (e *GuardEdit) Validate() error {
+	if e.Challenge == ChallengePoW && e.PoWBits == 0 {
+		e.PoWBits = DefaultPoWBits
+	}
+	if e.Challenge != ChallengePoW {
+		e.PoWBits = 0
+	}
+	if err := ValidateChallenge(e.Challenge, e.PoWBits, e.Quiz); err != nil {
+		return err
+	}
+	if e.Brake < 0 || e.Brake > MaxBrake {
+		return Invalidf("brake", "brake must be between 0 (none) and %d admissions a second", MaxBrake)
+	}
+	return nil
+}
+
+// UpdateGuard changes a campaign's challenge (only before the sale starts)
+// and its brake (until it ends), in Postgres and then in admission.
+// EINVALID with the field; ECONFLICT for a challenge change once the sale
+// has started, or any change once it has ended. Admins only.
+func (s *Service) UpdateGuard(ctx context.Context, voucherID int64, e GuardEdit) (*Voucher, error) {
+	if err := e.Validate(); err != nil {
+		if _, aerr := requireAdmin(ctx); aerr != nil {
+			return nil, aerr
+		}
+		return nil, err
+	}
+	return s.manage(ctx, voucherID, AuditGuard, func(v *Voucher, now time.Time) (string, error) {
+		c := v.Campaign
+		if !now.Before(c.EndTime) {
+			return "", Errorf(ECONFLICT, "campaign %d has ended", v.ID)
+		}
+		challengeChanged := c.Challenge != e.Challenge || c.PoWBits != e.PoWBits || e.Challenge == ChallengeQuiz
+		if challengeChanged && !now.Before(c.BeginTime) {
+			return "", Invalidf("challenge", "the challenge can only change before the sale starts")
+		}
+		detail := fmt.Sprintf("challenge %s → %s", c.Challenge, e.Challenge)
+		if e.Challenge == ChallengePoW {
+			detail += fmt.Sprintf(" (%d bits)", e.PoWBits)
+		}
+		if e.Challenge == ChallengeQuiz {
+			detail += fmt.Sprintf(" (%d questions)", len(e.Quiz))
+		}
+		detail += fmt.Sprintf("; brake %d → %d a second", c.Brake, e.Brake)
+		if now.Before(c.BeginTime) {
+			c.Challenge, c.PoWBits = e.Challenge, e.PoWBits
+			c.Quiz = e.Quiz
+			if c.Quiz == nil {
+				c.Quiz = []QuizQuestion{}
+			}
+		}
+		c.Brake = e.Brake
+		s.settings.forget(v.ID)
+		return detail, nil
+	}, func(ctx context.Context, v *Voucher) error {
+		return s.CampaignAdmitter.UpdateGuard(ctx, v.ID, v.Campaign.Challenge, v.Campaign.Brake)
+	})
 }
 
 // PauseCampaign stops admission for a campaign that has not ended: every
@@ -373,6 +446,7 @@ func (s *Service) revert(ctx context.Context, u *User, before, after *Voucher, a
 		} else {
 			v.Title, v.SubTitle, v.Rules = before.Title, before.SubTitle, before.Rules
 			c.BeginTime, c.EndTime, c.Paused = before.Campaign.BeginTime, before.Campaign.EndTime, before.Campaign.Paused
+			c.Challenge, c.PoWBits, c.Brake = before.Campaign.Challenge, before.Campaign.PoWBits, before.Campaign.Brake
 		}
 		return AuditEntry{VoucherID: before.ID, Actor: actorName(u), Action: AuditRevert,
 			Detail: fmt.Sprintf("%s undone: admission was unavailable", action)}, nil

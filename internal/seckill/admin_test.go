@@ -73,6 +73,10 @@ func (a *campaignAdmitter) AddStock(_ context.Context, id, n int64) error {
 	return nil
 }
 
+func (a *campaignAdmitter) UpdateGuard(context.Context, int64, ChallengeKind, int) error {
+	return a.err
+}
+
 func boolArgTest(b bool) string {
 	if b {
 		return "paused"

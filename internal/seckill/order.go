@@ -69,6 +69,16 @@ const (
 	OutcomeEnded            Outcome = "ENDED"
 	OutcomeRateLimited      Outcome = "RATE_LIMITED"
 	OutcomePaused           Outcome = "PAUSED"
+
+	// The challenge (challenge.go): none given where the campaign asks
+	// for one; a wrong answer (or a token we did not sign); a token past its
+	// expiry; another user's or another campaign's token; a token used once
+	// already.
+	OutcomeChallengeRequired Outcome = "CHALLENGE_REQUIRED"
+	OutcomeChallengeWrong    Outcome = "CHALLENGE_WRONG"
+	OutcomeChallengeExpired  Outcome = "CHALLENGE_EXPIRED"
+	OutcomeChallengeNotYours Outcome = "CHALLENGE_NOT_YOURS"
+	OutcomeChallengeUsed     Outcome = "CHALLENGE_USED"
 )
 
 // Message is the human sentence shown with an outcome.
@@ -88,6 +98,16 @@ func (o Outcome) Message() string {
 		return "too many attempts; try again in a moment"
 	case OutcomePaused:
 		return "the sale is paused"
+	case OutcomeChallengeRequired:
+		return "this sale asks you to solve a challenge first (seckillChallenge)"
+	case OutcomeChallengeWrong:
+		return "the answer to the challenge is wrong"
+	case OutcomeChallengeExpired:
+		return "the challenge has expired; ask for a new one"
+	case OutcomeChallengeNotYours:
+		return "the challenge was given to another user or for another sale"
+	case OutcomeChallengeUsed:
+		return "the challenge has been used already; ask for a new one"
 	}
 	return string(o)
 }

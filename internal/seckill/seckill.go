@@ -45,6 +45,9 @@ type Store interface {
 	RebuildCampaign(ctx context.Context, voucherID int64) (WarmState, error)
 	// CampaignEpoch returns a campaign's current epoch. ENOTFOUND.
 	CampaignEpoch(ctx context.Context, voucherID int64) (int64, error)
+	// CampaignQuiz returns a campaign's quiz questions (none without a
+	// quiz).
+	CampaignQuiz(ctx context.Context, voucherID int64) ([]QuizQuestion, error)
 }
 
 // Admitter decides purchases atomically (Redis).
@@ -53,14 +56,17 @@ type Admitter interface {
 	// whether it installed it.
 	Warm(ctx context.Context, st WarmState) (bool, error)
 	// Admit decides one purchase. On ACCEPTED the admission is recorded as
-	// pending in the same atomic step. ENOTFOUND when Redis does not know
-	// the campaign; ErrRebuildNeeded when it must be rebuilt first;
-	// EUNAVAILABLE when Redis cannot be reached in time. ErrNotReplicated,
-	// with OutcomeAccepted and the admission, when Redis took it but fewer
-	// of its replicas than required confirmed it in time: a failover could
-	// still lose it, so the caller must make it durable another way or
-	// release it.
-	Admit(ctx context.Context, voucherID, userID int64) (Outcome, Admission, error)
+	// pending in the same atomic step. The same step takes the attempt
+	// from the user's shared limit, checks t against the campaign's
+	// challenge (a good ticket's token is used once; a refused one answers
+	// its Refusal) and applies the campaign's brake. ENOTFOUND when Redis
+	// does not know the campaign; ErrRebuildNeeded when it must be rebuilt
+	// first; EUNAVAILABLE when Redis cannot be reached in time.
+	// ErrNotReplicated, with OutcomeAccepted and the admission, when Redis
+	// took it but fewer of its replicas than required confirmed it in
+	// time: a failover could still lose it, so the caller must make it
+	// durable another way or release it.
+	Admit(ctx context.Context, voucherID, userID int64, t Ticket) (Outcome, Admission, error)
 	// Remaining returns the live stock of the campaigns Redis holds.
 	Remaining(ctx context.Context, voucherIDs []int64) (map[int64]int64, error)
 	// Pending returns an admission that is not persisted yet. ENOTFOUND.
@@ -122,7 +128,7 @@ type StatusBus interface {
 	Subscribe(ctx context.Context, orderID int64) (events <-chan StatusEvent, cancel func(), err error)
 }
 
-// Limiter bounds how often one user may try to buy.
+// Limiter bounds how often one user may try to buy one campaign.
 type Limiter interface {
-	Allow(userID int64) bool
+	Allow(voucherID, userID int64) bool
 }

@@ -15,9 +15,12 @@ type Service struct {
 	Admitter Admitter
 	Queue    Enqueuer
 	Bus      StatusBus
-	Limiter  Limiter // nil: no per-user limit
-	Logger   *slog.Logger
-	Now      func() time.Time // nil: time.Now
+	Limiter  Limiter // nil: no per-user limit in memory
+	// Challenges issues and checks the challenges of campaigns that ask
+	// for one; nil refuses every answer.
+	Challenges *Challenger
+	Logger     *slog.Logger
+	Now        func() time.Time // nil: time.Now
 
 	// Campaigns and CampaignAdmitter serve campaign management (admin.go);
 	// nil leaves it unavailable and creations unaudited.
@@ -25,6 +28,7 @@ type Service struct {
 	CampaignAdmitter CampaignAdmitter
 
 	recovery recovery // campaigns being restored from Postgres
+	settings settings // campaigns' challenge settings, for issuing
 }
 
 func (s *Service) now() time.Time {
@@ -69,6 +73,7 @@ func (s *Service) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (
 		Campaign: &Campaign{
 			InitialStock: in.Stock, Stock: in.Stock,
 			BeginTime: in.BeginTime.UTC(), EndTime: in.EndTime.UTC(),
+			Challenge: in.Challenge, PoWBits: in.PoWBits, Quiz: in.Quiz, Brake: in.Brake,
 		},
 	}
 	if err := s.Store.CreateVoucher(ctx, v); err != nil {
@@ -146,10 +151,19 @@ func (s *Service) fillRemaining(ctx context.Context, vs []*Voucher) error {
 	return nil
 }
 
-// Purchase tries to buy one unit of a campaign for the caller. Expected
-// results (sold out, bought before, outside the window) are outcomes, not
-// errors. A rejection costs one Redis round trip and never touches Postgres.
+// Purchase tries to buy one unit of a campaign for the caller, without an
+// answer to a challenge (PurchaseWith).
 func (s *Service) Purchase(ctx context.Context, voucherID int64) (PurchaseResult, error) {
+	return s.PurchaseWith(ctx, voucherID, nil)
+}
+
+// PurchaseWith tries to buy one unit of a campaign for the caller, with the
+// answer to the campaign's challenge when it has one. Expected results
+// (sold out, bought before, outside the window, a challenge missing or
+// wrong) are outcomes, not errors. The answer is checked here, in
+// microseconds; a rejection costs at most one Redis round trip and never
+// touches Postgres.
+func (s *Service) PurchaseWith(ctx context.Context, voucherID int64, answer *ChallengeAnswer) (PurchaseResult, error) {
 	u, err := requireUser(ctx)
 	if err != nil {
 		return PurchaseResult{}, err
@@ -157,17 +171,25 @@ func (s *Service) Purchase(ctx context.Context, voucherID int64) (PurchaseResult
 	if voucherID <= 0 {
 		return PurchaseResult{}, Errorf(ENOTFOUND, "voucher %d not found", voucherID)
 	}
-	if s.Limiter != nil && !s.Limiter.Allow(u.ID) {
+	if s.Limiter != nil && !s.Limiter.Allow(voucherID, u.ID) {
 		return PurchaseResult{Outcome: OutcomeRateLimited}, nil
 	}
-	outcome, adm, err := s.Admitter.Admit(ctx, voucherID, u.ID)
+	var ticket Ticket
+	if answer != nil {
+		if s.Challenges != nil {
+			ticket = s.Challenges.Check(*answer, voucherID, u.ID, s.now())
+		} else {
+			ticket = Ticket{Refusal: OutcomeChallengeWrong}
+		}
+	}
+	outcome, adm, err := s.Admitter.Admit(ctx, voucherID, u.ID, ticket)
 	if needsRecovery(err) {
 		// Redis lost the campaign or must rebuild it: restore it from
 		// Postgres (bounded; one rebuild at a time) and ask once more.
 		if rerr := s.recoverCampaign(ctx, voucherID); rerr != nil {
 			return PurchaseResult{}, rerr
 		}
-		outcome, adm, err = s.Admitter.Admit(ctx, voucherID, u.ID)
+		outcome, adm, err = s.Admitter.Admit(ctx, voucherID, u.ID, ticket)
 		if errors.Is(err, ErrRebuildNeeded) {
 			return PurchaseResult{}, Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
 		}

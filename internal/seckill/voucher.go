@@ -60,6 +60,16 @@ type Campaign struct {
 	CreatedAt    time.Time
 	// Epoch is the order id epoch Redis admits in (see OrderID).
 	Epoch int64
+	// Challenge is what a buyer must solve first (challenge.go); PoWBits
+	// its difficulty for PROOF_OF_WORK. Brake is the operator's ceiling on
+	// admissions a second (0: none). Redis holds them with the campaign.
+	Challenge ChallengeKind
+	PoWBits   int
+	Brake     int
+	// Quiz is the quiz's questions where a caller asked for them: creating
+	// a campaign writes them, a change that sets them (non-nil) replaces
+	// them; reads leave it nil (Store.CampaignQuiz reads it).
+	Quiz []QuizQuestion
 
 	// Remaining is the live count in Redis; RemainingKnown is false when
 	// Redis does not hold the campaign (not warmed yet).
@@ -105,6 +115,12 @@ type NewSeckillVoucher struct {
 	Stock       int64
 	BeginTime   time.Time
 	EndTime     time.Time
+	// Challenge is NONE when empty; PoWBits defaults to DefaultPoWBits
+	// for PROOF_OF_WORK; Quiz holds the questions of a QUIZ.
+	Challenge ChallengeKind
+	PoWBits   int
+	Quiz      []QuizQuestion
+	Brake     int
 }
 
 // Validate checks every field and returns the first EINVALID error, naming
@@ -153,8 +169,20 @@ func (in *NewSeckillVoucher) Validate(now time.Time) error {
 	if !in.EndTime.After(now) {
 		return Invalidf("endTime", "endTime must be in the future")
 	}
-	return nil
+	if in.Challenge == "" {
+		in.Challenge = ChallengeNone
+	}
+	if in.Challenge == ChallengePoW && in.PoWBits == 0 {
+		in.PoWBits = DefaultPoWBits
+	}
+	if in.Brake < 0 || in.Brake > MaxBrake {
+		return Invalidf("brake", "brake must be between 0 (none) and %d admissions a second", MaxBrake)
+	}
+	return ValidateChallenge(in.Challenge, in.PoWBits, in.Quiz)
 }
+
+// MaxBrake bounds a campaign's ceiling on admissions a second.
+const MaxBrake = 1_000_000
 
 // VoucherFilter pages through vouchers in id order.
 type VoucherFilter struct {

@@ -108,9 +108,18 @@ func (s *Store) ChangeCampaign(ctx context.Context, voucherID int64, change func
 			Set("initial_stock = ?", c.InitialStock).Set("stock = ?", c.Stock).
 			Set("begin_time = ?", c.BeginTime).Set("end_time = ?", c.EndTime).
 			Set("paused = ?", c.Paused).Set("updated_at = now()").
+			Set("challenge = ?", string(c.Challenge)).Set("pow_bits = ?", c.PoWBits).Set("brake = ?", c.Brake).
 			Where("voucher_id = ?", voucherID).Exec(ctx)
 		if err != nil {
 			return voucherWriteError("update campaign", err)
+		}
+		if c.Quiz != nil {
+			if _, err := tx.NewDelete().Model((*quizRow)(nil)).Where("voucher_id = ?", voucherID).Exec(ctx); err != nil {
+				return fmt.Errorf("store: replace quiz of %d: %w", voucherID, err)
+			}
+			if err := writeQuiz(ctx, tx, voucherID, c.Quiz); err != nil {
+				return err
+			}
 		}
 		entry.VoucherID = voucherID
 		if err := addAudit(ctx, tx, entry); err != nil {

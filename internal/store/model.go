@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -38,8 +39,21 @@ type campaignRow struct {
 	EndTime      time.Time `bun:"end_time,notnull"`
 	Paused       bool      `bun:"paused,notnull"`
 	Epoch        int64     `bun:"epoch,notnull"`
+	Challenge    string    `bun:"challenge,nullzero,notnull,default:'NONE'"`
+	PoWBits      int       `bun:"pow_bits,notnull"`
+	Brake        int       `bun:"brake,notnull"`
 	CreatedAt    time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
 	UpdatedAt    time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+}
+
+// quizRow is a row of campaign_quiz.
+type quizRow struct {
+	bun.BaseModel `bun:"table:campaign_quiz,alias:q"`
+
+	VoucherID int64    `bun:"voucher_id,pk"`
+	Position  int      `bun:"position,pk"`
+	Question  string   `bun:"question,notnull"`
+	Answers   []string `bun:"answers,array,notnull"`
 }
 
 // admissionCols are the columns voucher_order and order_failure share: the
@@ -100,6 +114,9 @@ func toDBCampaign(voucherID int64, c *seckill.Campaign) *campaignRow {
 		BeginTime:    c.BeginTime,
 		EndTime:      c.EndTime,
 		Paused:       c.Paused,
+		Challenge:    string(c.Challenge),
+		PoWBits:      c.PoWBits,
+		Brake:        c.Brake,
 	}
 }
 
@@ -133,7 +150,22 @@ func toDomainCampaign(r *campaignRow) seckill.Campaign {
 		Paused:       r.Paused,
 		CreatedAt:    r.CreatedAt.UTC(),
 		Epoch:        r.Epoch,
+		Challenge:    seckill.ChallengeKind(r.Challenge),
+		PoWBits:      r.PoWBits,
+		Brake:        r.Brake,
 	}
+}
+
+func toDBQuiz(voucherID int64, qs []seckill.QuizQuestion) []quizRow {
+	rows := make([]quizRow, len(qs))
+	for i, q := range qs {
+		answers := make([]string, len(q.Answers))
+		for j, a := range q.Answers {
+			answers[j] = seckill.NormalizeAnswer(a)
+		}
+		rows[i] = quizRow{VoucherID: voucherID, Position: i, Question: strings.TrimSpace(q.Question), Answers: answers}
+	}
+	return rows
 }
 
 func toDomainOrder(r *orderView) *seckill.Order {

@@ -28,8 +28,14 @@ func createVoucher(ctx context.Context, db bun.IDB, v *seckill.Voucher) error {
 	var crow *campaignRow
 	if v.Campaign != nil {
 		crow = toDBCampaign(row.ID, v.Campaign)
+		if crow.Challenge == "" {
+			crow.Challenge = string(seckill.ChallengeNone)
+		}
 		if _, err := db.NewInsert().Model(crow).Returning("created_at").Exec(ctx); err != nil {
 			return voucherWriteError("insert campaign", err)
+		}
+		if err := writeQuiz(ctx, db, row.ID, v.Campaign.Quiz); err != nil {
+			return err
 		}
 	}
 	// Set the ids only once both rows are in, so a failed call leaves v as
@@ -37,6 +43,7 @@ func createVoucher(ctx context.Context, db bun.IDB, v *seckill.Voucher) error {
 	v.ID, v.CreatedAt = row.ID, row.CreatedAt.UTC()
 	if crow != nil {
 		v.Campaign.VoucherID, v.Campaign.CreatedAt = crow.VoucherID, crow.CreatedAt.UTC()
+		v.Campaign.Challenge = seckill.ChallengeKind(crow.Challenge)
 	}
 	return nil
 }

@@ -112,6 +112,25 @@ type CampaignPage struct {
 	// StockError and StockValue re-show the add-stock form after a refusal.
 	StockError string
 	StockValue string
+	// Guard is the campaign's challenge, brake and limits, with their form.
+	Guard GuardView
+}
+
+// GuardView shows and edits what a campaign asks of a purchase beyond
+// stock: the challenge (editable before the sale starts), the brake and
+// the shared per-user limit (configuration, read only).
+type GuardView struct {
+	ID          int64
+	Challenge   string // NONE, QUIZ, PROOF_OF_WORK
+	PoWBits     int
+	Quiz        string // one question a line: question | answer | answer
+	Questions   int
+	Brake       int
+	UserLimit   string // the shared per-user limit in words
+	ChallengeRO bool   // the sale has started: the challenge is fixed
+	Ended       bool
+	Error       string
+	Field       string // the field Error is about, if any
 }
 
 // CampaignView is a campaign's settings.

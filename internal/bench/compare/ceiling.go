@@ -63,7 +63,7 @@ func OpenCeiling(ctx context.Context, redisURL string, poolSize int, stock int64
 
 // Purchase admits userID through the script alone.
 func (c *Ceiling) Purchase(ctx context.Context, voucherID, userID int64) (seckill.Outcome, int64, error) {
-	o, adm, err := c.adm.Admit(ctx, voucherID, userID)
+	o, adm, err := c.adm.Admit(ctx, voucherID, userID, seckill.Ticket{})
 	return o, adm.OrderID, err
 }
 

@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// ArrivalBucket is the resolution of Tally.Arrivals.
+const ArrivalBucket = 100 * time.Millisecond
+
 // lateAfter is how far behind its planned time a request of the open model
 // may leave before it counts as late. Its latency includes the delay anyway.
 const lateAfter = time.Millisecond
@@ -44,6 +47,7 @@ type Recorder struct {
 	AcceptedN                             atomic.Int64
 
 	mu       sync.Mutex
+	arrivals map[int64]int64 // purchases sent, by 100 ms since Start
 	outcomes map[string]int64
 	errors   map[string]*ErrorCount
 	accepted []Acceptance
@@ -53,7 +57,7 @@ type Recorder struct {
 func NewRecorder() *Recorder {
 	return &Recorder{
 		All: NewHistogram(), Selling: NewHistogram(), SoldOut: NewHistogram(),
-		outcomes: map[string]int64{}, errors: map[string]*ErrorCount{},
+		outcomes: map[string]int64{}, errors: map[string]*ErrorCount{}, arrivals: map[int64]int64{},
 		Started: make(chan struct{}),
 	}
 }
@@ -72,6 +76,8 @@ func (r *Recorder) At(offset *atomic.Int64) time.Time {
 // Tally is what a Recorder counted by outcome and by error, and the
 // accepted orders, in the order they were answered.
 type Tally struct {
+	// Arrivals counts the purchases sent in each 100 ms since the start.
+	Arrivals map[int64]int64
 	Outcomes map[string]int64
 	Errors   map[string]ErrorCount
 	Accepted []Acceptance
@@ -81,7 +87,7 @@ type Tally struct {
 func (r *Recorder) Snapshot() Tally {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t := Tally{Outcomes: maps.Clone(r.outcomes), Accepted: slices.Clone(r.accepted)}
+	t := Tally{Outcomes: maps.Clone(r.outcomes), Accepted: slices.Clone(r.accepted), Arrivals: maps.Clone(r.arrivals)}
 	if len(r.errors) > 0 {
 		t.Errors = make(map[string]ErrorCount, len(r.errors))
 		for k, e := range r.errors {
@@ -109,6 +115,9 @@ func (r *Recorder) since(t time.Time) int64 { return max(int64(t.Sub(r.Start)), 
 // planned to leave) and ended at done.
 func (r *Recorder) record(user int, sent, done time.Time, res result) {
 	doneAt := r.since(done)
+	r.mu.Lock()
+	r.arrivals[r.since(sent)/int64(ArrivalBucket)]++
+	r.mu.Unlock()
 	StoreMax(&r.LastDone, doneAt)
 	if res.outcome == "" {
 		r.Failed.Add(1)

@@ -19,6 +19,10 @@ type Target struct {
 	Body     []byte   // the request every caller sends: see PurchaseBody
 	Auth     []string // "Bearer <token>" of each user, by index
 	Client   *http.Client
+	// Prepare, when set, makes each request's body instead of Body, before
+	// it is sent (seckill-bench --challenge asks for a challenge and
+	// solves it); the request counts as sent when its purchase leaves.
+	Prepare func(ctx context.Context, user int) ([]byte, error)
 }
 
 // Run sends spec's load to t and records it in rec. It returns when the
@@ -34,8 +38,17 @@ func Run(ctx context.Context, spec Spec, t Target, rec *Recorder) {
 
 	send := func(user int, sent time.Time) {
 		rctx, cancel := context.WithTimeout(reqCtx, spec.Timeout)
-		res := purchase(rctx, t.Client, t.Endpoint, t.Body, t.Auth[user])
-		cancel()
+		defer cancel()
+		body := t.Body
+		if t.Prepare != nil {
+			b, err := t.Prepare(rctx, user)
+			if err != nil {
+				rec.record(user, time.Now(), time.Now(), result{err: "challenge", detail: err.Error()})
+				return
+			}
+			body, sent = b, time.Now()
+		}
+		res := purchase(rctx, t.Client, t.Endpoint, body, t.Auth[user])
 		rec.record(user, sent, time.Now(), res)
 	}
 	warm := func() {}

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"seckill/internal/bench/load"
@@ -46,7 +48,47 @@ func Build(target, endpoint string, voucherID, stock int64, rec *load.Recorder, 
 		r.SoldOut = phase(rec.SoldOut, elapsed-fs)
 	}
 	r.DuplicateAnswers = duplicateAnswers(tally.Accepted)
+	r.Arrivals = arrivalSpread(tally.Arrivals)
 	return r
+}
+
+// arrivalSpread sums up when the purchases left: the span holding the
+// middle 80% of them and the busiest second (a sliding window of 100 ms
+// buckets).
+func arrivalSpread(buckets map[int64]int64) *Arrivals {
+	if len(buckets) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(buckets))
+	var total int64
+	for _, k := range keys {
+		total += buckets[k]
+	}
+	at := func(q float64) int64 {
+		var seen int64
+		for _, k := range keys {
+			seen += buckets[k]
+			if float64(seen) >= q*float64(total) {
+				return k
+			}
+		}
+		return keys[len(keys)-1]
+	}
+	step := load.ArrivalBucket.Seconds()
+	per := int64(time.Second / load.ArrivalBucket)
+	var peak int64
+	for _, k := range keys {
+		var n int64
+		for j := k; j < k+per; j++ {
+			n += buckets[j]
+		}
+		peak = max(peak, n)
+	}
+	return &Arrivals{
+		SpreadS:   float64(at(0.9)-at(0.1)+1) * step,
+		PeakPerS:  peak,
+		PeakShare: float64(peak) / float64(total),
+	}
 }
 
 // duplicateAnswers counts ACCEPTED answers that repeat an order id or a

@@ -84,6 +84,7 @@ type Report struct {
 	Errors     map[string]ErrorStat `json:"errors,omitempty"`
 	Selling    *Phase               `json:"selling,omitempty"`  // requests sent before the first SOLD_OUT
 	SoldOut    *Phase               `json:"sold_out,omitempty"` // requests sent after it
+	Arrivals   *Arrivals            `json:"arrivals,omitempty"` // when the purchases left
 
 	Stock            int64        `json:"stock"` // units on sale when the run began
 	Accepted         int64        `json:"accepted"`
@@ -93,6 +94,14 @@ type Report struct {
 
 	OK      bool   `json:"ok"`
 	Verdict string `json:"verdict"`
+}
+
+// Arrivals sums up when a run's purchases left (with --challenge, after
+// each buyer solved theirs): how far a challenge spreads the opening peak.
+type Arrivals struct {
+	SpreadS   float64 `json:"spread_s"`   // the span of the middle 80% of the purchases
+	PeakPerS  int64   `json:"peak_per_s"` // purchases in the busiest second
+	PeakShare float64 `json:"peak_share"` // the busiest second's share of all purchases
 }
 
 // Latency percentiles in milliseconds, over answered requests.

@@ -108,6 +108,20 @@ func (t *runTable) outcomeRows() {
 		t.row("sold out: req/s, p99", func(r *Report) string { return fmtPhase(r.SoldOut) })
 	}
 	t.row("accepted / stock", func(r *Report) string { return Number(r.Accepted) + " / " + Number(r.Stock) })
+	if t.any(func(r *Report) bool { return r.Arrivals != nil }) {
+		t.row("arrivals: middle 80% in", func(r *Report) string {
+			if r.Arrivals == nil {
+				return "-"
+			}
+			return Seconds(r.Arrivals.SpreadS)
+		})
+		t.row("arrivals: busiest second", func(r *Report) string {
+			if r.Arrivals == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%s (%.0f%%)", Number(r.Arrivals.PeakPerS), 100*r.Arrivals.PeakShare)
+		})
+	}
 }
 
 // persistenceRows: what the system of record holds after the run.

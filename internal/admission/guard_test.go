@@ -1,0 +1,287 @@
+package admission_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/admission"
+	"seckill/internal/seckill"
+	"seckill/internal/testenv"
+)
+
+// twoAdmitters returns two Admitters sharing one Redis and key prefix, as
+// two API instances do.
+func twoAdmitters(tb testing.TB, opts admission.Options) (*admission.Admitter, *admission.Admitter) {
+	tb.Helper()
+	if opts.SoldOutTTL == 0 {
+		opts.SoldOutTTL = -1
+	}
+	a, b, _ := twoAdmittersRaw(tb, opts)
+	return a, b
+}
+
+func twoAdmittersRaw(tb testing.TB, opts admission.Options) (*admission.Admitter, *admission.Admitter, redis.UniversalClient) {
+	tb.Helper()
+	rdb, prefix := testenv.MustOpenRedis(tb)
+	opts.Prefix = prefix
+	a, b := admission.New(rdb, opts), admission.New(rdb, opts)
+	if err := a.Load(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	return a, b, rdb
+}
+
+// admitAtOnce runs n admissions from n goroutines released together and
+// counts their outcomes.
+func admitAtOnce(t *testing.T, n int, admit func(i int) (seckill.Outcome, error)) map[seckill.Outcome]int {
+	t.Helper()
+	var (
+		mu     sync.Mutex
+		counts = map[seckill.Outcome]int{}
+		wg     sync.WaitGroup
+		start  = make(chan struct{})
+	)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			o, err := admit(i)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			counts[o]++
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	return counts
+}
+
+func TestAdmitChallenge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	ch := seckill.NewChallenger([]byte("test secret of at least thirty-two bytes"), time.Minute, time.Minute)
+	c := liveCampaign(1, 100)
+	c.Challenge, c.PoWBits = seckill.ChallengePoW, 4
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+
+	solve := func(user int64) seckill.Ticket {
+		iss := ch.Issue(seckill.ChallengePoW, 1, user, 4, nil, time.Now())
+		return ch.Check(seckill.ChallengeAnswer{Token: iss.Token, Solution: seckill.SolvePoW(iss.Token, 4)}, 1, user, time.Now())
+	}
+	good := solve(7)
+	other := ch.Issue(seckill.ChallengePoW, 1, 8, 4, nil, time.Now())
+	expired := ch.Issue(seckill.ChallengePoW, 1, 9, 4, nil, time.Now().Add(-2*time.Minute))
+	quizOfAnother := ch.Issue(seckill.ChallengeQuiz, 1, 10, 0, []seckill.QuizQuestion{{Question: "2+2?", Answers: []string{"4"}}}, time.Now())
+
+	tests := []struct {
+		name   string
+		user   int64
+		ticket seckill.Ticket
+		want   seckill.Outcome
+	}{
+		{"no answer", 1, seckill.Ticket{}, seckill.OutcomeChallengeRequired},
+		{"a good answer", 7, good, seckill.OutcomeAccepted},
+		{"the same answer again", 7, good, seckill.OutcomeChallengeUsed},
+		{"a wrong counter", 8, ch.Check(seckill.ChallengeAnswer{Token: other.Token, Solution: "x"}, 1, 8, time.Now()), seckill.OutcomeChallengeWrong},
+		{"another user's token", 2, ch.Check(seckill.ChallengeAnswer{Token: other.Token, Solution: seckill.SolvePoW(other.Token, 4)}, 1, 2, time.Now()), seckill.OutcomeChallengeNotYours},
+		{"an expired token", 9, ch.Check(seckill.ChallengeAnswer{Token: expired.Token, Solution: seckill.SolvePoW(expired.Token, 4)}, 1, 9, time.Now()), seckill.OutcomeChallengeExpired},
+		{"a forged token", 3, ch.Check(seckill.ChallengeAnswer{Token: "eyJ9.AAAA", Solution: "1"}, 1, 3, time.Now()), seckill.OutcomeChallengeWrong},
+		{"a quiz answer for a proof-of-work sale", 10, ch.Check(seckill.ChallengeAnswer{Token: quizOfAnother.Token, Solution: "4"}, 1, 10, time.Now()), seckill.OutcomeChallengeWrong},
+		{"another good answer", 11, solve(11), seckill.OutcomeAccepted},
+	}
+	for _, tt := range tests {
+		got, _, err := a.Admit(ctx, 1, tt.user, tt.ticket)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
+		}
+	}
+	if rem, _ := a.Remaining(ctx, []int64{1}); rem[1] != 98 {
+		t.Errorf("remaining %d, want 98: only the two good answers take stock", rem[1])
+	}
+
+	// The operator turns the challenge off: no answer is needed.
+	if err := a.UpdateGuard(ctx, 1, seckill.ChallengeNone, 0); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := mustAdmit(t, a, 1, 1); o != seckill.OutcomeAccepted {
+		t.Errorf("after the challenge is off: %s, want ACCEPTED", o)
+	}
+}
+
+// One answer sent at once by hundreds of goroutines through two Admitters
+// (two instances) is used once: one attempt goes on to the stock, every
+// other is told the answer was used.
+func TestAdmitChallengeUsedOnceAcrossInstances(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoAdmitters(t, admission.Options{})
+	ch := seckill.NewChallenger([]byte("test secret of at least thirty-two bytes"), time.Minute, time.Minute)
+	c := liveCampaign(1, 100)
+	c.Challenge = seckill.ChallengeQuiz
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	iss := ch.Issue(seckill.ChallengeQuiz, 1, 5, 0, []seckill.QuizQuestion{{Question: "Capital of France?", Answers: []string{"Paris"}}}, time.Now())
+	ticket := ch.Check(seckill.ChallengeAnswer{Token: iss.Token, Solution: "  paris "}, 1, 5, time.Now())
+	if ticket.Refusal != "" {
+		t.Fatalf("a right answer refused: %s", ticket.Refusal)
+	}
+
+	const n = 400
+	counts := admitAtOnce(t, n, func(i int) (seckill.Outcome, error) {
+		o, _, err := []*admission.Admitter{a, b}[i%2].Admit(ctx, 1, 5, ticket)
+		return o, err
+	})
+	want := map[seckill.Outcome]int{seckill.OutcomeAccepted: 1, seckill.OutcomeChallengeUsed: n - 1}
+	if diff := cmp.Diff(want, counts); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+}
+
+// One user sending 200 attempts a second to two instances gets through only
+// as many as the one shared limit allows.
+func TestAdmitUserLimitShared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const rate, burst = 5, 10
+	a, b := twoAdmitters(t, admission.Options{UserRate: rate, UserBurst: burst})
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 100)})
+
+	const perSecond, seconds = 200, 1.5
+	var (
+		mu      sync.Mutex
+		passed  int
+		limited int
+		wg      sync.WaitGroup
+	)
+	begin := time.Now()
+	tick := time.NewTicker(time.Second / perSecond)
+	defer tick.Stop()
+	for i := 0; i < int(perSecond*seconds); i++ {
+		<-tick.C
+		adm := a
+		if i%2 == 1 {
+			adm = b
+		}
+		wg.Go(func() {
+			o, _, err := adm.Admit(ctx, 1, 42, seckill.Ticket{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if o == seckill.OutcomeRateLimited {
+				limited++
+			} else {
+				passed++ // ACCEPTED once, then ALREADY_PURCHASED: both passed the limit
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(begin).Seconds()
+	most := burst + int(rate*elapsed) + 1
+	if passed < burst || passed > most {
+		t.Errorf("%d attempts passed the limit in %.2fs (%d limited), want %d to %d", passed, elapsed, limited, burst, most)
+	}
+}
+
+// The brake bounds admissions a second without touching stock.
+func TestAdmitBrake(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoAdmitters(t, admission.Options{})
+	c := liveCampaign(1, 1000)
+	c.Brake = 20 // bursts of 2
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+
+	counts := admitAtOnce(t, 300, func(u int) (seckill.Outcome, error) {
+		o, _, err := []*admission.Admitter{a, b}[u%2].Admit(ctx, 1, int64(u+1), seckill.Ticket{})
+		return o, err
+	})
+	// 300 attempts at once take far less than a second: the burst (2) and
+	// at most a few more as time passes.
+	if acc := counts[seckill.OutcomeAccepted]; acc < 2 || acc > 10 || counts[seckill.OutcomeRateLimited]+acc != 300 {
+		t.Errorf("outcomes %v: want 2 to 10 ACCEPTED and the rest RATE_LIMITED", counts)
+	}
+	rem, _ := a.Remaining(ctx, []int64{1})
+	if rem[1] != 1000-int64(counts[seckill.OutcomeAccepted]) {
+		t.Errorf("remaining %d after %d admissions: a braked attempt took stock", rem[1], counts[seckill.OutcomeAccepted])
+	}
+}
+
+// A campaign rebuilt from Postgres keeps its challenge: the guard is
+// written before the campaign admits again.
+func TestGuardSurvivesEmptyRedis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	c := liveCampaign(1, 10)
+	c.Challenge, c.PoWBits = seckill.ChallengePoW, 8
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	if err := a.Forget(ctx, 1); err != nil { // Redis lost everything of it
+		t.Fatal(err)
+	}
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	if o, _ := mustAdmit(t, a, 1, 1); o != seckill.OutcomeChallengeRequired {
+		t.Errorf("after a rewarm: %s, want CHALLENGE_REQUIRED", o)
+	}
+}
+
+// Before the opening, a process answers NOT_STARTED from its memory of the
+// window, without Redis, until the sale opens or the window changes.
+func TestAdmitWindowFromMemory(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b, rdb := twoAdmittersRaw(t, admission.Options{})
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := liveCampaign(1, 10)
+	c.BeginTime, c.EndTime = time.Now().Add(time.Hour), time.Now().Add(2*time.Hour)
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	for range 2 { // the first answer creates the process's state of the campaign, the second marks it
+		if o, _ := mustAdmit(t, a, 1, 1); o != seckill.OutcomeNotStarted {
+			t.Fatalf("before the opening: %s", o)
+		}
+	}
+	// Take the campaign away from Redis: asking it would fail.
+	key := admission.CampaignKey(a, 1)
+	if err := rdb.Rename(ctx, key, key+":away").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if o, _ := mustAdmit(t, a, 1, 1); o != seckill.OutcomeNotStarted {
+			t.Fatalf("from memory: %s, want NOT_STARTED", o)
+		}
+	}
+	if err := rdb.Rename(ctx, key+":away", key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Another instance opens the sale now: this one hears it at once.
+	if err := b.UpdateCampaign(ctx, 1, time.Now().Add(-time.Second), c.EndTime, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		o, _ := mustAdmit(t, a, 1, 2)
+		if o == seckill.OutcomeAccepted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the window changed: still %s", o)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

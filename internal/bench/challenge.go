@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"seckill/internal/bench/load"
+	"seckill/internal/gqlclient"
+	"seckill/internal/seckill"
+)
+
+// Challenges the bench can set on the campaign it creates (--challenge).
+const (
+	ChallengePoW  = "pow"
+	ChallengeQuiz = "quiz"
+)
+
+// benchQuiz is the quiz the bench sets; its buyers know the answer, as
+// people would.
+var benchQuiz = []map[string]any{{"question": "What is two plus two?", "answers": []string{"4", "four"}}}
+
+// challengeInput returns the campaign's challenge fields for --challenge.
+func challengeInput(kind string, bits int) map[string]any {
+	switch kind {
+	case ChallengePoW:
+		return map[string]any{"challenge": string(seckill.ChallengePoW), "powBits": bits}
+	case ChallengeQuiz:
+		return map[string]any{"challenge": string(seckill.ChallengeQuiz), "quiz": benchQuiz}
+	}
+	return nil
+}
+
+const answerQuery = `mutation Buy($voucherId: ID!, $answer: ChallengeAnswer) { seckill(voucherId: $voucherId, answer: $answer) { outcome orderId } }`
+
+// solver returns the load's Prepare for a campaign with a challenge: each
+// buyer asks for their challenge, solves it (the proof of work costs their
+// CPU, as it would cost a browser's) and sends the purchase with the answer.
+func (r *runner) solver(endpoint string, voucherID int64) func(ctx context.Context, user int) ([]byte, error) {
+	client := &http.Client{Transport: load.NewTransport(max(r.spec.Concurrency, 64))}
+	vid := strconv.FormatInt(voucherID, 10)
+	return func(ctx context.Context, user int) ([]byte, error) {
+		req, err := gqlclient.NewRequest(ctx, endpoint, strings.TrimPrefix(r.auth[user], "Bearer "),
+			`query($v: ID!) { seckillChallenge(voucherId: $v) { kind token bits } }`, map[string]any{"v": vid})
+		if err != nil {
+			return nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Data *struct {
+				SeckillChallenge struct {
+					Kind  string
+					Token *string
+					Bits  *int
+				}
+			}
+			Errors []gqlclient.Error
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return nil, fmt.Errorf("challenge: %w", err)
+		}
+		if len(out.Errors) > 0 || out.Data == nil {
+			return nil, fmt.Errorf("challenge: %v", out.Errors)
+		}
+		c := out.Data.SeckillChallenge
+		answer := map[string]any(nil)
+		switch seckill.ChallengeKind(c.Kind) {
+		case seckill.ChallengePoW:
+			if c.Token == nil || c.Bits == nil {
+				return nil, fmt.Errorf("challenge without a token")
+			}
+			answer = map[string]any{"token": *c.Token, "solution": seckill.SolvePoW(*c.Token, *c.Bits)}
+		case seckill.ChallengeQuiz:
+			answer = map[string]any{"token": *c.Token, "solution": "four"}
+		}
+		return json.Marshal(gqlclient.Request{Query: answerQuery,
+			Variables: map[string]any{"voucherId": vid, "answer": answer}})
+	}
+}

@@ -1,0 +1,297 @@
+package seckill
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"math/bits"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The challenge before a purchase.
+//
+// A campaign may ask each buyer to pass a challenge before it admits them: a
+// quiz question a person answers in a couple of seconds, or a proof of work a
+// browser computes in about as long. It keeps bots that skip it out, and it
+// spreads the opening peak over seconds.
+//
+// A challenge is a signed, self-contained token: an HMAC over the kind, the
+// campaign, the user, a random nonce, the expiry and the difficulty (proof
+// of work) or keyed digests of the accepted answers (quiz). Checking an
+// answer is a few hash computations in the process that serves the
+// purchase, with no database trip; that a token is used once is decided
+// inside the admission script, atomically with the admission (its nonce is
+// remembered under the campaign's hash tag until the token expires).
+
+// ChallengeKind is what a campaign asks of a buyer before admitting them.
+type ChallengeKind string
+
+const (
+	ChallengeNone ChallengeKind = "NONE"
+	ChallengeQuiz ChallengeKind = "QUIZ"
+	ChallengePoW  ChallengeKind = "PROOF_OF_WORK"
+)
+
+// Valid reports whether k is a known kind.
+func (k ChallengeKind) Valid() bool {
+	return k == ChallengeNone || k == ChallengeQuiz || k == ChallengePoW
+}
+
+// Limits of the challenge settings, shared by every edge.
+const (
+	MinPoWBits         = 1
+	MaxPoWBits         = 32
+	DefaultPoWBits     = 20 // about a million hashes: a second or so in a browser
+	MaxQuizQuestions   = 50
+	MaxQuizAnswers     = 10
+	MaxQuizQuestionLen = 500
+	MaxQuizAnswerLen   = 100
+	maxTokenLen        = 2048
+	maxSolutionLen     = 200
+)
+
+// QuizQuestion is one question of a campaign's quiz with the answers it
+// accepts (compared after NormalizeAnswer).
+type QuizQuestion struct {
+	Question string
+	Answers  []string
+}
+
+// NormalizeAnswer is how answers are compared: case folded, surrounding
+// space trimmed, inner runs of space collapsed to one.
+func NormalizeAnswer(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(s)), " ")
+}
+
+// ValidateChallenge checks a campaign's challenge settings; field names
+// are those of the GraphQL input.
+func ValidateChallenge(kind ChallengeKind, powBits int, quiz []QuizQuestion) error {
+	if !kind.Valid() {
+		return Invalidf("challenge", "challenge must be NONE, QUIZ or PROOF_OF_WORK")
+	}
+	if kind == ChallengePoW && (powBits < MinPoWBits || powBits > MaxPoWBits) {
+		return Invalidf("powBits", "powBits must be between %d and %d", MinPoWBits, MaxPoWBits)
+	}
+	if kind == ChallengeQuiz && len(quiz) == 0 {
+		return Invalidf("quiz", "a QUIZ challenge needs at least one question")
+	}
+	if len(quiz) > MaxQuizQuestions {
+		return Invalidf("quiz", "at most %d questions", MaxQuizQuestions)
+	}
+	for i, q := range quiz {
+		if err := checkText("quiz", q.Question, false); err != nil {
+			return err
+		}
+		if n := utf8.RuneCountInString(strings.TrimSpace(q.Question)); n == 0 || n > MaxQuizQuestionLen {
+			return Invalidf("quiz", "question %d must have 1 to %d characters", i+1, MaxQuizQuestionLen)
+		}
+		if len(q.Answers) == 0 || len(q.Answers) > MaxQuizAnswers {
+			return Invalidf("quiz", "question %d needs 1 to %d accepted answers", i+1, MaxQuizAnswers)
+		}
+		for _, a := range q.Answers {
+			if err := checkText("quiz", a, false); err != nil {
+				return err
+			}
+			if n := utf8.RuneCountInString(NormalizeAnswer(a)); n == 0 || n > MaxQuizAnswerLen {
+				return Invalidf("quiz", "each answer of question %d must have 1 to %d characters", i+1, MaxQuizAnswerLen)
+			}
+		}
+	}
+	return nil
+}
+
+// Challenge is what a buyer must solve before buying: Token goes back with
+// the solution (ChallengeAnswer).
+type Challenge struct {
+	Kind      ChallengeKind
+	Token     string
+	Question  string // QUIZ: the question to answer
+	Bits      int    // PROOF_OF_WORK: leading zero bits required
+	ExpiresAt time.Time
+}
+
+// ChallengeAnswer is a buyer's solution to a challenge.
+type ChallengeAnswer struct {
+	Token    string
+	Solution string // QUIZ: the answer; PROOF_OF_WORK: the counter found
+}
+
+// Ticket is what the purchase path hands the admission script about the
+// challenge: nothing (Kind ""), a solved challenge (its kind, nonce and
+// expiry), or a refused answer (Refusal set), which still counts against
+// the user's limit.
+type Ticket struct {
+	Kind      ChallengeKind
+	Nonce     string
+	ExpiresAt time.Time
+	Refusal   Outcome
+}
+
+// Challenger issues and checks challenge tokens. Every instance must use
+// the same key.
+type Challenger struct {
+	key []byte
+	TTL time.Duration // how long a token stays valid
+	// Lead is how long before the sale opens challenges are handed out.
+	Lead time.Duration
+}
+
+// NewChallenger returns a Challenger whose key is derived from secret (the
+// server's signing secret), so no second secret needs managing.
+func NewChallenger(secret []byte, ttl, lead time.Duration) *Challenger {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("seckill challenge key v1"))
+	return &Challenger{key: m.Sum(nil), TTL: ttl, Lead: lead}
+}
+
+func (c *Challenger) mac(parts ...string) []byte {
+	m := hmac.New(sha256.New, c.key)
+	for _, p := range parts {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return m.Sum(nil)
+}
+
+func (c *Challenger) answerDigest(nonce, answer string) string {
+	return hex.EncodeToString(c.mac("quiz", nonce, NormalizeAnswer(answer))[:8])
+}
+
+// Issue makes a challenge of kind for the user and campaign. For a quiz it
+// picks one of quiz at random.
+func (c *Challenger) Issue(kind ChallengeKind, voucherID, userID int64, powBits int, quiz []QuizQuestion, now time.Time) Challenge {
+	var nb [16]byte
+	rand.Read(nb[:])
+	nonce := hex.EncodeToString(nb[:])
+	exp := now.Add(c.TTL)
+	ch := Challenge{Kind: kind, ExpiresAt: time.UnixMilli(exp.UnixMilli()).UTC()}
+	var extra string
+	switch kind {
+	case ChallengePoW:
+		ch.Bits = powBits
+		extra = strconv.Itoa(powBits)
+	case ChallengeQuiz:
+		var ib [8]byte
+		rand.Read(ib[:])
+		q := quiz[int(uint64(ib[0])|uint64(ib[1])<<8|uint64(ib[2])<<16)%len(quiz)]
+		ch.Question = q.Question
+		ds := make([]string, len(q.Answers))
+		for i, a := range q.Answers {
+			ds[i] = c.answerDigest(nonce, a)
+		}
+		extra = strings.Join(ds, ",")
+	}
+	payload := strings.Join([]string{"1", string(kind), strconv.FormatInt(voucherID, 10), strconv.FormatInt(userID, 10),
+		nonce, strconv.FormatInt(exp.UnixMilli(), 10), extra}, ".")
+	ch.Token = base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." +
+		base64.RawURLEncoding.EncodeToString(c.mac("token", payload)[:16])
+	return ch
+}
+
+// Check verifies an answer for the user and campaign at now, in
+// microseconds and without I/O. The Ticket it returns carries the refusal
+// (CHALLENGE_WRONG, CHALLENGE_EXPIRED, CHALLENGE_NOT_YOURS) or, for a good
+// answer, what the admission script needs to use the token once.
+func (c *Challenger) Check(a ChallengeAnswer, voucherID, userID int64, now time.Time) Ticket {
+	wrong := Ticket{Refusal: OutcomeChallengeWrong}
+	if len(a.Token) > maxTokenLen || len(a.Solution) > maxSolutionLen {
+		return wrong
+	}
+	p64, s64, ok := strings.Cut(a.Token, ".")
+	if !ok {
+		return wrong
+	}
+	payload, err1 := base64.RawURLEncoding.DecodeString(p64)
+	sig, err2 := base64.RawURLEncoding.DecodeString(s64)
+	if err1 != nil || err2 != nil || !hmac.Equal(sig, c.mac("token", string(payload))[:16]) {
+		return wrong // not a token we signed
+	}
+	f := strings.Split(string(payload), ".")
+	if len(f) != 7 || f[0] != "1" {
+		return wrong
+	}
+	kind, nonce, extra := ChallengeKind(f[1]), f[4], f[6]
+	v, _ := strconv.ParseInt(f[2], 10, 64)
+	u, _ := strconv.ParseInt(f[3], 10, 64)
+	exp, _ := strconv.ParseInt(f[5], 10, 64)
+	if v != voucherID || u != userID {
+		return Ticket{Refusal: OutcomeChallengeNotYours}
+	}
+	if now.UnixMilli() >= exp {
+		return Ticket{Refusal: OutcomeChallengeExpired}
+	}
+	switch kind {
+	case ChallengePoW:
+		n, err := strconv.Atoi(extra)
+		if err != nil || !PoWSolves(a.Token, a.Solution, n) {
+			return wrong
+		}
+	case ChallengeQuiz:
+		if len(a.Solution) == 0 {
+			return wrong
+		}
+		d := c.answerDigest(nonce, a.Solution)
+		found := false
+		for _, want := range strings.Split(extra, ",") {
+			found = hmac.Equal([]byte(d), []byte(want)) || found
+		}
+		if !found {
+			return wrong
+		}
+	default:
+		return wrong
+	}
+	return Ticket{Kind: kind, Nonce: nonce, ExpiresAt: time.UnixMilli(exp)}
+}
+
+// PoWSolves reports whether solution solves the proof of work of token at
+// bits: SHA-256 of token, ":" and solution (a decimal counter of at most 20
+// digits) starts with at least bits zero bits. docs/challenge.md describes
+// it for clients.
+func PoWSolves(token, solution string, bits int) bool {
+	if len(solution) == 0 || len(solution) > 20 || bits < MinPoWBits || bits > MaxPoWBits {
+		return false
+	}
+	for _, r := range solution {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	sum := sha256.Sum256([]byte(token + ":" + solution))
+	return LeadingZeroBits(sum[:]) >= bits
+}
+
+// LeadingZeroBits counts the zero bits at the start of b.
+func LeadingZeroBits(b []byte) int {
+	n := 0
+	for _, x := range b {
+		if x != 0 {
+			return n + bits.LeadingZeros8(x)
+		}
+		n += 8
+	}
+	return n
+}
+
+// SolvePoW finds the smallest counter that solves token at bits (what a
+// client does; tests and seckill-bench use it).
+func SolvePoW(token string, bits int) string {
+	h := sha256.New()
+	var sum [32]byte
+	buf := make([]byte, 0, 24)
+	for i := uint64(0); ; i++ {
+		buf = strconv.AppendUint(buf[:0], i, 10)
+		h.Reset()
+		h.Write([]byte(token))
+		h.Write([]byte{':'})
+		h.Write(buf)
+		if LeadingZeroBits(h.Sum(sum[:0])) >= bits {
+			return string(buf)
+		}
+	}
+}

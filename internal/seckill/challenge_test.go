@@ -1,0 +1,89 @@
+package seckill
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestChallengeCheck(t *testing.T) {
+	c := NewChallenger([]byte("a secret of at least thirty-two bytes"), time.Minute, time.Minute)
+	now := time.Now()
+	quiz := []QuizQuestion{{Question: "Name a primary colour", Answers: []string{"Red", "dark  blue"}}}
+	q := c.Issue(ChallengeQuiz, 3, 7, 0, quiz, now)
+	pow := c.Issue(ChallengePoW, 3, 7, 6, nil, now)
+	sol := SolvePoW(pow.Token, 6)
+	tamper := func(tok string) string { // flip one byte of the payload
+		b := []byte(tok)
+		b[2] ^= 1
+		return string(b)
+	}
+	tests := []struct {
+		name    string
+		a       ChallengeAnswer
+		voucher int64
+		user    int64
+		at      time.Time
+		want    Outcome // "" for a good ticket
+	}{
+		{"quiz answer, other case and spaces", ChallengeAnswer{q.Token, "  RED "}, 3, 7, now, ""},
+		{"quiz second answer", ChallengeAnswer{q.Token, "Dark Blue"}, 3, 7, now, ""},
+		{"quiz wrong answer", ChallengeAnswer{q.Token, "green"}, 3, 7, now, OutcomeChallengeWrong},
+		{"quiz empty answer", ChallengeAnswer{q.Token, ""}, 3, 7, now, OutcomeChallengeWrong},
+		{"another user", ChallengeAnswer{q.Token, "red"}, 3, 8, now, OutcomeChallengeNotYours},
+		{"another campaign", ChallengeAnswer{q.Token, "red"}, 4, 7, now, OutcomeChallengeNotYours},
+		{"expired", ChallengeAnswer{q.Token, "red"}, 3, 7, now.Add(time.Minute), OutcomeChallengeExpired},
+		{"tampered", ChallengeAnswer{tamper(q.Token), "red"}, 3, 7, now, OutcomeChallengeWrong},
+		{"not a token", ChallengeAnswer{"garbage", "red"}, 3, 7, now, OutcomeChallengeWrong},
+		{"too long", ChallengeAnswer{strings.Repeat("a", 5000), "red"}, 3, 7, now, OutcomeChallengeWrong},
+		{"pow solved", ChallengeAnswer{pow.Token, sol}, 3, 7, now, ""},
+		{"pow not a number", ChallengeAnswer{pow.Token, "1e3"}, 3, 7, now, OutcomeChallengeWrong},
+	}
+	for _, tt := range tests {
+		got := c.Check(tt.a, tt.voucher, tt.user, tt.at)
+		if got.Refusal != tt.want {
+			t.Errorf("%s: refusal %q, want %q", tt.name, got.Refusal, tt.want)
+		}
+		if tt.want == "" && (got.Nonce == "" || got.Kind == "" || !got.ExpiresAt.After(now)) {
+			t.Errorf("%s: ticket %+v lacks its nonce, kind or expiry", tt.name, got)
+		}
+	}
+	// A counter that does not reach the bits is refused: find one.
+	for i := 0; ; i++ {
+		s := strings.Repeat("9", 1) + string(rune('0'+i%10)) + strings.Repeat("1", i/10)
+		if !PoWSolves(pow.Token, s, 6) {
+			if got := c.Check(ChallengeAnswer{pow.Token, s}, 3, 7, now); got.Refusal != OutcomeChallengeWrong {
+				t.Errorf("pow with a wrong counter: %q", got.Refusal)
+			}
+			break
+		}
+	}
+	// Another server key signs other tokens.
+	other := NewChallenger([]byte("another secret of at least thirty-two b"), time.Minute, time.Minute)
+	if got := other.Check(ChallengeAnswer{q.Token, "red"}, 3, 7, now); got.Refusal != OutcomeChallengeWrong {
+		t.Errorf("a token of another key: %q", got.Refusal)
+	}
+}
+
+func TestLeadingZeroBits(t *testing.T) {
+	for _, tt := range []struct {
+		b    []byte
+		want int
+	}{{[]byte{0x80}, 0}, {[]byte{0x01}, 7}, {[]byte{0, 0x10}, 11}, {[]byte{0, 0}, 16}} {
+		if got := LeadingZeroBits(tt.b); got != tt.want {
+			t.Errorf("LeadingZeroBits(%x) = %d, want %d", tt.b, got, tt.want)
+		}
+	}
+}
+
+func BenchmarkChallengeCheckPoW(b *testing.B) {
+	c := NewChallenger([]byte("a secret of at least thirty-two bytes"), time.Minute, time.Minute)
+	now := time.Now()
+	pow := c.Issue(ChallengePoW, 3, 7, 12, nil, now)
+	a := ChallengeAnswer{pow.Token, SolvePoW(pow.Token, 12)}
+	for b.Loop() {
+		if c.Check(a, 3, 7, now).Refusal != "" {
+			b.Fatal("refused")
+		}
+	}
+}
