@@ -16,7 +16,9 @@ export SECKILL_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?
 export SECKILL_TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 # The local Redis Cluster (scripts/cluster.sh) that `make test` runs the
 # admission and end-to-end suites on as well; the rest runs on the single node.
-TEST_REDIS_CLUSTER_ADDRS ?= $(or $(SECKILL_TEST_REDIS_CLUSTER_ADDRS),127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005,127.0.0.1:7006)
+# ($(or) would split a comma-separated default into its arguments.)
+DEFAULT_TEST_REDIS_CLUSTER_ADDRS := 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005,127.0.0.1:7006
+TEST_REDIS_CLUSTER_ADDRS ?= $(if $(SECKILL_TEST_REDIS_CLUSTER_ADDRS),$(SECKILL_TEST_REDIS_CLUSTER_ADDRS),$(DEFAULT_TEST_REDIS_CLUSTER_ADDRS))
 # Of internal/app, the cluster run takes the purchase path end to end,
 # subscriptions and many instances (the Redis fault tests own private servers).
 CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTask|Reconciler|RewarmAfterRedisLoss|Purchase|PermanentFailure|SecondOrderOfAUser|OrderStatusSubscription|ManyInstances|CampaignLost)
