@@ -495,4 +495,4 @@ func TestCampaignLostAlone(t *testing.T) {
 }
 
 // campaignKey matches the keys of one campaign.
-var campaignKey = regexp.MustCompile(`^seckill:\{v[0-9]+\}:[a-z_]+$`)
+var campaignKey = regexp.MustCompile(`^seckill:\{v[0-9]+\}:[a-z_]+(:[0-9a-zA-Z_-]+)?$`)
