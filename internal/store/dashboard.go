@@ -84,11 +84,11 @@ func (s *Store) CampaignOrders(ctx context.Context, f seckill.OrderFilter) ([]*s
 	}
 	var rows []orderView
 	err := s.db.NewRaw(`
-		SELECT id, voucher_id, user_id, status, at, reason FROM (
-			SELECT id, voucher_id, user_id, 'CREATED' AS status, created_at AS at, '' AS reason
+		SELECT * FROM (
+			SELECT `+orderColumns+`
 			FROM voucher_order WHERE id >= ?0 AND id < ?1 AND voucher_id = ?2 AND (?3 = 0 OR user_id = ?3)
 			UNION ALL
-			SELECT id, voucher_id, user_id, 'FAILED', failed_at, reason
+			SELECT `+failureColumns+`
 			FROM order_failure WHERE id >= ?0 AND id < ?1 AND voucher_id = ?2 AND (?3 = 0 OR user_id = ?3)
 		) AS o
 		ORDER BY id DESC
