@@ -335,7 +335,14 @@ func (s *Service) CreatePayment(ctx context.Context, orderID int64) (*Payment, e
 	if err != nil {
 		return nil, err
 	}
-	return s.Life.CreatePayment(ctx, orderID, userID, s.currency(), id)
+	p, err := s.Life.CreatePayment(ctx, orderID, userID, s.currency(), id)
+	if ErrorCode(err) == ENOTFOUND {
+		// Not persisted yet: say so rather than "not found", to the buyer.
+		if adm, perr := s.Admitter.Pending(ctx, orderID); perr == nil && (u.Admin || adm.UserID == u.ID) {
+			return nil, Errorf(ECONFLICT, "order %d is QUEUED: it can be paid once it is CREATED", orderID)
+		}
+	}
+	return p, err
 }
 
 // ApplyPaymentEvent applies an event of the payment provider, whose
