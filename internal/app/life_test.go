@@ -463,3 +463,15 @@ func TestUnpaidUnitsResold(t *testing.T) {
 	}
 	e.checkUnits(v)
 }
+
+// payOrder pays a CREATED order of user as the provider would.
+func (e *testEnv) payOrder(orderID string, userID int64) {
+	e.t.Helper()
+	id, err := seckill.ParseID("orderId", orderID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(e.createPayment(id, userID), seckill.EventPaymentSucceeded)); err != nil {
+		e.t.Fatal(err)
+	}
+}
