@@ -161,4 +161,3 @@ func csvTime(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
-
