@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -32,12 +31,9 @@ type SimulateOptions struct {
 // SECKILL_PAYMENT_WEBHOOK_SECRET and posts it to /webhooks/payments, as a
 // provider would. It writes what it did to out.
 func SimulatePayment(ctx context.Context, cfg *config.Config, opts SimulateOptions, out io.Writer) error {
-	if opts.URL == "" {
-		opts.URL = "http://" + localAddr(cfg.HTTPAddr)
-	}
-	base, err := url.Parse(strings.TrimRight(opts.URL, "/"))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return fmt.Errorf("payments simulate: --url must be the server's http:// or https:// address, not %q", opts.URL)
+	base, err := serverURL("payments simulate", cfg, opts.URL)
+	if err != nil {
+		return err
 	}
 	if opts.OrderID <= 0 {
 		return errors.New("payments simulate: --order must be an order id")
