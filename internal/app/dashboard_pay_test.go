@@ -72,7 +72,7 @@ func TestDashboardAfterPurchase(t *testing.T) {
 	if !ok {
 		t.Fatal("no cancel button for an order awaiting payment")
 	}
-	if page.Find(`[data-testid="order-row"][data-order-id="` + strconv.FormatInt(orderOf(201).ID, 10) + `"] [data-testid="cancel-order"]`).Length() != 0 {
+	if page.Find(`[data-testid="order-row"][data-order-id="`+strconv.FormatInt(orderOf(201).ID, 10)+`"] [data-testid="cancel-order"]`).Length() != 0 {
 		t.Error("a cancel button for a paid order")
 	}
 	res := e.post(action, nil)
