@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,5 +126,41 @@ func TestDashboardAfterPurchase(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("audit.csv has no cancel: %v", audit)
+	}
+}
+
+// TestDashboardPayWindow creates campaigns with a pay window of their own,
+// and refuses one out of bounds next to its field.
+func TestDashboardPayWindow(t *testing.T) {
+	e := newDashEnv(t)
+	e.login()
+	now := time.Now()
+	form := url.Values{
+		"title": {"Pay fast"}, "shopId": {"1"}, "stock": {"5"}, "payValue": {"100"}, "actualValue": {"500"},
+		"beginTime": {now.UTC().Format(time.RFC3339)}, "endTime": {now.Add(time.Hour).UTC().Format(time.RFC3339)},
+	}
+	for _, bad := range []string{"0", "86401", "soon"} {
+		form.Set("payWindow", bad)
+		res := e.post("/admin/campaigns", form)
+		msg := e.page(res).Find(`[data-testid="error-payWindow"]`).Text()
+		if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(msg, "Pay window") {
+			t.Errorf("payWindow %q: %s %q", bad, res.Status, msg)
+		}
+	}
+	form.Set("payWindow", "60")
+	res := e.post("/admin/campaigns", form)
+	var id int64
+	if _, err := fmt.Sscanf(res.Header.Get("Location"), "/admin/campaigns/%d?done=create", &id); err != nil {
+		t.Fatalf("create: %s to %q", res.Status, res.Header.Get("Location"))
+	}
+	v, err := e.app.Store.Voucher(e.ctx, id)
+	if err != nil || v.Campaign.PayWindow != time.Minute {
+		t.Fatalf("pay window %v, %v", v.Campaign.PayWindow, err)
+	}
+	if def := e.createCampaign("Default window", 5, now, now.Add(time.Hour)); def > 0 {
+		v, err := e.app.Store.Voucher(e.ctx, def)
+		if err != nil || v.Campaign.PayWindow != e.app.Config.PayWindow {
+			t.Fatalf("default pay window %v, %v", v.Campaign.PayWindow, err)
+		}
 	}
 }
