@@ -61,6 +61,7 @@ func toNewSeckillVoucher(in model.AddSeckillVoucherInput) (seckill.NewSeckillVou
 		PoWBits:     derefInt(in.PowBits),
 		Quiz:        toQuiz(in.Quiz),
 		Brake:       derefInt(in.Brake),
+		PayWindow:   toPayWindow(in.PayWindowSeconds),
 	}, nil
 }
 
@@ -167,7 +168,8 @@ func toGraphCampaign(c *seckill.Campaign, now time.Time) (*model.SeckillCampaign
 		return nil, err
 	}
 	out := &model.SeckillCampaign{BeginTime: c.BeginTime, EndTime: c.EndTime, Status: status,
-		Challenge: kind, Brake: int32(c.Brake)}
+		Challenge: kind, Brake: int32(c.Brake),
+		PayWindowSeconds: int32(c.PayWindow / time.Second)} // at most a day
 	if c.Challenge == seckill.ChallengePoW {
 		b := int32(c.PoWBits)
 		out.PowBits = &b
@@ -202,14 +204,18 @@ func toGraphOrder(o *seckill.Order) (*model.Order, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &model.Order{
+	out := &model.Order{
 		ID:            formatID(o.ID),
 		VoucherID:     formatID(o.VoucherID),
 		UserID:        formatID(o.UserID),
 		Status:        status,
 		CreatedAt:     o.CreatedAt,
 		FailureReason: optional(o.FailureReason),
-	}, nil
+	}
+	if err := fillGraphOrderPayment(out, o); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func toGraphOrders(os []*seckill.Order) ([]*model.Order, error) {

@@ -38,6 +38,12 @@ type Service interface {
 	// WatchOrder streams an order's status until it is terminal or ctx ends,
 	// then closes the channel. EUNAUTHENTICATED, ENOTFOUND.
 	WatchOrder(ctx context.Context, id int64) (<-chan seckill.StatusEvent, error)
+	// CreatePayment opens (or returns the open) payment of the caller's
+	// order awaiting payment. EUNAUTHENTICATED, ENOTFOUND, ECONFLICT.
+	CreatePayment(ctx context.Context, orderID int64) (*seckill.Payment, error)
+	// CancelOrder cancels the caller's order awaiting payment.
+	// EUNAUTHENTICATED, ENOTFOUND, ECONFLICT.
+	CancelOrder(ctx context.Context, id int64) (*seckill.Order, error)
 }
 
 var _ Service = (*seckill.Service)(nil)

@@ -55,7 +55,8 @@ func (h *PersistHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 }
 
 // Register adds every handler to mux.
-func Register(mux *asynq.ServeMux, persist *PersistHandler) {
+func Register(mux *asynq.ServeMux, persist *PersistHandler, expire *ExpireHandler) {
 	mux.Handle(TypeOrderPersist, persist)
 	mux.Handle(TypeOrderPersistBatch, persist)
+	mux.Handle(TypeOrderExpire, expire)
 }

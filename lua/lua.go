@@ -50,6 +50,12 @@ var Warm = withPrelude(warmSrc)
 //go:embed release.lua
 var Release string
 
+// Return gives a cancelled or expired order's unit and buyer slot back,
+// once.
+//
+//go:embed return.lua
+var Return string
+
 // Ack forgets admissions that Postgres holds now.
 //
 //go:embed ack.lua
@@ -94,6 +100,7 @@ var All = map[string]string{
 	"admit.lua":     Admit,
 	"warm.lua":      Warm,
 	"release.lua":   Release,
+	"return.lua":    Return,
 	"ack.lua":       Ack,
 	"update.lua":    Update,
 	"add_stock.lua": AddStock,

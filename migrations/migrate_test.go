@@ -49,13 +49,13 @@ func tables(t *testing.T, db *bun.DB) []string {
 
 var (
 	bunTables    = []string{"bun_migration_locks", "bun_migrations"}
-	schemaTables = []string{"admin_session", "admin_user", "audit_log", "bun_migration_locks", "bun_migrations", "campaign_quiz", "order_failure", "seckill_campaign", "voucher", "voucher_order"}
+	schemaTables = []string{"admin_session", "admin_user", "audit_log", "bun_migration_locks", "bun_migrations", "campaign_quiz", "order_failure", "payment", "payment_event", "seckill_campaign", "voucher", "voucher_order"}
 )
 
 func TestMigrateRoundTrip(t *testing.T) {
 	db := openEmpty(t)
 
-	if out := migrate(t, db, "status"); !strings.Contains(out, "pending  20261129120000_init") || !strings.HasSuffix(out, "0 applied, 4 pending\n") {
+	if out := migrate(t, db, "status"); !strings.Contains(out, "pending  20261129120000_init") || !strings.HasSuffix(out, "0 applied, 5 pending\n") {
 		t.Errorf("status before up:\n%s", out)
 	}
 	if out := migrate(t, db, "up"); !strings.Contains(out, "migrated to group #1") {
@@ -64,7 +64,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(schemaTables, tables(t, db)); diff != "" {
 		t.Errorf("tables after up (-want +got):\n%s", diff)
 	}
-	if out := migrate(t, db, "status"); !strings.Contains(out, "applied  20261129120000_init (group 1,") || !strings.HasSuffix(out, "4 applied, 0 pending\n") {
+	if out := migrate(t, db, "status"); !strings.Contains(out, "applied  20261129120000_init (group 1,") || !strings.HasSuffix(out, "5 applied, 0 pending\n") {
 		t.Errorf("status after up:\n%s", out)
 	}
 	if out := migrate(t, db, "up"); out != "no pending migrations\n" {

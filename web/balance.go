@@ -20,7 +20,8 @@ func (h *Handler) Balance(ctx context.Context, voucherID int64) (views.Balance, 
 // reports that the equation does not hold.
 const balanceReads = 3
 
-// balance checks initial stock = remaining + queued + sold. It reads Redis
+// balance checks initial stock = remaining + queued + awaiting payment +
+// paid (sold is the last two: what Postgres's stock says is taken). It reads Redis
 // (remaining and queued, in one MULTI) and then Postgres (initial stock,
 // stock and row counts, in one statement). In that order, an order
 // persisted between the two reads is counted twice (queued and sold), never
@@ -52,6 +53,7 @@ func (h *Handler) balance(ctx context.Context, id int64) (views.Balance, seckill
 		sold := t.InitialStock - t.Stock
 		b = views.Balance{
 			Initial: t.InitialStock, Remaining: lc.Remaining, Queued: lc.Queued, Sold: sold,
+			Awaiting: t.Awaiting, Paid: t.Paid, Cancelled: t.Cancelled, Expired: t.Expired,
 			Failed: t.Failures, Orders: t.Orders, Diff: lc.Remaining + lc.Queued + sold - t.InitialStock,
 		}
 		switch {
@@ -62,7 +64,7 @@ func (h *Handler) balance(ctx context.Context, id int64) (views.Balance, seckill
 		case t.Orders != sold:
 			b.State = views.BalanceMismatch
 			b.Message = "Postgres disagrees with itself: " + strconv.FormatInt(t.Orders, 10) +
-				" orders are stored but the stock says " + strconv.FormatInt(sold, 10) + " were sold."
+				" orders await payment or are paid but the stock says " + strconv.FormatInt(sold, 10) + " units are taken."
 		case b.Diff == 0:
 			b.State = views.BalanceOK
 			return b, lc, t, nil
@@ -74,7 +76,7 @@ func (h *Handler) balance(ctx context.Context, id int64) (views.Balance, seckill
 			b.Message = "Redis and Postgres together hold " + strconv.FormatInt(b.Diff, 10) + " units more than were put on sale."
 		default:
 			b.State = views.BalanceMismatch
-			b.Message = strconv.FormatInt(-b.Diff, 10) + " units put on sale are neither left, queued nor sold."
+			b.Message = strconv.FormatInt(-b.Diff, 10) + " units put on sale are neither left, queued, awaiting payment nor paid (a unit given back in Postgres that Redis has not taken yet shows so until the reconciler's sweep returns it)."
 		}
 	}
 	return b, lc, t, nil

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -22,6 +21,7 @@ var notices = map[string]string{
 	"end":    "Ended: no purchase is accepted any more.",
 	"stock":  "Stock added: the new units can be bought now.",
 	"guard":  "Challenge and brake saved: admission applies them from now on.",
+	"cancel": "Order cancelled: its unit is back on sale, and its buyer may buy again.",
 }
 
 // pageState is what an action hands the campaign page it renders.
@@ -150,6 +150,9 @@ func (h *Handler) campaignLive(ctx context.Context, v *seckill.Voucher) (views.C
 		Known:     lc.Known,
 		Balance:   b,
 		Charts:    h.charts(v.ID, now),
+
+		Awaiting: t.Awaiting, OldestPayBy: t.OldestPayBy, Paid: t.Paid, Revenue: t.Revenue,
+		Cancelled: t.Cancelled, Expired: t.Expired, Refunds: t.RefundsNeeded,
 	}, nil
 }
 
@@ -162,6 +165,10 @@ func (h *Handler) ordersView(ctx context.Context, r *http.Request, id int64) vie
 		o.By = "order"
 	}
 	f := seckill.OrderFilter{VoucherID: id, Before: queryInt(r, "before"), Limit: ordersPerPage + 1}
+	if st, ok := orderStatusFilter(q.Get("status")); ok {
+		o.Status, f.Status = string(st), st
+	}
+	o.CSV = base + "/orders.csv?" + filterQuery(o).Encode()
 	if o.Query != "" {
 		n, err := seckill.ParseID("q", o.Query)
 		if err != nil {
@@ -187,21 +194,18 @@ func (h *Handler) ordersView(ctx context.Context, r *http.Request, id int64) vie
 	}
 	if len(orders) > ordersPerPage {
 		orders = orders[:ordersPerPage]
-		v := url.Values{"before": {strconv.FormatInt(orders[len(orders)-1].ID, 10)}}
-		if o.Query != "" {
-			v.Set("by", o.By)
-			v.Set("q", o.Query)
-		}
+		v := filterQuery(o)
+		v.Set("before", strconv.FormatInt(orders[len(orders)-1].ID, 10))
 		o.Older = base + "?" + v.Encode() + "#orders"
 	}
 	if f.Before > 0 {
 		o.Newer = base + "#orders"
-		if o.Query != "" {
-			o.Newer = base + "?" + url.Values{"by": {o.By}, "q": {o.Query}}.Encode() + "#orders"
+		if v := filterQuery(o); len(v) > 0 {
+			o.Newer = base + "?" + v.Encode() + "#orders"
 		}
 	}
 	for _, ord := range orders {
-		o.Rows = append(o.Rows, views.OrderRow{ID: ord.ID, UserID: ord.UserID, Status: string(ord.Status), At: ord.CreatedAt, Reason: ord.FailureReason})
+		o.Rows = append(o.Rows, toOrderRow(base, ord))
 	}
 	return o
 }

@@ -38,6 +38,11 @@ func (f *fakeService) add(title string, begin, end time.Time) *seckill.Voucher {
 	return v
 }
 
+func (f *fakeService) AdminCancelOrder(ctx context.Context, id int64) (*seckill.Order, error) {
+	f.record("cancel-order")
+	return nil, seckill.Errorf(seckill.ENOTFOUND, "order %d not found", id)
+}
+
 func (f *fakeService) record(call string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

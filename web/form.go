@@ -17,15 +17,15 @@ import (
 
 // formFields are the inputs of the campaign form, named as the GraphQL
 // input's fields so errors name the same field.
-var formFields = []string{"title", "subTitle", "rules", "shopId", "stock", "payValue", "actualValue", "beginTimeLocal", "endTimeLocal"}
+var formFields = []string{"title", "subTitle", "rules", "shopId", "stock", "payValue", "actualValue", "payWindow", "beginTimeLocal", "endTimeLocal"}
 
 // formLabels are the labels the form shows, by field.
 var formLabels = map[string]string{
 	"title": "Title", "subTitle": "Subtitle", "rules": "Rules", "shopId": "Shop id", "stock": "Stock",
-	"payValue": "Pays", "actualValue": "Worth", "beginTime": "Begins", "endTime": "Ends",
+	"payValue": "Pays", "actualValue": "Worth", "beginTime": "Begins", "endTime": "Ends", "payWindow": "Pay window",
 }
 
-var fieldName = regexp.MustCompile(`\b(title|subTitle|rules|shopId|stock|payValue|actualValue|beginTime|endTime)\b`)
+var fieldName = regexp.MustCompile(`\b(title|subTitle|rules|shopId|stock|payValue|actualValue|beginTime|endTime|payWindow)\b`)
 
 // labelled rewrites a domain message, which names the API's fields, in the
 // form's labels: "actualValue must be at least payValue" becomes
@@ -253,6 +253,19 @@ func parseNewCampaign(r *http.Request, p *views.FormPage) seckill.NewSeckillVouc
 			continue
 		}
 		*f.dst = n
+	}
+	// The pay window, in seconds, is optional: empty takes the server's
+	// default.
+	if s := strings.TrimSpace(r.PostFormValue("payWindow")); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		switch {
+		case err != nil:
+			p.Errors["payWindow"] = "“" + formLabels["payWindow"] + "” must be a whole number of seconds"
+		case n <= 0 || n > int64(seckill.MaxPayWindow/time.Second):
+			in.PayWindow = -1 // the domain refuses it, in its words
+		default:
+			in.PayWindow = time.Duration(n) * time.Second
+		}
 	}
 	parseTimes(r, p, &in.BeginTime, &in.EndTime)
 	return in

@@ -49,6 +49,9 @@ type Service interface {
 	UpdateGuard(ctx context.Context, id int64, e seckill.GuardEdit) (*seckill.Voucher, error)
 	// CampaignQuiz returns a campaign's quiz questions. Admins only.
 	CampaignQuiz(ctx context.Context, id int64) ([]seckill.QuizQuestion, error)
+	// AdminCancelOrder cancels an order awaiting payment, audited.
+	// ENOTFOUND, ECONFLICT (not awaiting payment).
+	AdminCancelOrder(ctx context.Context, id int64) (*seckill.Order, error)
 }
 
 // Records reads what the dashboard shows from the system of record.
@@ -160,6 +163,9 @@ func New(cfg Config) *Handler {
 	page("POST /admin/campaigns/{id}/end", h.endCampaign)
 	page("POST /admin/campaigns/{id}/stock", h.addStock)
 	page("POST /admin/campaigns/{id}/guard", h.updateGuard)
+	page("POST /admin/campaigns/{id}/orders/{order}/cancel", h.cancelOrder)
+	page("GET /admin/campaigns/{id}/orders.csv", h.ordersCSV)
+	page("GET /admin/campaigns/{id}/audit.csv", h.auditCSV)
 	page("GET /admin/jobs", h.queuesPage)
 	page("GET /admin/jobs/live", h.queuesFragment)
 

@@ -28,6 +28,8 @@ Usage:
   seckill admin create --user NAME [--password-stdin]   a dashboard operator (password prompted or from stdin)
   seckill demo [--url URL] [--stock 100] [--duration 1h] [--buyer 1001]
                                     a campaign on sale now on a running server, and shell commands that buy, query and follow an order
+  seckill payments simulate --order ID [--url URL] [--fail]
+                                    play the payment provider: open the order's payment, sign and send its webhook event
 
 Configuration comes from SECKILL_* environment variables; see the README.
 The load test is its own program: seckill-bench --help.
@@ -84,6 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("the load test is its own program: seckill-bench (make bench-load builds it)")
 	case "demo":
 		return demo(ctx, args, stdout, stderr)
+	case "payments":
+		return payments(ctx, args, stdout, stderr)
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown subcommand %q", cmd)
@@ -166,4 +170,23 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return app.Demo(ctx, cfg, opts, stdout)
+}
+
+func payments(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "simulate" {
+		return errors.New("payments: usage: seckill payments simulate --order ID [--url URL] [--fail]")
+	}
+	fs := flag.NewFlagSet("payments simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "", "the running server (default: SECKILL_HTTP_ADDR on this machine)")
+	order := fs.Int64("order", 0, "the order to pay")
+	fail := fs.Bool("fail", false, "send payment.failed instead of payment.succeeded")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	cfg, err := config.Load(nil)
+	if err != nil {
+		return err
+	}
+	return app.SimulatePayment(ctx, cfg, app.SimulateOptions{URL: *url, OrderID: *order, Fail: *fail}, stdout)
 }

@@ -203,6 +203,22 @@ func TestREADMEOperations(t *testing.T) {
 			t.Fatalf("Order: %+v, want the order %s CREATED", order, bought.Seckill.OrderID)
 		}
 	}
+	// CREATED awaits payment: the buyer may pay, or cancel.
+	var paying struct {
+		CreatePayment struct {
+			ID, Currency, Status string
+			Amount               int
+		}
+	}
+	run(user, "Pay", map[string]any{"order": bought.Seckill.OrderID}, &paying)
+	if p := paying.CreatePayment; p.ID == "" || p.Amount != 100 || p.Currency != "CNY" || p.Status != "PENDING" {
+		t.Fatalf("Pay: %+v", paying)
+	}
+	var cancelled struct{ CancelOrder struct{ Status string } }
+	run(user, "Cancel", map[string]any{"order": bought.Seckill.OrderID}, &cancelled)
+	if cancelled.CancelOrder.Status != "CANCELLED" {
+		t.Fatalf("Cancel: %+v", cancelled)
+	}
 }
 
 // shellBlocks returns the ```sh blocks of the README section that starts

@@ -47,13 +47,19 @@ type ComplexityRoot struct {
 
 	Mutation struct {
 		AddSeckillVoucher func(childComplexity int, input model.AddSeckillVoucherInput) int
+		CancelOrder       func(childComplexity int, orderID string) int
+		CreatePayment     func(childComplexity int, orderID string) int
 		Seckill           func(childComplexity int, voucherID string, answer *model.ChallengeAnswer) int
 	}
 
 	Order struct {
+		Amount        func(childComplexity int) int
+		ClosedAt      func(childComplexity int) int
 		CreatedAt     func(childComplexity int) int
 		FailureReason func(childComplexity int) int
 		ID            func(childComplexity int) int
+		PaidAt        func(childComplexity int) int
+		PayBy         func(childComplexity int) int
 		Status        func(childComplexity int) int
 		UserID        func(childComplexity int) int
 		VoucherID     func(childComplexity int) int
@@ -66,6 +72,15 @@ type ComplexityRoot struct {
 		Status  func(childComplexity int) int
 	}
 
+	Payment struct {
+		Amount   func(childComplexity int) int
+		Currency func(childComplexity int) int
+		ID       func(childComplexity int) int
+		OrderID  func(childComplexity int) int
+		PayBy    func(childComplexity int) int
+		Status   func(childComplexity int) int
+	}
+
 	Query struct {
 		MyOrders         func(childComplexity int) int
 		Order            func(childComplexity int, id string) int
@@ -75,15 +90,16 @@ type ComplexityRoot struct {
 	}
 
 	SeckillCampaign struct {
-		BeginTime func(childComplexity int) int
-		Brake     func(childComplexity int) int
-		Challenge func(childComplexity int) int
-		EndTime   func(childComplexity int) int
-		PowBits   func(childComplexity int) int
-		Remaining func(childComplexity int) int
-		Sold      func(childComplexity int) int
-		Status    func(childComplexity int) int
-		Stock     func(childComplexity int) int
+		BeginTime        func(childComplexity int) int
+		Brake            func(childComplexity int) int
+		Challenge        func(childComplexity int) int
+		EndTime          func(childComplexity int) int
+		PayWindowSeconds func(childComplexity int) int
+		PowBits          func(childComplexity int) int
+		Remaining        func(childComplexity int) int
+		Sold             func(childComplexity int) int
+		Status           func(childComplexity int) int
+		Stock            func(childComplexity int) int
 	}
 
 	SeckillResult struct {
@@ -115,6 +131,8 @@ type ComplexityRoot struct {
 
 type MutationResolver interface {
 	Seckill(ctx context.Context, voucherID string, answer *model.ChallengeAnswer) (*model.SeckillResult, error)
+	CreatePayment(ctx context.Context, orderID string) (*model.Payment, error)
+	CancelOrder(ctx context.Context, orderID string) (*model.Order, error)
 	AddSeckillVoucher(ctx context.Context, input model.AddSeckillVoucherInput) (*model.Voucher, error)
 }
 type QueryResolver interface {
@@ -188,6 +206,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AddSeckillVoucher(childComplexity, args["input"].(model.AddSeckillVoucherInput)), true
+	case "Mutation.cancelOrder":
+		if e.ComplexityRoot.Mutation.CancelOrder == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelOrder_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelOrder(childComplexity, args["orderId"].(string)), true
+	case "Mutation.createPayment":
+		if e.ComplexityRoot.Mutation.CreatePayment == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createPayment_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreatePayment(childComplexity, args["orderId"].(string)), true
 	case "Mutation.seckill":
 		if e.ComplexityRoot.Mutation.Seckill == nil {
 			break
@@ -200,6 +240,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Mutation.Seckill(childComplexity, args["voucherId"].(string), args["answer"].(*model.ChallengeAnswer)), true
 
+	case "Order.amount":
+		if e.ComplexityRoot.Order.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Order.Amount(childComplexity), true
+	case "Order.closedAt":
+		if e.ComplexityRoot.Order.ClosedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Order.ClosedAt(childComplexity), true
 	case "Order.createdAt":
 		if e.ComplexityRoot.Order.CreatedAt == nil {
 			break
@@ -218,6 +270,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Order.ID(childComplexity), true
+	case "Order.paidAt":
+		if e.ComplexityRoot.Order.PaidAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Order.PaidAt(childComplexity), true
+	case "Order.payBy":
+		if e.ComplexityRoot.Order.PayBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Order.PayBy(childComplexity), true
 	case "Order.status":
 		if e.ComplexityRoot.Order.Status == nil {
 			break
@@ -261,6 +325,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.OrderStatusEvent.Status(childComplexity), true
+
+	case "Payment.amount":
+		if e.ComplexityRoot.Payment.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.Amount(childComplexity), true
+	case "Payment.currency":
+		if e.ComplexityRoot.Payment.Currency == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.Currency(childComplexity), true
+	case "Payment.id":
+		if e.ComplexityRoot.Payment.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.ID(childComplexity), true
+	case "Payment.orderId":
+		if e.ComplexityRoot.Payment.OrderID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.OrderID(childComplexity), true
+	case "Payment.payBy":
+		if e.ComplexityRoot.Payment.PayBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.PayBy(childComplexity), true
+	case "Payment.status":
+		if e.ComplexityRoot.Payment.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.Status(childComplexity), true
 
 	case "Query.myOrders":
 		if e.ComplexityRoot.Query.MyOrders == nil {
@@ -337,6 +438,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SeckillCampaign.EndTime(childComplexity), true
+	case "SeckillCampaign.payWindowSeconds":
+		if e.ComplexityRoot.SeckillCampaign.PayWindowSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SeckillCampaign.PayWindowSeconds(childComplexity), true
 	case "SeckillCampaign.powBits":
 		if e.ComplexityRoot.SeckillCampaign.PowBits == nil {
 			break
@@ -669,10 +776,92 @@ extend type Mutation {
 extend type Subscription {
   """
   Streams the status of one of your orders: first its current status, then each
-  change; it completes after CREATED or FAILED. NOT_FOUND for an order you
+  change; it completes at a final status: PAID, CANCELLED, EXPIRED or FAILED
+  (CREATED is not final: it awaits payment). NOT_FOUND for an order you
   cannot see.
   """
   orderStatus(orderId: ID!): OrderStatusEvent!
+}
+`, BuiltIn: false},
+	{Name: "../payment.graphqls", Input: `# After the purchase: paying, cancelling, and orders that expire unpaid.
+# The statuses, fields and input below extend the types of order.graphqls
+# and voucher.graphqls.
+
+extend enum OrderStatus {
+  "Paid: the payment provider confirmed the payment. Final."
+  PAID
+  "Cancelled by its buyer or an operator before payment; the unit went back on sale. Final."
+  CANCELLED
+  "Not paid by payBy; the unit went back on sale. Final."
+  EXPIRED
+}
+
+extend type Order {
+  "Cents to pay: the voucher's payValue when the order was admitted; null while QUEUED or FAILED."
+  amount: Int
+  "Pay by then, or the order expires; null while QUEUED or FAILED."
+  payBy: Time
+  "When the payment was confirmed; null unless PAID."
+  paidAt: Time
+  "When the order was cancelled or expired; null otherwise."
+  closedAt: Time
+}
+
+extend input AddSeckillVoucherInput {
+  """
+  Seconds a buyer has to pay an order, 1 to 86400; the server's default
+  (SECKILL_PAY_WINDOW, 15 minutes unless configured) when omitted.
+  """
+  payWindowSeconds: Int
+}
+
+extend type SeckillCampaign {
+  "Seconds a buyer has to pay an order of this campaign."
+  payWindowSeconds: Int!
+}
+
+"Where a payment stands."
+enum PaymentStatus {
+  "Handed to the provider; no answer yet."
+  PENDING
+  "The provider confirmed it; the order is PAID."
+  SUCCEEDED
+  "The provider reported a failure; ask for a new payment while the order awaits payment."
+  FAILED
+  "The provider took the money after the order expired or was cancelled: it is refunded."
+  REFUND_NEEDED
+}
+
+"What a buyer's app hands to the payment provider."
+type Payment {
+  "The id to give the provider; its webhook names it."
+  id: ID!
+  "The order paid for."
+  orderId: ID!
+  "Cents to pay."
+  amount: Int!
+  "ISO 4217 currency code."
+  currency: String!
+  "Where the payment stands."
+  status: PaymentStatus!
+  "Pay by then, or the order expires."
+  payBy: Time!
+}
+
+extend type Mutation {
+  """
+  Opens a payment for one of your CREATED orders, or returns the one already
+  open. Needs a token. NOT_FOUND for an order you cannot see; CONFLICT for an
+  order not awaiting payment (still QUEUED, or PAID, CANCELLED, EXPIRED).
+  """
+  createPayment(orderId: ID!): Payment!
+  """
+  Cancels one of your orders that awaits payment (CREATED); its unit goes
+  back on sale and you may buy again. Needs a token. NOT_FOUND for an order
+  you cannot see; CONFLICT for an order not awaiting payment. Cancelling a
+  CANCELLED order returns it as it is.
+  """
+  cancelOrder(orderId: ID!): Order!
 }
 `, BuiltIn: false},
 	{Name: "../schema.graphqls", Input: `"""
@@ -894,6 +1083,14 @@ func (ec *executionContext) childFields_Order(ctx context.Context, field graphql
 		return ec.fieldContext_Order_createdAt(ctx, field)
 	case "failureReason":
 		return ec.fieldContext_Order_failureReason(ctx, field)
+	case "amount":
+		return ec.fieldContext_Order_amount(ctx, field)
+	case "payBy":
+		return ec.fieldContext_Order_payBy(ctx, field)
+	case "paidAt":
+		return ec.fieldContext_Order_paidAt(ctx, field)
+	case "closedAt":
+		return ec.fieldContext_Order_closedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Order", field.Name)
 }
@@ -910,6 +1107,24 @@ func (ec *executionContext) childFields_OrderStatusEvent(ctx context.Context, fi
 		return ec.fieldContext_OrderStatusEvent_reason(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type OrderStatusEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_Payment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Payment_id(ctx, field)
+	case "orderId":
+		return ec.fieldContext_Payment_orderId(ctx, field)
+	case "amount":
+		return ec.fieldContext_Payment_amount(ctx, field)
+	case "currency":
+		return ec.fieldContext_Payment_currency(ctx, field)
+	case "status":
+		return ec.fieldContext_Payment_status(ctx, field)
+	case "payBy":
+		return ec.fieldContext_Payment_payBy(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Payment", field.Name)
 }
 
 func (ec *executionContext) childFields_SeckillCampaign(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -932,6 +1147,8 @@ func (ec *executionContext) childFields_SeckillCampaign(ctx context.Context, fie
 		return ec.fieldContext_SeckillCampaign_powBits(ctx, field)
 	case "brake":
 		return ec.fieldContext_SeckillCampaign_brake(ctx, field)
+	case "payWindowSeconds":
+		return ec.fieldContext_SeckillCampaign_payWindowSeconds(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SeckillCampaign", field.Name)
 }
@@ -1099,6 +1316,34 @@ func (ec *executionContext) field_Mutation_addSeckillVoucher_args(ctx context.Co
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_cancelOrder_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "orderId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createPayment_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "orderId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderId"] = arg0
 	return args, nil
 }
 
@@ -1449,6 +1694,94 @@ func (ec *executionContext) fieldContext_Mutation_seckill(ctx context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createPayment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createPayment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreatePayment(ctx, fc.Args["orderId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Payment) graphql.Marshaler {
+			return ec.marshalNPayment2ᚖseckillᚋgraphᚋmodelᚐPayment(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createPayment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Payment(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createPayment_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_cancelOrder(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_cancelOrder(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CancelOrder(ctx, fc.Args["orderId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Order) graphql.Marshaler {
+			return ec.marshalNOrder2ᚖseckillᚋgraphᚋmodelᚐOrder(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_cancelOrder(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Order(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_cancelOrder_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_addSeckillVoucher(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1631,6 +1964,98 @@ func (ec *executionContext) fieldContext_Order_failureReason(_ context.Context, 
 	return graphql.NewScalarFieldContext("Order", field, false, false, "String")
 }
 
+func (ec *executionContext) _Order_amount(ctx context.Context, field graphql.CollectedField, obj *model.Order) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Order_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Amount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int32) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint32(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Order_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Order", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Order_payBy(ctx context.Context, field graphql.CollectedField, obj *model.Order) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Order_payBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PayBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Order_payBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Order", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Order_paidAt(ctx context.Context, field graphql.CollectedField, obj *model.Order) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Order_paidAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PaidAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Order_paidAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Order", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Order_closedAt(ctx context.Context, field graphql.CollectedField, obj *model.Order) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Order_closedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClosedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Order_closedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Order", field, false, false, "Time")
+}
+
 func (ec *executionContext) _OrderStatusEvent_orderId(ctx context.Context, field graphql.CollectedField, obj *model.OrderStatusEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1721,6 +2146,144 @@ func (ec *executionContext) _OrderStatusEvent_reason(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_OrderStatusEvent_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("OrderStatusEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _Payment_id(ctx context.Context, field graphql.CollectedField, obj *model.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Payment_orderId(ctx context.Context, field graphql.CollectedField, obj *model.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_orderId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OrderID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_orderId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Payment_amount(ctx context.Context, field graphql.CollectedField, obj *model.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Amount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int32) graphql.Marshaler {
+			return ec.marshalNInt2int32(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Payment_currency(ctx context.Context, field graphql.CollectedField, obj *model.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_currency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Currency, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_currency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, false, false, "String")
+}
+
+func (ec *executionContext) _Payment_status(ctx context.Context, field graphql.CollectedField, obj *model.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PaymentStatus) graphql.Marshaler {
+			return ec.marshalNPaymentStatus2seckillᚋgraphᚋmodelᚐPaymentStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, false, false, "PaymentStatus")
+}
+
+func (ec *executionContext) _Payment_payBy(ctx context.Context, field graphql.CollectedField, obj *model.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_payBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PayBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_payBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Query_order(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -2211,6 +2774,29 @@ func (ec *executionContext) _SeckillCampaign_brake(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_SeckillCampaign_brake(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SeckillCampaign", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SeckillCampaign_payWindowSeconds(ctx context.Context, field graphql.CollectedField, obj *model.SeckillCampaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SeckillCampaign_payWindowSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PayWindowSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int32) graphql.Marshaler {
+			return ec.marshalNInt2int32(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SeckillCampaign_payWindowSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SeckillCampaign", field, false, false, "Int")
 }
 
@@ -3627,7 +4213,7 @@ func (ec *executionContext) unmarshalInputAddSeckillVoucherInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"shopId", "title", "subTitle", "rules", "payValue", "actualValue", "stock", "beginTime", "endTime", "challenge", "powBits", "quiz", "brake"}
+	fieldsInOrder := [...]string{"shopId", "title", "subTitle", "rules", "payValue", "actualValue", "stock", "beginTime", "endTime", "challenge", "powBits", "quiz", "brake", "payWindowSeconds"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -3725,6 +4311,13 @@ func (ec *executionContext) unmarshalInputAddSeckillVoucherInput(ctx context.Con
 				return it, err
 			}
 			it.Brake = data
+		case "payWindowSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("payWindowSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint32(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PayWindowSeconds = data
 		}
 	}
 	return it, nil
@@ -3927,6 +4520,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createPayment":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createPayment(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cancelOrder":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_cancelOrder(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "addSeckillVoucher":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_addSeckillVoucher(ctx, field)
@@ -3992,6 +4599,26 @@ func (ec *executionContext) _Order(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "amount":
+			out.Values[i] = ec._Order_amount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "payBy":
+			out.Values[i] = ec._Order_payBy(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "paidAt":
+			out.Values[i] = ec._Order_paidAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "closedAt":
+			out.Values[i] = ec._Order_closedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -4038,6 +4665,64 @@ func (ec *executionContext) _OrderStatusEvent(ctx context.Context, sel ast.Selec
 		case "reason":
 			out.Values[i] = ec._OrderStatusEvent_reason(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var paymentImplementors = []string{"Payment"}
+
+func (ec *executionContext) _Payment(ctx context.Context, sel ast.SelectionSet, obj *model.Payment) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, paymentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Payment")
+		case "id":
+			out.Values[i] = ec._Payment_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "orderId":
+			out.Values[i] = ec._Payment_orderId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "amount":
+			out.Values[i] = ec._Payment_amount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "currency":
+			out.Values[i] = ec._Payment_currency(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._Payment_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "payBy":
+			out.Values[i] = ec._Payment_payBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -4190,6 +4875,11 @@ func (ec *executionContext) _SeckillCampaign(ctx context.Context, sel ast.Select
 			}
 		case "brake":
 			out.Values[i] = ec._SeckillCampaign_brake(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "payWindowSeconds":
+			out.Values[i] = ec._SeckillCampaign_payWindowSeconds(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -4823,6 +5513,24 @@ func (ec *executionContext) marshalNOrderStatusEvent2ᚖseckillᚋgraphᚋmodel�
 		return graphql.Null
 	}
 	return ec._OrderStatusEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPayment2ᚖseckillᚋgraphᚋmodelᚐPayment(ctx context.Context, sel ast.SelectionSet, v *model.Payment) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Payment!")
+		return graphql.Null
+	}
+	return ec._Payment(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNPaymentStatus2seckillᚋgraphᚋmodelᚐPaymentStatus(ctx context.Context, v any) (model.PaymentStatus, error) {
+	var res model.PaymentStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPaymentStatus2seckillᚋgraphᚋmodelᚐPaymentStatus(ctx context.Context, sel ast.SelectionSet, v model.PaymentStatus) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNQuizQuestionInput2ᚖseckillᚋgraphᚋmodelᚐQuizQuestionInput(ctx context.Context, v any) (*model.QuizQuestionInput, error) {

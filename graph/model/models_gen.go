@@ -39,6 +39,9 @@ type AddSeckillVoucherInput struct {
 	Quiz []*QuizQuestionInput `json:"quiz,omitempty"`
 	// A ceiling on admissions a second, 0 (none, the default) to 1000000.
 	Brake *int32 `json:"brake,omitempty"`
+	// Seconds a buyer has to pay an order, 1 to 86400; the server's default
+	// (SECKILL_PAY_WINDOW, 15 minutes unless configured) when omitted.
+	PayWindowSeconds *int32 `json:"payWindowSeconds,omitempty"`
 }
 
 // A challenge for you and one campaign; pass its token with your answer to `seckill`.
@@ -78,6 +81,14 @@ type Order struct {
 	CreatedAt time.Time `json:"createdAt"`
 	// Why the order FAILED; null otherwise.
 	FailureReason *string `json:"failureReason,omitempty"`
+	// Cents to pay: the voucher's payValue when the order was admitted; null while QUEUED or FAILED.
+	Amount *int32 `json:"amount,omitempty"`
+	// Pay by then, or the order expires; null while QUEUED or FAILED.
+	PayBy *time.Time `json:"payBy,omitempty"`
+	// When the payment was confirmed; null unless PAID.
+	PaidAt *time.Time `json:"paidAt,omitempty"`
+	// When the order was cancelled or expired; null otherwise.
+	ClosedAt *time.Time `json:"closedAt,omitempty"`
 }
 
 // A status of an order, current or new.
@@ -90,6 +101,22 @@ type OrderStatusEvent struct {
 	At time.Time `json:"at"`
 	// Why the order FAILED; null otherwise.
 	Reason *string `json:"reason,omitempty"`
+}
+
+// What a buyer's app hands to the payment provider.
+type Payment struct {
+	// The id to give the provider; its webhook names it.
+	ID string `json:"id"`
+	// The order paid for.
+	OrderID string `json:"orderId"`
+	// Cents to pay.
+	Amount int32 `json:"amount"`
+	// ISO 4217 currency code.
+	Currency string `json:"currency"`
+	// Where the payment stands.
+	Status PaymentStatus `json:"status"`
+	// Pay by then, or the order expires.
+	PayBy time.Time `json:"payBy"`
 }
 
 // A quiz question with the answers it accepts.
@@ -120,6 +147,8 @@ type SeckillCampaign struct {
 	PowBits *int32 `json:"powBits,omitempty"`
 	// The operator's ceiling on admissions a second; 0 when there is none.
 	Brake int32 `json:"brake"`
+	// Seconds a buyer has to pay an order of this campaign.
+	PayWindowSeconds int32 `json:"payWindowSeconds"`
 }
 
 // What a purchase attempt came to. Expected results are outcomes, not errors.
@@ -292,17 +321,26 @@ const (
 	OrderStatusCreated OrderStatus = "CREATED"
 	// Could not be created; see failureReason. The unit went back on sale.
 	OrderStatusFailed OrderStatus = "FAILED"
+	// Paid: the payment provider confirmed the payment. Final.
+	OrderStatusPaid OrderStatus = "PAID"
+	// Cancelled by its buyer or an operator before payment; the unit went back on sale. Final.
+	OrderStatusCancelled OrderStatus = "CANCELLED"
+	// Not paid by payBy; the unit went back on sale. Final.
+	OrderStatusExpired OrderStatus = "EXPIRED"
 )
 
 var AllOrderStatus = []OrderStatus{
 	OrderStatusQueued,
 	OrderStatusCreated,
 	OrderStatusFailed,
+	OrderStatusPaid,
+	OrderStatusCancelled,
+	OrderStatusExpired,
 }
 
 func (e OrderStatus) IsValid() bool {
 	switch e {
-	case OrderStatusQueued, OrderStatusCreated, OrderStatusFailed:
+	case OrderStatusQueued, OrderStatusCreated, OrderStatusFailed, OrderStatusPaid, OrderStatusCancelled, OrderStatusExpired:
 		return true
 	}
 	return false
@@ -338,6 +376,70 @@ func (e *OrderStatus) UnmarshalJSON(b []byte) error {
 }
 
 func (e OrderStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Where a payment stands.
+type PaymentStatus string
+
+const (
+	// Handed to the provider; no answer yet.
+	PaymentStatusPending PaymentStatus = "PENDING"
+	// The provider confirmed it; the order is PAID.
+	PaymentStatusSucceeded PaymentStatus = "SUCCEEDED"
+	// The provider reported a failure; ask for a new payment while the order awaits payment.
+	PaymentStatusFailed PaymentStatus = "FAILED"
+	// The provider took the money after the order expired or was cancelled: it is refunded.
+	PaymentStatusRefundNeeded PaymentStatus = "REFUND_NEEDED"
+)
+
+var AllPaymentStatus = []PaymentStatus{
+	PaymentStatusPending,
+	PaymentStatusSucceeded,
+	PaymentStatusFailed,
+	PaymentStatusRefundNeeded,
+}
+
+func (e PaymentStatus) IsValid() bool {
+	switch e {
+	case PaymentStatusPending, PaymentStatusSucceeded, PaymentStatusFailed, PaymentStatusRefundNeeded:
+		return true
+	}
+	return false
+}
+
+func (e PaymentStatus) String() string {
+	return string(e)
+}
+
+func (e *PaymentStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = PaymentStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid PaymentStatus", str)
+	}
+	return nil
+}
+
+func (e PaymentStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *PaymentStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e PaymentStatus) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -19,6 +19,8 @@
 //	<p>seckill:{v42}:limit:<user>  a user's shared limit (GCRA state)
 //	<p>seckill:{v42}:used:<nonce>  a used challenge token, until it expires
 //	<p>seckill:{v42}:brake         the brake's GCRA state
+//	<p>seckill:{v42}:returned      set of ids whose unit a cancel or an
+//	                               expiry gave back (ReturnUnit)
 //
 // (id is the low 32 bits of the order id: epoch and sequence)
 //
@@ -66,7 +68,7 @@ var (
 	liveScript     = redis.NewScript(lua.Live)
 
 	allScripts = []*redis.Script{admitScript, warmScript, releaseScript, ackScript, updateScript, addStockScript,
-		beginScript, rebuildScript, stampScript, liveScript}
+		beginScript, rebuildScript, stampScript, liveScript, returnScript}
 )
 
 // DefaultSoldOutTTL is how long a process answers SOLD_OUT or ENDED for a
@@ -748,7 +750,7 @@ func (a *Admitter) Forget(ctx context.Context, voucherID int64) error {
 		return nil
 	}
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, a.keys.admit(voucherID)...)
+		p.Del(ctx, append(a.keys.admit(voucherID), a.keys.returned(voucherID))...)
 		p.Del(ctx, a.keys.guard(voucherID), a.keys.brake(voucherID))
 		return nil
 	})

@@ -45,6 +45,10 @@ func (k keys) used(voucherID int64, nonce string) string {
 // brake is the state of the campaign's ceiling on admissions a second.
 func (k keys) brake(voucherID int64) string { return k.tagged(voucherID, "brake") }
 
+// returned is a set of the order ids (low 32 bits) whose unit a cancel or
+// an expiry gave back: each is given back once.
+func (k keys) returned(voucherID int64) string { return k.tagged(voucherID, "returned") }
+
 // rebuild is a campaign's rebuild lock: the holder's token, with a TTL.
 func (k keys) rebuild(voucherID int64) string { return k.tagged(voucherID, "rebuild") }
 

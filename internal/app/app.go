@@ -124,6 +124,12 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 
 		Campaigns:        a.Store,
 		CampaignAdmitter: a.Admitter,
+
+		Life:      a.Store,
+		Returner:  a.Admitter,
+		Expiry:    jobs.NewExpiryScheduler(a.Queue),
+		PayWindow: cfg.PayWindow,
+		Currency:  cfg.PaymentCurrency,
 	}
 	a.dashboard = a.newDashboard()
 	a.registerCollectors()
@@ -169,7 +175,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	// rounds of writes wait for room within their own timeout.
 	coalescer := jobs.NewCoalescer(persist, a.Config.BatchSize, a.Config.PersistWriters, 2*a.Config.BatchSize*a.Config.PersistWriters)
 	mux := asynq.NewServeMux()
-	jobs.Register(mux, jobs.NewPersistHandler(coalescer))
+	jobs.Register(mux, jobs.NewPersistHandler(coalescer), jobs.NewExpireHandler(a.Service))
 	srv := asynq.NewServerFromRedisClient(a.Redis, asynq.Config{
 		Concurrency: a.Config.WorkerConcurrency,
 		Queues:      map[string]int{jobs.QueueOrders: 1},
@@ -205,8 +211,10 @@ func (a *App) RunWorker(ctx context.Context) error {
 }
 
 // RunReconciler rebuilds campaigns Redis lost or must rebuild (from
-// Postgres, in a new epoch) and re-enqueues admissions whose
-// enqueue never happened, every ReconcileInterval until ctx ends. Running it
+// Postgres, in a new epoch), re-enqueues admissions whose
+// enqueue never happened, expires unpaid orders whose expiry task was lost
+// and gives back units Redis could not take before, every
+// ReconcileInterval until ctx ends. Running it
 // in several processes at once is safe: both steps are idempotent.
 func (a *App) RunReconciler(ctx context.Context) {
 	t := time.NewTicker(a.Config.ReconcileInterval)
@@ -232,6 +240,13 @@ func (a *App) reconcileOnce(ctx context.Context) {
 		}
 	} else {
 		a.Metrics.Reconciled.Add(float64(n))
+	}
+	if expired, returned, err := a.Service.SweepOrders(ctx, 1000); err != nil {
+		if ctx.Err() == nil {
+			a.Logger.ErrorContext(ctx, "sweep orders", "err", err)
+		}
+	} else if expired+returned > 0 {
+		a.Logger.InfoContext(ctx, "swept orders", "expired", expired, "units_returned", returned)
 	}
 }
 

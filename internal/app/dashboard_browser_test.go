@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
+
+	"seckill/internal/seckill"
 )
 
 // chromiumPath finds Debian's chromium. Without one the test fails in CI
@@ -285,6 +287,37 @@ func TestDashboardInBrowser(t *testing.T) {
 	if who != "operator "+dashAdmin {
 		t.Errorf("audit entry made by %q", who)
 	}
+
+	// After the purchase: a payment shows without a reload; the operator
+	// cancels an unpaid order with its button and its unit is back.
+	orderOf := func(user int64) int64 {
+		os, err := e.app.Store.OrdersByUser(e.ctx, user, 1)
+		if err != nil || len(os) != 1 {
+			t.Fatalf("orders of %d: %v %v", user, os, err)
+		}
+		return os[0].ID
+	}
+	waitFor("four orders awaiting payment", stat("stat-awaiting")+` === "4"`)
+	pay, err := e.app.Service.CreatePayment(seckill.NewContextWithUser(e.ctx, &seckill.User{ID: 9001}), orderOf(9001))
+	must("create payment", err)
+	_, err = e.app.Service.ApplyPaymentEvent(e.ctx, seckill.PaymentEvent{ID: "evt_browser", Type: seckill.EventPaymentSucceeded,
+		PaymentID: pay.ID, Amount: pay.Amount, Currency: pay.Currency})
+	must("pay", err)
+	waitFor("the payment on the live page", `window.__noReload === 43 && `+stat("stat-paid")+` === "1" && `+
+		stat("stat-awaiting")+` === "3" && `+stat("funnel-paid")+` === "1" && `+stat("stat-revenue")+` === "1.00" && `+
+		`document.querySelector('[data-testid="consistency"]').dataset.state === "ok"`)
+	must("reload for the order list", chromedp.Do(ctx, chromedp.Reload()))
+	cancelButton := `[data-testid="order-row"][data-order-id="` + strconv.FormatInt(orderOf(9002), 10) + `"] [data-testid="cancel-order"] button`
+	must("cancel an unpaid order", chromedp.Do(ctx, chromedp.Click(css(cancelButton))))
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(location(), "done=cancel"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancel did not come back to the campaign: %s", location())
+		}
+	}
+	must("the campaign page after the cancel", chromedp.Do(ctx, chromedp.WaitVisible(css(`[data-testid="consistency"]`))))
+	waitFor("the cancelled order's unit back", stat("stat-cancelled")+` === "1" && `+stat("stat-remaining")+` === "2" && `+
+		`document.querySelector('[data-testid="consistency"]').dataset.state === "ok" && `+
+		`document.querySelector('[data-testid="audit-entry"][data-action="cancel_order"]') !== null`)
 	screenshots(t, ctx, "campaign")
 	must("open the list", chromedp.Do(ctx, chromedp.Navigate(base+"/admin")))
 	waitFor("the list", row+` !== null`)

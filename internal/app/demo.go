@@ -38,12 +38,9 @@ type DemoOptions struct {
 // into a shell or pipe it to sh. Tokens are signed with cfg's secret, so
 // the server must share it (in development: SECKILL_ENV=dev for both).
 func Demo(ctx context.Context, cfg *config.Config, opts DemoOptions, out io.Writer) error {
-	if opts.URL == "" {
-		opts.URL = "http://" + localAddr(cfg.HTTPAddr)
-	}
-	base, err := url.Parse(strings.TrimRight(opts.URL, "/"))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return fmt.Errorf("demo: --url must be the server's http:// or https:// address, not %q", opts.URL)
+	base, err := serverURL("demo", cfg, opts.URL)
+	if err != nil {
+		return err
 	}
 	if opts.Stock < 1 || opts.Duration <= 0 || opts.Buyer < 1 {
 		return errors.New("demo: --stock, --duration and --buyer must be positive")
@@ -75,6 +72,19 @@ func Demo(ctx context.Context, cfg *config.Config, opts DemoOptions, out io.Writ
 	}
 	writeDemoScript(out, base.String(), created.AddSeckillVoucher.ID, title, opts, end, buyer)
 	return nil
+}
+
+// serverURL reads a command's --url: a running server's base URL, by
+// default SECKILL_HTTP_ADDR on this machine.
+func serverURL(cmd string, cfg *config.Config, raw string) (*url.URL, error) {
+	if raw == "" {
+		raw = "http://" + localAddr(cfg.HTTPAddr)
+	}
+	base, err := url.Parse(strings.TrimRight(raw, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("%s: --url must be the server's http:// or https:// address, not %q", cmd, raw)
+	}
+	return base, nil
 }
 
 // demoGraphQL posts one operation and decodes its data into data; a GraphQL

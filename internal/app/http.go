@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"seckill/graph"
+	"seckill/internal/payhook"
 	"seckill/playground"
 )
 
-// Handler returns the HTTP API: /graphql, /playground (when enabled),
+// Handler returns the HTTP API: /graphql, /webhooks/payments, /playground (when enabled),
 // /healthz, /readyz and /metrics (unless it has an address of its own),
 // and the dashboard under /admin; every request gets an id, a span and its
 // request metrics (observe).
@@ -27,6 +28,8 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 		Introspection:  a.Config.Dev() || a.Config.Playground,
 	})
 	mux.Handle("/graphql", a.shed(gql))
+	// The payment provider's calls; see internal/payhook for the signature.
+	mux.Handle("/webhooks/payments", payhook.NewHandler(a.Service, a.Config.PaymentWebhookSecret, a.Logger))
 	if a.Config.Playground {
 		pg := playground.Handler("/playground", "/graphql")
 		mux.Handle("GET /playground", pg)

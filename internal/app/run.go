@@ -122,7 +122,8 @@ seckill is running (development mode)
     %[3]s
   More tokens        %[5]s./bin/seckill token --user 1002   (--admin for an admin)
   A sale to try      %[5]s./bin/seckill demo%[6]s
-`, host, admin, user, dashboardLogin(a.Config), cliEnv(a.Config), demoURL(host), cmp.Or(a.Config.MetricsAddr, host))
+  Pay an order       %[5]s%[8]s./bin/seckill payments simulate --order ORDER_ID%[6]s   (--fail: a failed payment)
+`, host, admin, user, dashboardLogin(a.Config), cliEnv(a.Config), demoURL(host), cmp.Or(a.Config.MetricsAddr, host), webhookEnv(a.Config))
 }
 
 // cliEnv is what a plain shell must put before ./bin/seckill so that its
@@ -134,6 +135,15 @@ func cliEnv(cfg *config.Config) string {
 		return "SECKILL_ENV=dev "
 	}
 	return "SECKILL_ENV=dev SECKILL_JWT_SECRET=<this server's secret> "
+}
+
+// webhookEnv is what a plain shell must add so that simulated payment
+// events verify on this server.
+func webhookEnv(cfg *config.Config) string {
+	if cfg.PaymentWebhookSecret == config.DevWebhookSecret {
+		return ""
+	}
+	return "SECKILL_PAYMENT_WEBHOOK_SECRET=<this server's secret> "
 }
 
 // demoURL is the --url the demo needs to find a server at host, if any.

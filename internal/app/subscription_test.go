@@ -108,6 +108,11 @@ func TestOrderStatusSubscription(t *testing.T) {
 	if ev := next(); ev.Data.OrderStatus.Status != "CREATED" {
 		t.Fatalf("second event %+v, want CREATED", ev)
 	}
+	// CREATED awaits payment: the stream goes on until it is paid.
+	e.payOrder(*p.OrderID, 61)
+	if ev := next(); ev.Data.OrderStatus.Status != "PAID" {
+		t.Fatalf("third event %+v, want PAID", ev)
+	}
 	if m := readWS(t, ctx, c); m.Type != "complete" || m.ID != "1" {
 		t.Fatalf("got %+v, want complete", m)
 	}
@@ -127,7 +132,7 @@ func TestOrderStatusSubscription(t *testing.T) {
 }
 
 // TestOrderStatusSubscriptionLegacyProtocol speaks the legacy graphql-ws
-// subprotocol: an order already persisted answers CREATED and completes.
+// subprotocol: an order already paid answers PAID and completes.
 func TestOrderStatusSubscriptionLegacyProtocol(t *testing.T) {
 	e := newTestEnv(t, "")
 	e.worker()
@@ -139,6 +144,7 @@ func TestOrderStatusSubscriptionLegacyProtocol(t *testing.T) {
 	}
 	id, _ := strconv.ParseInt(*p.OrderID, 10, 64)
 	eventually(t, 20*time.Second, "order persisted", func() bool { return e.rows(voucher) == 1 })
+	e.payOrder(*p.OrderID, 71)
 
 	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
 	defer cancel()
@@ -150,8 +156,8 @@ func TestOrderStatusSubscriptionLegacyProtocol(t *testing.T) {
 	_ = wsjson.Write(ctx, c, map[string]any{"id": "a", "type": "start", "payload": map[string]any{
 		"query": `subscription { orderStatus(orderId: "` + strconv.FormatInt(id, 10) + `") { status } }`}})
 	m := readWS(t, ctx, c)
-	if m.Type != "data" || !strings.Contains(string(m.Payload), `"CREATED"`) {
-		t.Fatalf("got %s %s, want data with CREATED", m.Type, m.Payload)
+	if m.Type != "data" || !strings.Contains(string(m.Payload), `"PAID"`) {
+		t.Fatalf("got %s %s, want data with PAID", m.Type, m.Payload)
 	}
 	if m := readWS(t, ctx, c); m.Type != "complete" {
 		t.Fatalf("got %+v, want complete", m)

@@ -19,6 +19,10 @@ import (
 // DevJWTSecret signs tokens in development when no secret is configured.
 const DevJWTSecret = "seckill-development-secret-do-not-use-in-production"
 
+// DevWebhookSecret signs payment webhooks in development when no secret is
+// configured (seckill payments simulate uses it too).
+const DevWebhookSecret = "seckill-development-webhook-secret"
+
 // Config is every setting of seckill.
 type Config struct {
 	Env         string // "dev" or "prod"
@@ -73,6 +77,15 @@ type Config struct {
 	ChallengeTTL  time.Duration
 	ChallengeLead time.Duration
 
+	// PayWindow is how long a buyer has to pay an order, unless its
+	// campaign sets its own.
+	PayWindow time.Duration
+	// PaymentCurrency is the ISO 4217 code of every payment.
+	PaymentCurrency string
+	// PaymentWebhookSecret signs the payment provider's webhook calls;
+	// empty: POST /webhooks/payments refuses every call.
+	PaymentWebhookSecret string
+
 	MaxInFlight     int
 	AllowedOrigins  []string
 	Playground      bool
@@ -126,6 +139,10 @@ func Load(getenv func(string) string) (*Config, error) {
 		ReconcileInterval: p.duration("SECKILL_RECONCILE_INTERVAL", 5*time.Second),
 		ReconcileAfter:    p.duration("SECKILL_RECONCILE_AFTER", 30*time.Second),
 
+		PayWindow:            p.duration("SECKILL_PAY_WINDOW", 15*time.Minute),
+		PaymentCurrency:      p.str("SECKILL_PAYMENT_CURRENCY", "CNY"),
+		PaymentWebhookSecret: p.str("SECKILL_PAYMENT_WEBHOOK_SECRET", ""),
+
 		UserRate:  p.float("SECKILL_USER_RATE", 5),
 		UserBurst: p.int("SECKILL_USER_BURST", 10, 1, 1000000),
 
@@ -139,6 +156,12 @@ func Load(getenv func(string) string) (*Config, error) {
 		MetricsAddr:   p.str("SECKILL_METRICS_ADDR", ""),
 		AdminUser:     p.str("SECKILL_ADMIN_USER", ""),
 		AdminPassword: p.str("SECKILL_ADMIN_PASSWORD", ""),
+	}
+	if c.PayWindow < time.Second || c.PayWindow > 24*time.Hour || c.PayWindow%time.Second != 0 {
+		p.errf("SECKILL_PAY_WINDOW must be whole seconds between 1s and 24h, not %v", c.PayWindow)
+	}
+	if !validCurrency(c.PaymentCurrency) {
+		p.errf("SECKILL_PAYMENT_CURRENCY must be three capital letters (ISO 4217), not %q", c.PaymentCurrency)
 	}
 	if c.Env != "dev" && c.Env != "prod" {
 		p.errf("SECKILL_ENV must be dev or prod, not %q", c.Env)
@@ -183,6 +206,14 @@ func Load(getenv func(string) string) (*Config, error) {
 		p.errf("SECKILL_JWT_SECRET is required (at least 32 characters) unless SECKILL_ENV=dev")
 	case len(c.JWTSecret) < 32:
 		p.errf("SECKILL_JWT_SECRET must be at least 32 characters")
+	}
+	switch {
+	case c.PaymentWebhookSecret == "" && c.Dev():
+		c.PaymentWebhookSecret = DevWebhookSecret
+	case c.PaymentWebhookSecret == "":
+		c.Warnings = append(c.Warnings, "SECKILL_PAYMENT_WEBHOOK_SECRET is not set: POST /webhooks/payments refuses every call, so no order can be paid")
+	case len(c.PaymentWebhookSecret) < 16:
+		p.errf("SECKILL_PAYMENT_WEBHOOK_SECRET must be at least 16 characters")
 	}
 	if c.ReconcileInterval <= 0 || c.ReconcileAfter <= 0 {
 		p.errf("SECKILL_RECONCILE_INTERVAL and SECKILL_RECONCILE_AFTER must be positive")
@@ -396,4 +427,16 @@ func (p *parser) duration(key string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+func validCurrency(c string) bool {
+	if len(c) != 3 {
+		return false
+	}
+	for i := range len(c) {
+		if c[i] < 'A' || c[i] > 'Z' {
+			return false
+		}
+	}
+	return true
 }

@@ -105,6 +105,10 @@ func TestLoadErrors(t *testing.T) {
 		{"public pprof", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PPROF_ADDR": ":6060"}, "SECKILL_PPROF_ADDR must be a loopback"},
 		{"metrics address", map[string]string{"SECKILL_ENV": "dev", "SECKILL_METRICS_ADDR": "9090"}, "SECKILL_METRICS_ADDR must be a host:port"},
 		{"metrics on the API's address", map[string]string{"SECKILL_ENV": "dev", "SECKILL_METRICS_ADDR": ":8080"}, "other than SECKILL_HTTP_ADDR"},
+		{"pay window too short", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAY_WINDOW": "500ms"}, "SECKILL_PAY_WINDOW must be whole seconds"},
+		{"pay window too long", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAY_WINDOW": "25h"}, "SECKILL_PAY_WINDOW must be whole seconds"},
+		{"bad currency", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAYMENT_CURRENCY": "yuan"}, "SECKILL_PAYMENT_CURRENCY must be three capital letters"},
+		{"short webhook secret", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAYMENT_WEBHOOK_SECRET": "short"}, "at least 16"},
 		{"admin pair", map[string]string{"SECKILL_ENV": "dev", "SECKILL_ADMIN_USER": "root"}, "go together"},
 		{"bad log level", map[string]string{"SECKILL_ENV": "dev", "SECKILL_LOG_LEVEL": "loud"}, "SECKILL_LOG_LEVEL"},
 		{"otlp endpoint not a url", map[string]string{"SECKILL_ENV": "dev", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT must be an http"},
@@ -137,6 +141,8 @@ func TestLoadProd(t *testing.T) {
 		"SECKILL_JWT_SECRET":      strings.Repeat("s", 32),
 		"SECKILL_PERSIST_WRITERS": "4",
 		"SECKILL_ALLOWED_ORIGINS": "https://shop.example, https://admin.example",
+
+		"SECKILL_PAYMENT_WEBHOOK_SECRET": "a-webhook-secret-of-the-provider",
 	}))
 	if err != nil {
 		t.Fatal(err)

@@ -97,8 +97,17 @@ type LiveCounts struct {
 type CampaignTotals struct {
 	InitialStock int64
 	Stock        int64
-	Orders       int64
+	Orders       int64 // orders holding a unit: awaiting payment or paid
 	Failures     int64
+
+	// The order's life after the purchase (life.go).
+	Awaiting      int64     // CREATED: awaiting payment
+	Paid          int64     // PAID
+	Cancelled     int64     // CANCELLED: their units went back on sale
+	Expired       int64     // EXPIRED: their units went back on sale
+	Revenue       int64     // cents paid
+	OldestPayBy   time.Time // the earliest payBy of an order awaiting payment; zero when none
+	RefundsNeeded int64     // payments that succeeded after their order closed
 }
 
 // CampaignFilter pages through seckill campaigns, newest first.
@@ -115,6 +124,9 @@ type OrderFilter struct {
 	UserID    int64 // only this user's orders, when set
 	Before    int64 // order ids below this; 0 means from the newest
 	Limit     int   // at most this many; 0 means DefaultPageSize
+	// Status keeps only orders in this status, when set (QUEUED matches
+	// none: those are not persisted).
+	Status OrderStatus
 }
 
 // CampaignStore is what campaign management needs from the system of record.

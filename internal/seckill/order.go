@@ -6,13 +6,18 @@ import "time"
 type OrderStatus string
 
 const (
-	OrderQueued  OrderStatus = "QUEUED"  // admitted in Redis, not yet in Postgres
-	OrderCreated OrderStatus = "CREATED" // persisted
-	OrderFailed  OrderStatus = "FAILED"  // could not be persisted; stock and buyer slot returned
+	OrderQueued    OrderStatus = "QUEUED"    // admitted in Redis, not yet in Postgres
+	OrderCreated   OrderStatus = "CREATED"   // persisted, awaiting payment until PayBy
+	OrderPaid      OrderStatus = "PAID"      // the payment provider confirmed payment
+	OrderCancelled OrderStatus = "CANCELLED" // cancelled before payment; unit and buyer slot returned
+	OrderExpired   OrderStatus = "EXPIRED"   // not paid by PayBy; unit and buyer slot returned
+	OrderFailed    OrderStatus = "FAILED"    // could not be persisted; stock and buyer slot returned
 )
 
 // Terminal reports whether no further change can follow.
-func (s OrderStatus) Terminal() bool { return s == OrderCreated || s == OrderFailed }
+func (s OrderStatus) Terminal() bool {
+	return s == OrderPaid || s == OrderCancelled || s == OrderExpired || s == OrderFailed
+}
 
 // Order is one user's purchase of one seckill voucher.
 type Order struct {
@@ -22,6 +27,12 @@ type Order struct {
 	Status        OrderStatus
 	CreatedAt     time.Time
 	FailureReason string
+
+	// Set once the order is persisted (CREATED and after).
+	Amount   int64     // the voucher's pay value at purchase, in cents
+	PayBy    time.Time // unpaid by then, the order expires
+	PaidAt   time.Time // zero unless PAID
+	ClosedAt time.Time // when it was CANCELLED or EXPIRED; zero otherwise
 }
 
 // Order ids carry their campaign: the high 32 bits are the voucher id, the
@@ -152,7 +163,8 @@ type PersistOutcome struct {
 	Status    OrderStatus // CREATED (now or earlier) or FAILED
 	Reason    string      // why it FAILED
 	CreatedAt time.Time
-	Inserted  bool // CREATED by this call, not found from an earlier delivery
+	PayBy     time.Time // when CREATED: unpaid by then, it expires
+	Inserted  bool      // CREATED by this call, not found from an earlier delivery
 }
 
 // StatusEvent is a change of an order's status.

@@ -1,6 +1,7 @@
 package seckill
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,16 @@ type Service struct {
 	// nil leaves it unavailable and creations unaudited.
 	Campaigns        CampaignStore
 	CampaignAdmitter CampaignAdmitter
+
+	// Life, Returner and Expiry serve what follows a purchase (life.go):
+	// payment, cancellation and expiry. Expiry nil: only the sweep
+	// expires orders. PayWindow is the default pay window (0:
+	// DefaultPayWindow); Currency the payments' (empty: DefaultCurrency).
+	Life      OrderLife
+	Returner  UnitReturner
+	Expiry    ExpiryScheduler
+	PayWindow time.Duration
+	Currency  string
 
 	recovery recovery // campaigns being restored from Postgres
 	settings settings // campaigns' challenge settings, for issuing
@@ -74,6 +85,7 @@ func (s *Service) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (
 			InitialStock: in.Stock, Stock: in.Stock,
 			BeginTime: in.BeginTime.UTC(), EndTime: in.EndTime.UTC(),
 			Challenge: in.Challenge, PoWBits: in.PoWBits, Quiz: in.Quiz, Brake: in.Brake,
+			PayWindow: cmp.Or(in.PayWindow, s.PayWindow, DefaultPayWindow),
 		},
 	}
 	if err := s.Store.CreateVoucher(ctx, v); err != nil {
@@ -377,6 +389,7 @@ func (s *Service) settle(ctx context.Context, outcomes []PersistOutcome) error {
 		errs = append(errs, fmt.Errorf("ack admissions: %w", err))
 	}
 	s.publish(ctx, events...)
+	s.scheduleExpiry(ctx, outcomes)
 	return errors.Join(errs...)
 }
 

@@ -70,6 +70,8 @@ type Campaign struct {
 	// a campaign writes them, a change that sets them (non-nil) replaces
 	// them; reads leave it nil (Store.CampaignQuiz reads it).
 	Quiz []QuizQuestion
+	// PayWindow is how long a buyer has to pay an order.
+	PayWindow time.Duration
 
 	// Remaining is the live count in Redis; RemainingKnown is false when
 	// Redis does not hold the campaign (not warmed yet).
@@ -121,6 +123,9 @@ type NewSeckillVoucher struct {
 	PoWBits   int
 	Quiz      []QuizQuestion
 	Brake     int
+	// PayWindow is how long buyers have to pay; 0 takes the service's
+	// default (SECKILL_PAY_WINDOW).
+	PayWindow time.Duration
 }
 
 // Validate checks every field and returns the first EINVALID error, naming
@@ -159,6 +164,9 @@ func (in *NewSeckillVoucher) Validate(now time.Time) error {
 	}
 	if in.Stock < MinStock || in.Stock > MaxStock {
 		return Invalidf("stock", "stock must be between %d and %d", MinStock, MaxStock)
+	}
+	if in.PayWindow != 0 && (in.PayWindow < MinPayWindow || in.PayWindow > MaxPayWindow || in.PayWindow%time.Second != 0) {
+		return Invalidf("payWindow", "payWindow must be whole seconds between %v and %v", MinPayWindow, MaxPayWindow)
 	}
 	if in.BeginTime.IsZero() {
 		return Invalidf("beginTime", "beginTime is required")

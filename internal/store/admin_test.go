@@ -247,7 +247,11 @@ func TestCampaignsAndOrders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (seckill.CampaignTotals{InitialStock: 3, Stock: 0, Orders: 3, Failures: 2}); totals != want {
+	if totals.OldestPayBy.IsZero() {
+		t.Error("no oldest payBy among orders awaiting payment")
+	}
+	totals.OldestPayBy = time.Time{}
+	if want := (seckill.CampaignTotals{InitialStock: 3, Stock: 0, Orders: 3, Failures: 2, Awaiting: 3}); totals != want {
 		t.Errorf("CampaignTotals = %+v, want %+v", totals, want)
 	}
 	if _, err := s.CampaignTotals(ctx, normal.ID); seckill.ErrorCode(err) != seckill.ENOTFOUND {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"seckill/internal/seckill"
 )
@@ -43,22 +44,41 @@ func (s *Store) Campaigns(ctx context.Context, filter seckill.CampaignFilter) ([
 // ENOTFOUND.
 func (s *Store) CampaignTotals(ctx context.Context, voucherID int64) (seckill.CampaignTotals, error) {
 	var t struct {
-		InitialStock int64 `bun:"initial_stock"`
-		Stock        int64 `bun:"stock"`
-		Orders       int64 `bun:"orders"`
-		Failures     int64 `bun:"failures"`
+		InitialStock  int64     `bun:"initial_stock"`
+		Stock         int64     `bun:"stock"`
+		Failures      int64     `bun:"failures"`
+		Awaiting      int64     `bun:"awaiting"`
+		Paid          int64     `bun:"paid"`
+		Cancelled     int64     `bun:"cancelled"`
+		Expired       int64     `bun:"expired"`
+		Revenue       int64     `bun:"revenue"`
+		OldestPayBy   time.Time `bun:"oldest_pay_by"`
+		RefundsNeeded int64     `bun:"refunds_needed"`
 	}
 	err := s.db.NewRaw(`
-		SELECT c.initial_stock, c.stock,
-			(SELECT count(*) FROM voucher_order AS o WHERE o.voucher_id = c.voucher_id) AS orders,
-			(SELECT count(*) FROM order_failure AS f WHERE f.voucher_id = c.voucher_id) AS failures
-		FROM seckill_campaign AS c WHERE c.voucher_id = ?`, voucherID).Scan(ctx, &t)
+		SELECT c.initial_stock, c.stock, o.*,
+			(SELECT count(*) FROM order_failure AS f WHERE f.voucher_id = c.voucher_id) AS failures,
+			(SELECT count(*) FROM payment AS p JOIN voucher_order AS po ON po.id = p.order_id
+				WHERE po.voucher_id = c.voucher_id AND p.status = 'REFUND_NEEDED') AS refunds_needed
+		FROM seckill_campaign AS c, LATERAL (
+			SELECT count(*) FILTER (WHERE status = 'CREATED') AS awaiting,
+				count(*) FILTER (WHERE status = 'PAID') AS paid,
+				count(*) FILTER (WHERE status = 'CANCELLED') AS cancelled,
+				count(*) FILTER (WHERE status = 'EXPIRED') AS expired,
+				coalesce(sum(amount) FILTER (WHERE status = 'PAID'), 0) AS revenue,
+				min(pay_by) FILTER (WHERE status = 'CREATED') AS oldest_pay_by
+			FROM voucher_order WHERE voucher_id = c.voucher_id) AS o
+		WHERE c.voucher_id = ?`, voucherID).Scan(ctx, &t)
 	if errors.Is(err, sql.ErrNoRows) {
 		return seckill.CampaignTotals{}, seckill.Errorf(seckill.ENOTFOUND, "campaign %d not found", voucherID)
 	} else if err != nil {
 		return seckill.CampaignTotals{}, fmt.Errorf("store: campaign totals of %d: %w", voucherID, err)
 	}
-	return seckill.CampaignTotals(t), nil
+	return seckill.CampaignTotals{
+		InitialStock: t.InitialStock, Stock: t.Stock, Orders: t.Awaiting + t.Paid, Failures: t.Failures,
+		Awaiting: t.Awaiting, Paid: t.Paid, Cancelled: t.Cancelled, Expired: t.Expired,
+		Revenue: t.Revenue, OldestPayBy: utc(t.OldestPayBy), RefundsNeeded: t.RefundsNeeded,
+	}, nil
 }
 
 // CampaignOrders returns a campaign's persisted orders, CREATED and FAILED,
@@ -84,15 +104,17 @@ func (s *Store) CampaignOrders(ctx context.Context, f seckill.OrderFilter) ([]*s
 	}
 	var rows []orderView
 	err := s.db.NewRaw(`
-		SELECT id, voucher_id, user_id, status, at, reason FROM (
-			SELECT id, voucher_id, user_id, 'CREATED' AS status, created_at AS at, '' AS reason
+		SELECT * FROM (
+			SELECT `+orderColumns+`
 			FROM voucher_order WHERE id >= ?0 AND id < ?1 AND voucher_id = ?2 AND (?3 = 0 OR user_id = ?3)
+				AND (?5 = '' OR status = ?5)
 			UNION ALL
-			SELECT id, voucher_id, user_id, 'FAILED', failed_at, reason
+			SELECT `+failureColumns+`
 			FROM order_failure WHERE id >= ?0 AND id < ?1 AND voucher_id = ?2 AND (?3 = 0 OR user_id = ?3)
+				AND ?5 IN ('', 'FAILED')
 		) AS o
 		ORDER BY id DESC
-		LIMIT ?4`, lo, hi, f.VoucherID, f.UserID, limit).Scan(ctx, &rows)
+		LIMIT ?4`, lo, hi, f.VoucherID, f.UserID, limit, string(f.Status)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: select orders of campaign %d: %w", f.VoucherID, err)
 	}

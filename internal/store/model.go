@@ -42,6 +42,7 @@ type campaignRow struct {
 	Challenge    string    `bun:"challenge,nullzero,notnull,default:'NONE'"`
 	PoWBits      int       `bun:"pow_bits,notnull"`
 	Brake        int       `bun:"brake,notnull"`
+	PayWindow    int64     `bun:"pay_window_seconds,nullzero,notnull,default:900"`
 	CreatedAt    time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
 	UpdatedAt    time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
 }
@@ -91,7 +92,22 @@ type orderView struct {
 	Status    string    `bun:"status"`
 	At        time.Time `bun:"at"` // created_at, or failed_at for a failure
 	Reason    string    `bun:"reason"`
+	Amount    int64     `bun:"amount"`
+	PayBy     time.Time `bun:"pay_by"`
+	PaidAt    time.Time `bun:"paid_at"`
+	ClosedAt  time.Time `bun:"closed_at"`
 }
+
+// orderColumns and failureColumns select an orderView from voucher_order
+// and order_failure, so that a UNION of both reads one shape.
+const (
+	orderColumns   = `id, voucher_id, user_id, status, created_at AS at, '' AS reason, amount, pay_by, paid_at, closed_at`
+	failureColumns = `id, voucher_id, user_id, 'FAILED', failed_at, reason, 0, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz`
+)
+
+// holdingStatuses are the statuses of an order that holds its unit and
+// its buyer's slot.
+var holdingStatuses = []string{string(seckill.OrderCreated), string(seckill.OrderPaid)}
 
 func toDBVoucher(v *seckill.Voucher) *voucherRow {
 	return &voucherRow{
@@ -117,6 +133,7 @@ func toDBCampaign(voucherID int64, c *seckill.Campaign) *campaignRow {
 		Challenge:    string(c.Challenge),
 		PoWBits:      c.PoWBits,
 		Brake:        c.Brake,
+		PayWindow:    int64(c.PayWindow / time.Second),
 	}
 }
 
@@ -153,6 +170,7 @@ func toDomainCampaign(r *campaignRow) seckill.Campaign {
 		Challenge:    seckill.ChallengeKind(r.Challenge),
 		PoWBits:      r.PoWBits,
 		Brake:        r.Brake,
+		PayWindow:    time.Duration(r.PayWindow) * time.Second,
 	}
 }
 
@@ -176,11 +194,23 @@ func toDomainOrder(r *orderView) *seckill.Order {
 		Status:        seckill.OrderStatus(r.Status),
 		CreatedAt:     r.At.UTC(),
 		FailureReason: r.Reason,
+		Amount:        r.Amount,
+		PayBy:         utc(r.PayBy),
+		PaidAt:        utc(r.PaidAt),
+		ClosedAt:      utc(r.ClosedAt),
 	}
 }
 
 func toDBAdmission(a seckill.Admission) admissionCols {
 	return admissionCols{ID: a.OrderID, UserID: a.UserID, VoucherID: a.VoucherID, AdmittedAt: a.AdmittedAt}
+}
+
+// utc returns t in UTC, and the zero time (NULL) as it is.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 func toDBOrder(a seckill.Admission) orderRow {

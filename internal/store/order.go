@@ -9,7 +9,8 @@ import (
 	"seckill/internal/seckill"
 )
 
-// Order returns a persisted order: CREATED from voucher_order, or FAILED
+// Order returns a persisted order: from voucher_order (CREATED, PAID,
+// CANCELLED, EXPIRED), or FAILED
 // with its reason from order_failure (CreatedAt is then the failure time).
 // ENOTFOUND.
 func (s *Store) Order(ctx context.Context, id int64) (*seckill.Order, error) {
@@ -19,11 +20,9 @@ func (s *Store) Order(ctx context.Context, id int64) (*seckill.Order, error) {
 func findOrder(ctx context.Context, db bun.IDB, id int64) (*seckill.Order, error) {
 	var rows []orderView
 	err := db.NewRaw(`
-		SELECT id, voucher_id, user_id, 'CREATED' AS status, created_at AS at, '' AS reason
-		FROM voucher_order WHERE id = ?0
+		SELECT `+orderColumns+` FROM voucher_order WHERE id = ?0
 		UNION ALL
-		SELECT id, voucher_id, user_id, 'FAILED', failed_at, reason
-		FROM order_failure WHERE id = ?0`, id).Scan(ctx, &rows)
+		SELECT `+failureColumns+` FROM order_failure WHERE id = ?0`, id).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("store: select order %d: %w", id, err)
 	}
@@ -47,12 +46,10 @@ func findOrdersByUser(ctx context.Context, db bun.IDB, userID int64, limit int) 
 	}
 	var rows []orderView
 	err := db.NewRaw(`
-		SELECT id, voucher_id, user_id, status, at, reason FROM (
-			SELECT id, voucher_id, user_id, 'CREATED' AS status, created_at AS at, '' AS reason, admitted_at
-			FROM voucher_order WHERE user_id = ?0
+		SELECT id, voucher_id, user_id, status, at, reason, amount, pay_by, paid_at, closed_at FROM (
+			SELECT `+orderColumns+`, admitted_at FROM voucher_order WHERE user_id = ?0
 			UNION ALL
-			SELECT id, voucher_id, user_id, 'FAILED', failed_at, reason, admitted_at
-			FROM order_failure WHERE user_id = ?0
+			SELECT `+failureColumns+`, admitted_at FROM order_failure WHERE user_id = ?0
 		) AS o
 		ORDER BY admitted_at DESC, id DESC
 		LIMIT ?1`, userID, limit).Scan(ctx, &rows)

@@ -43,15 +43,16 @@ type decision struct {
 	status seckill.OrderStatus
 	reason string
 	at     time.Time // created_at, or failed_at
+	payBy  time.Time // when created
 	fresh  bool      // the row was inserted by this call
 }
 
-func created(at time.Time) decision {
-	return decision{status: seckill.OrderCreated, at: at.UTC()}
+func created(r idTime) decision {
+	return decision{status: seckill.OrderCreated, at: r.At.UTC(), payBy: r.PayBy.UTC()}
 }
 
-func createdNow(at time.Time) decision {
-	return decision{status: seckill.OrderCreated, at: at.UTC(), fresh: true}
+func createdNow(r idTime) decision {
+	return decision{status: seckill.OrderCreated, at: r.At.UTC(), payBy: r.PayBy.UTC(), fresh: true}
 }
 
 func failed(reason string, at time.Time) decision {
@@ -62,6 +63,7 @@ func failed(reason string, at time.Time) decision {
 type idTime struct {
 	ID     int64     `bun:"id"`
 	At     time.Time `bun:"at"`
+	PayBy  time.Time `bun:"pay_by,scanonly"`
 	UserID int64     `bun:"user_id,scanonly"`
 }
 
@@ -128,7 +130,7 @@ func (s *Store) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]
 	out := make([]seckill.PersistOutcome, len(adms))
 	for i, a := range adms {
 		d := decided[a.OrderID]
-		out[i] = seckill.PersistOutcome{Admission: a, Status: d.status, Reason: d.reason, CreatedAt: d.at, Inserted: d.fresh}
+		out[i] = seckill.PersistOutcome{Admission: a, Status: d.status, Reason: d.reason, CreatedAt: d.at, PayBy: d.payBy, Inserted: d.fresh}
 	}
 	return out, nil
 }
@@ -156,16 +158,16 @@ func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (m
 		var ins []idTime
 		err := tx.NewInsert().Model(&rows).
 			On("CONFLICT DO NOTHING").
-			Returning("id, created_at AS at").
+			Returning("id, created_at AS at, pay_by").
 			Scan(ctx, &ins)
 		if sqlState(err) == codeForeignKeyViolation {
 			return errFallback // a voucher does not exist
 		} else if err != nil {
 			return fmt.Errorf("insert orders: %w", err)
 		}
-		inserted := make(map[int64]time.Time, len(ins))
+		inserted := make(map[int64]idTime, len(ins))
 		for _, r := range ins {
-			inserted[r.ID] = r.At
+			inserted[r.ID] = r
 		}
 
 		// An id recorded as failed stays failed. Should this INSERT have
@@ -223,7 +225,7 @@ func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (m
 			}
 			for _, r := range existing {
 				if r.UserID == batchUser(batch, r.ID) {
-					out[r.ID] = created(r.At)
+					out[r.ID] = created(r)
 				}
 			}
 			recorded, err := recordFailures(ctx, tx, holders, ReasonUserHasOrder)
@@ -245,9 +247,9 @@ func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (m
 		// admission's epoch: a campaign rebuilt since sells it again.
 		take := make(map[epochKey]int64)
 		for _, a := range batch {
-			if at, ok := inserted[a.OrderID]; ok {
+			if r, ok := inserted[a.OrderID]; ok {
 				take[epochKey{a.VoucherID, seckill.OrderEpoch(a.OrderID)}]++
-				out[a.OrderID] = createdNow(at)
+				out[a.OrderID] = createdNow(r)
 			}
 		}
 		keys := slices.SortedFunc(maps.Keys(take), func(x, y epochKey) int {
@@ -292,7 +294,7 @@ func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision,
 		var ins []idTime
 		err := tx.NewInsert().Model(&row).
 			On("CONFLICT DO NOTHING").
-			Returning("id, created_at AS at").
+			Returning("id, created_at AS at, pay_by").
 			Scan(ctx, &ins)
 		if sqlState(err) == codeForeignKeyViolation {
 			// No such voucher. order_failure cannot record it either
@@ -322,7 +324,7 @@ func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision,
 			reason := ReasonUserHasOrder
 			if len(existing) > 0 {
 				if existing[0].UserID == a.UserID {
-					d = created(existing[0].At)
+					d = created(existing[0])
 					return nil
 				}
 				reason = ReasonConflict
@@ -337,7 +339,7 @@ func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision,
 		if err != nil {
 			return err
 		} else if ok {
-			d = createdNow(ins[0].At)
+			d = createdNow(ins[0])
 			return nil
 		}
 		reason := ReasonNoStock
@@ -425,7 +427,7 @@ func selectFailures(ctx context.Context, db bun.IDB, ids []int64) ([]recordedFai
 func selectOrders(ctx context.Context, db bun.IDB, ids []int64) ([]idTime, error) {
 	var rows []idTime
 	err := db.NewSelect().Model((*orderRow)(nil)).
-		ColumnExpr("o.id, o.created_at AS at, o.user_id").
+		ColumnExpr("o.id, o.created_at AS at, o.pay_by, o.user_id").
 		Where("o.id = ANY(?)", pgdialect.Array(ids)).
 		Scan(ctx, &rows)
 	if err != nil {

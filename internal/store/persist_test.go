@@ -40,7 +40,7 @@ func failedOutcome(a seckill.Admission, reason string) seckill.PersistOutcome {
 // ignoreTimes leaves CreatedAt out of comparisons; checkTimes checks it.
 // ignoreTimes leaves out what differs between deliveries; TestPersistOrdersInserted
 // checks Inserted.
-var ignoreTimes = cmpopts.IgnoreFields(seckill.PersistOutcome{}, "CreatedAt", "Inserted")
+var ignoreTimes = cmpopts.IgnoreFields(seckill.PersistOutcome{}, "CreatedAt", "PayBy", "Inserted")
 
 func persist(t *testing.T, s *store.Store, adms ...seckill.Admission) []seckill.PersistOutcome {
 	t.Helper()

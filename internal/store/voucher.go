@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -31,7 +32,7 @@ func createVoucher(ctx context.Context, db bun.IDB, v *seckill.Voucher) error {
 		if crow.Challenge == "" {
 			crow.Challenge = string(seckill.ChallengeNone)
 		}
-		if _, err := db.NewInsert().Model(crow).Returning("created_at").Exec(ctx); err != nil {
+		if _, err := db.NewInsert().Model(crow).Returning("created_at, pay_window_seconds").Exec(ctx); err != nil {
 			return voucherWriteError("insert campaign", err)
 		}
 		if err := writeQuiz(ctx, db, row.ID, v.Campaign.Quiz); err != nil {
@@ -44,6 +45,7 @@ func createVoucher(ctx context.Context, db bun.IDB, v *seckill.Voucher) error {
 	if crow != nil {
 		v.Campaign.VoucherID, v.Campaign.CreatedAt = crow.VoucherID, crow.CreatedAt.UTC()
 		v.Campaign.Challenge = seckill.ChallengeKind(crow.Challenge)
+		v.Campaign.PayWindow = time.Duration(crow.PayWindow) * time.Second
 	}
 	return nil
 }

@@ -77,7 +77,8 @@ func (s *Store) RebuildCampaign(ctx context.Context, voucherID int64) (seckill.W
 		}
 		var buyers []int64
 		err = tx.NewSelect().Model((*orderRow)(nil)).Column("o.user_id").
-			Where("o.voucher_id = ?", voucherID).OrderExpr("o.user_id").Scan(ctx, &buyers)
+			Where("o.voucher_id = ?", voucherID).Where("o.status IN (?)", bun.In(holdingStatuses)).
+			OrderExpr("o.user_id").Scan(ctx, &buyers)
 		if err != nil {
 			return fmt.Errorf("select buyers: %w", err)
 		}

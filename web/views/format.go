@@ -84,3 +84,11 @@ func checkAttrs(c Check) templ.Attributes {
 	}
 	return a
 }
+
+// oldestPayBy is the hint under the orders awaiting payment.
+func oldestPayBy(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return "oldest pays by " + utc(t)
+}

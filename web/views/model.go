@@ -162,6 +162,15 @@ type CampaignLive struct {
 	Known     bool
 	Balance   Balance
 	Charts    []Chart
+
+	// After the purchase.
+	Awaiting    int64
+	OldestPayBy time.Time // zero when nothing awaits payment
+	Paid        int64
+	Revenue     int64 // cents
+	Cancelled   int64
+	Expired     int64
+	Refunds     int64 // payments to refund
 }
 
 // Balance is the consistency check: initial stock = remaining (Redis) +
@@ -171,9 +180,13 @@ type Balance struct {
 	Initial   int64
 	Remaining int64
 	Queued    int64
-	Sold      int64
+	Sold      int64 // awaiting payment + paid
+	Awaiting  int64
+	Paid      int64
 	Failed    int64
-	Orders    int64 // rows in voucher_order; must equal Sold
+	Cancelled int64
+	Expired   int64
+	Orders    int64 // orders holding a unit in voucher_order; must equal Sold
 	Diff      int64 // remaining + queued + sold - initial
 	Message   string
 }
@@ -191,6 +204,8 @@ type OrdersView struct {
 	Action string // URL of the search form
 	By     string // "order" or "user"
 	Query  string
+	Status string // only orders in this status, when set
+	CSV    string // URL of the CSV export of the orders shown (their filter)
 	Rows   []OrderRow
 	Error  string
 	Older  string // URL of the next page
@@ -204,6 +219,9 @@ type OrderRow struct {
 	Status string // a seckill.OrderStatus
 	At     time.Time
 	Reason string
+	Amount int64     // cents; 0 while QUEUED or FAILED
+	PayBy  time.Time // zero while QUEUED or FAILED
+	Cancel string    // URL that cancels it (POST), when it awaits payment
 }
 
 // AuditRow is one entry of the audit log.

@@ -115,6 +115,7 @@ func TestCampaignPage(t *testing.T) {
 		Campaign: views.CampaignView{ID: 9, Title: "Sale", Status: "PAUSED", Paused: true, Begin: at, End: at.Add(time.Hour)},
 		Live: views.CampaignLive{
 			Src: "/admin/campaigns/9/live", Status: "PAUSED", Initial: 10, Remaining: 4, Queued: 1, Sold: 5, Failed: 2, Known: true,
+			Awaiting: 3, Paid: 2, Revenue: 12345, Cancelled: 1, Expired: 4, Refunds: 1, OldestPayBy: at,
 			Balance: views.Balance{State: views.BalanceOK, Initial: 10, Remaining: 4, Queued: 1, Sold: 5, Failed: 2, Orders: 5},
 			Charts: []views.Chart{views.NewChart("chart-outcomes", "Admissions", "", "/s", at.Add(-time.Minute), at,
 				views.Series{Name: "accepted", Class: "s-accepted", Points: []views.Point{{At: at.Add(-30 * time.Second), V: 3}, {At: at, V: 8}}})},
@@ -130,6 +131,8 @@ func TestCampaignPage(t *testing.T) {
 	doc := render(t, views.Campaign(p))
 	for id, want := range map[string]string{
 		"stat-initial": "10", "stat-remaining": "4", "stat-queued": "1", "stat-sold": "5", "stat-failed": "2",
+		"stat-awaiting": "3", "stat-paid": "2", "stat-revenue": "123.45", "stat-cancelled": "1", "stat-expired": "4",
+		"stat-refunds": "1", "funnel-admitted": "13", "funnel-created": "10", "funnel-paid": "2",
 		"consistency-state": "ok", "error-stock": p.StockError,
 	} {
 		if got := text(doc.Find(byTestID(id))); got != want {

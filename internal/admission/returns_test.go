@@ -1,0 +1,79 @@
+package admission_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"seckill/internal/admission"
+	"seckill/internal/seckill"
+)
+
+// TestReturnUnit gives closed orders' units back: once per order however
+// many callers race, not into a state that counts it already (a later
+// epoch, or none), and not yet into one that is behind Postgres or being
+// rebuilt.
+func TestReturnUnit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := seckill.WarmState{Campaign: liveCampaign(1, 0), Buyers: []int64{5, 6, 7}}
+	st.Campaign.Epoch = 2
+	a, rdb := newAdmitter(t, admission.Options{})
+	mustWarm(t, a, st)
+	stock := func() string { return rdb.HGet(ctx, admission.CampaignKey(a, 1), "stock").Val() }
+	order := func(seq int64) int64 { return seckill.OrderID(1, 2<<22|seq) }
+
+	// 200 callers return one order at once: one unit comes back.
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			ok, err := a.ReturnUnit(ctx, seckill.UnitReturn{OrderID: order(1), VoucherID: 1, UserID: 5, Epoch: 2})
+			if err != nil || !ok {
+				t.Errorf("ReturnUnit = %v, %v", ok, err)
+			}
+		})
+	}
+	wg.Wait()
+	if stock() != "1" {
+		t.Fatalf("stock %s after 200 returns of one order, want 1", stock())
+	}
+	if o, _ := mustAdmit(t, a, 1, 5); o != seckill.OutcomeAccepted {
+		t.Fatalf("the returning buyer buys again: %s", o)
+	}
+
+	// Postgres returned it in a later epoch than Redis holds: not now.
+	if ok, err := a.ReturnUnit(ctx, seckill.UnitReturn{OrderID: order(2), VoucherID: 1, UserID: 6, Epoch: 3}); err != nil || ok {
+		t.Fatalf("return into an earlier epoch = %v, %v; want false", ok, err)
+	}
+	// In an earlier epoch than Redis holds: the rebuild counted it.
+	if ok, err := a.ReturnUnit(ctx, seckill.UnitReturn{OrderID: order(3), VoucherID: 1, UserID: 7, Epoch: 1}); err != nil || !ok {
+		t.Fatalf("return counted by a rebuild = %v, %v; want true", ok, err)
+	}
+	if stock() != "0" {
+		t.Fatalf("stock %s, want 0: nothing came back", stock())
+	}
+	// While the campaign is rebuilt: not now.
+	token, ok, err := a.BeginRebuild(ctx, 1)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if ok, err := a.ReturnUnit(ctx, seckill.UnitReturn{OrderID: order(2), VoucherID: 1, UserID: 6, Epoch: 2}); err != nil || ok {
+		t.Fatalf("return while rebuilding = %v, %v; want false", ok, err)
+	}
+	next := st
+	next.Campaign.Epoch = 3
+	if ok, err := a.FinishRebuild(ctx, token, next); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	// Redis holds none: whatever installs it reads Postgres.
+	if ok, err := a.ReturnUnit(ctx, seckill.UnitReturn{OrderID: seckill.OrderID(9, 1), VoucherID: 9, UserID: 1, Epoch: 0}); err != nil || !ok {
+		t.Fatalf("return to a campaign Redis lacks = %v, %v; want true", ok, err)
+	}
+	// Malformed: refused before Redis.
+	for _, r := range []seckill.UnitReturn{{OrderID: 0, VoucherID: 1, UserID: 1}, {OrderID: order(4), VoucherID: 2, UserID: 1},
+		{OrderID: order(4), VoucherID: 1, UserID: 0}, {OrderID: order(4), VoucherID: 1, UserID: 1, Epoch: 1024}} {
+		if _, err := a.ReturnUnit(ctx, r); seckill.ErrorCode(err) != seckill.EINVALID {
+			t.Errorf("ReturnUnit(%+v) = %v, want INVALID", r, err)
+		}
+	}
+}

@@ -1,0 +1,477 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/admission"
+	"seckill/internal/seckill"
+	"seckill/jobs"
+)
+
+// The order's life after the purchase, against real Postgres and Redis:
+// payment, cancellation, expiry, and units going back on sale exactly once.
+
+// lifeCampaign creates a campaign on sale now with the given pay window
+// (0: the default).
+func (e *testEnv) lifeCampaign(stock int64, window time.Duration) int64 {
+	e.t.Helper()
+	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
+		ShopID: 1, Title: "100 off 200", PayValue: 100, ActualValue: 200, Stock: stock,
+		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour), PayWindow: window,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return v.ID
+}
+
+// buyCreated buys one unit for user and waits until the order is CREATED.
+func (e *testEnv) buyCreated(voucherID, userID int64) int64 {
+	e.t.Helper()
+	return e.buyAllCreated(voucherID, userID, 1)[0]
+}
+
+// buyAllCreated buys one unit for each of n users from firstUser on, then
+// waits until every order is CREATED.
+func (e *testEnv) buyAllCreated(voucherID, firstUser int64, n int) []int64 {
+	e.t.Helper()
+	ids := make([]int64, n)
+	for i := range ids {
+		res, err := e.app.Service.Purchase(asUser(e.ctx, firstUser+int64(i), false), voucherID)
+		if err != nil || res.Outcome != seckill.OutcomeAccepted {
+			e.t.Fatalf("purchase by %d: %+v, %v", firstUser+int64(i), res, err)
+		}
+		ids[i] = res.OrderID
+	}
+	for _, id := range ids {
+		eventually(e.t, 20*time.Second, "order CREATED", func() bool { return e.status(id) == seckill.OrderCreated })
+	}
+	return ids
+}
+
+func (e *testEnv) status(orderID int64) seckill.OrderStatus {
+	e.t.Helper()
+	o, err := e.app.Store.Order(e.ctx, orderID)
+	if seckill.ErrorCode(err) == seckill.ENOTFOUND {
+		return seckill.OrderQueued
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return o.Status
+}
+
+// makeDue moves an order's pay_by into the past.
+func (e *testEnv) makeDue(orderID int64) {
+	e.t.Helper()
+	if _, err := e.app.DB.ExecContext(e.ctx, `UPDATE voucher_order SET pay_by = now() - interval '1 second' WHERE id = ?`, orderID); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+var eventSeq atomic.Int64
+
+// paymentEvent returns a succeeded event for the payment, with a fresh id.
+func paymentEvent(p *seckill.Payment, typ string) seckill.PaymentEvent {
+	return seckill.PaymentEvent{ID: fmt.Sprintf("evt_%d_%d", time.Now().UnixNano(), eventSeq.Add(1)), Type: typ,
+		PaymentID: p.ID, Amount: p.Amount, Currency: p.Currency}
+}
+
+func (e *testEnv) createPayment(orderID, userID int64) *seckill.Payment {
+	e.t.Helper()
+	p, err := e.app.Service.CreatePayment(asUser(e.ctx, userID, false), orderID)
+	if err != nil {
+		e.t.Fatalf("createPayment(%d): %v", orderID, err)
+	}
+	return p
+}
+
+func (e *testEnv) count(query string, args ...any) int64 {
+	e.t.Helper()
+	var n int64
+	if err := e.app.DB.NewRaw(query, args...).Scan(e.ctx, &n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// checkUnits checks, once nothing is in flight, that every unit is in one
+// place: initial = remaining + awaiting payment + paid, in Postgres and in
+// Redis, and that Redis's buyers are exactly the users holding a unit.
+func (e *testEnv) checkUnits(voucherID int64) {
+	e.t.Helper()
+	initial := e.count(`SELECT initial_stock FROM seckill_campaign WHERE voucher_id = ?`, voucherID)
+	holding := e.count(`SELECT count(*) FROM voucher_order WHERE voucher_id = ? AND status IN ('CREATED', 'PAID')`, voucherID)
+	if stock := e.pgStock(voucherID); initial != stock+holding {
+		e.t.Errorf("Postgres: initial %d != stock %d + awaiting payment or paid %d", initial, stock, holding)
+	}
+	if rem := e.remaining(voucherID); rem != e.pgStock(voucherID) {
+		e.t.Errorf("Redis remaining %d, Postgres stock %d", rem, e.pgStock(voucherID))
+	}
+	buyers, err := e.app.Redis.SCard(e.ctx, fmt.Sprintf("seckill:{v%d}:buyers", voucherID)).Result()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if buyers != holding {
+		e.t.Errorf("Redis holds %d buyers, Postgres %d orders holding a unit", buyers, holding)
+	}
+}
+
+// TestPayAndExpireRace pays and expires each of many due orders at the same
+// instant: exactly one of the two wins, and a payment that lost is flagged
+// for a refund without reviving the order or taking a unit.
+func TestPayAndExpireRace(t *testing.T) {
+	e := newTestEnv(t, "")
+	e.worker()
+	const n = 40
+	v := e.lifeCampaign(n, 0)
+	orders := e.buyAllCreated(v, 100, n)
+	payments := make([]*seckill.Payment, n)
+	for i := range orders {
+		payments[i] = e.createPayment(orders[i], int64(100+i))
+		e.makeDue(orders[i])
+	}
+	var wg sync.WaitGroup
+	for i := range orders {
+		wg.Go(func() {
+			if _, err := e.app.Service.ExpireOrder(e.ctx, orders[i]); err != nil {
+				t.Errorf("expire %d: %v", orders[i], err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(payments[i], seckill.EventPaymentSucceeded)); err != nil {
+				t.Errorf("pay %d: %v", orders[i], err)
+			}
+		})
+	}
+	wg.Wait()
+	var paid, expired int
+	for i, id := range orders {
+		o, err := e.app.Store.Order(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pst string
+		if err := e.app.DB.NewRaw(`SELECT status FROM payment WHERE id = ?`, payments[i].ID).Scan(e.ctx, &pst); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case o.Status == seckill.OrderPaid && pst == "SUCCEEDED" && !o.PaidAt.IsZero():
+			paid++
+		case o.Status == seckill.OrderExpired && pst == "REFUND_NEEDED":
+			expired++
+		default:
+			t.Errorf("order %d: %s with payment %s", id, o.Status, pst)
+		}
+	}
+	t.Logf("%d paid, %d expired (refund needed)", paid, expired)
+	if got := e.count(`SELECT count(*) FROM payment_event`); got != n {
+		t.Errorf("%d events recorded, want %d", got, n)
+	}
+	eventually(t, 10*time.Second, "units back in Redis", func() bool { return e.remaining(v) == int64(expired) })
+	e.checkUnits(v)
+}
+
+// TestSameEventConcurrently applies one event 20 times at once: one PAID,
+// one event row.
+func TestSameEventConcurrently(t *testing.T) {
+	e := newTestEnv(t, "")
+	e.worker()
+	v := e.lifeCampaign(5, 0)
+	id := e.buyCreated(v, 7)
+	ev := paymentEvent(e.createPayment(id, 7), seckill.EventPaymentSucceeded)
+	var paid, dup atomic.Int64
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			res, err := e.app.Service.ApplyPaymentEvent(e.ctx, ev)
+			switch {
+			case err != nil:
+				t.Error(err)
+			case res.Paid:
+				paid.Add(1)
+			case res.Duplicate:
+				dup.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if paid.Load() != 1 || dup.Load() != 19 {
+		t.Errorf("paid %d, duplicates %d; want 1 and 19", paid.Load(), dup.Load())
+	}
+	if got := e.count(`SELECT count(*) FROM payment_event WHERE id = ?`, ev.ID); got != 1 {
+		t.Errorf("%d event rows", got)
+	}
+	if st := e.status(id); st != seckill.OrderPaid {
+		t.Errorf("status %s", st)
+	}
+}
+
+// TestCancelAndPayRace cancels and pays each of many orders at once.
+func TestCancelAndPayRace(t *testing.T) {
+	e := newTestEnv(t, "")
+	e.worker()
+	const n = 30
+	v := e.lifeCampaign(n, 0)
+	orders := e.buyAllCreated(v, 200, n)
+	payments := make([]*seckill.Payment, n)
+	for i := range orders {
+		payments[i] = e.createPayment(orders[i], int64(200+i))
+	}
+	var wg sync.WaitGroup
+	for i := range orders {
+		wg.Go(func() {
+			_, err := e.app.Service.CancelOrder(asUser(e.ctx, int64(200+i), false), orders[i])
+			if err != nil && seckill.ErrorCode(err) != seckill.ECONFLICT {
+				t.Errorf("cancel %d: %v", orders[i], err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(payments[i], seckill.EventPaymentSucceeded)); err != nil {
+				t.Errorf("pay %d: %v", orders[i], err)
+			}
+		})
+	}
+	wg.Wait()
+	cancelled := 0
+	for i, id := range orders {
+		var pst string
+		if err := e.app.DB.NewRaw(`SELECT status FROM payment WHERE id = ?`, payments[i].ID).Scan(e.ctx, &pst); err != nil {
+			t.Fatal(err)
+		}
+		switch st := e.status(id); {
+		case st == seckill.OrderPaid && pst == "SUCCEEDED":
+		case st == seckill.OrderCancelled && pst == "REFUND_NEEDED":
+			cancelled++
+		default:
+			t.Errorf("order %d: %s with payment %s", id, st, pst)
+		}
+	}
+	t.Logf("%d cancelled", cancelled)
+	eventually(t, 10*time.Second, "units back in Redis", func() bool { return e.remaining(v) == int64(cancelled) })
+	e.checkUnits(v)
+}
+
+// TestCancelOtherUsersOrder: someone else's order is not found, and stays.
+func TestCancelOtherUsersOrder(t *testing.T) {
+	e := newTestEnv(t, "")
+	e.worker()
+	v := e.lifeCampaign(2, 0)
+	id := e.buyCreated(v, 11)
+	_, err := e.app.Service.CancelOrder(asUser(e.ctx, 12, false), id)
+	if seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Fatalf("cancel by another user: %v, want NOT_FOUND", err)
+	}
+	if _, err := e.app.Service.CreatePayment(asUser(e.ctx, 12, false), id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Fatalf("createPayment by another user: %v, want NOT_FOUND", err)
+	}
+	if st := e.status(id); st != seckill.OrderCreated {
+		t.Fatalf("status %s", st)
+	}
+	// The buyer may cancel, once; then buy again.
+	o, err := e.app.Service.CancelOrder(asUser(e.ctx, 11, false), id)
+	if err != nil || o.Status != seckill.OrderCancelled || o.ClosedAt.IsZero() {
+		t.Fatalf("cancel: %+v, %v", o, err)
+	}
+	if _, err := e.app.Service.CancelOrder(asUser(e.ctx, 11, false), id); err != nil {
+		t.Fatalf("second cancel: %v", err)
+	}
+	e.checkUnits(v)
+	again := e.buyCreated(v, 11)
+	if again == id {
+		t.Fatal("same id")
+	}
+	if _, err := e.app.Service.CreatePayment(asUser(e.ctx, 11, false), id); seckill.ErrorCode(err) != seckill.ECONFLICT {
+		t.Fatalf("createPayment of a cancelled order: %v, want CONFLICT", err)
+	}
+	e.checkUnits(v)
+}
+
+// TestExpiryWhileRedisUnreachable expires an order while Redis cannot be
+// reached: Postgres takes the unit back, and once Redis is back the sweep
+// gives it back there exactly once, however many sweeps run.
+func TestExpiryWhileRedisUnreachable(t *testing.T) {
+	e := newTestEnv(t, "")
+	e.worker()
+	v := e.lifeCampaign(3, 0)
+	ids := e.buyAllCreated(v, 21, 3)
+	if r := e.remaining(v); r != 0 {
+		t.Fatalf("remaining %d", r)
+	}
+	// A process whose Redis is away: connections are refused.
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer dead.Close()
+	away := &seckill.Service{Store: e.app.Store, Life: e.app.Store, Returner: admission.New(dead, admission.Options{}),
+		Bus: e.app.Bus, Admitter: e.app.Admitter, Logger: e.app.Logger}
+	for _, id := range ids[:2] {
+		e.makeDue(id)
+		if done, err := away.ExpireOrder(e.ctx, id); err != nil || !done {
+			t.Fatalf("expire %d: %v, %v", id, done, err)
+		}
+	}
+	if got := e.pgStock(v); got != 2 {
+		t.Fatalf("Postgres stock %d, want 2", got)
+	}
+	if r := e.remaining(v); r != 0 {
+		t.Fatalf("Redis took a unit while away: remaining %d", r)
+	}
+	if n := e.count(`SELECT count(*) FROM voucher_order WHERE voucher_id = ? AND NOT unit_returned AND status = 'EXPIRED'`, v); n != 2 {
+		t.Fatalf("%d units marked for return, want 2", n)
+	}
+	// A sweep from the process that still cannot reach Redis changes nothing.
+	if _, _, err := away.SweepOrders(e.ctx, 100); seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
+		t.Fatalf("sweep while away: %v, want UNAVAILABLE", err)
+	}
+	// Redis is back: sweeps run at once, in several processes.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, _, err := e.app.Service.SweepOrders(e.ctx, 100); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if r := e.remaining(v); r != 2 {
+		t.Fatalf("remaining %d after the sweeps, want 2", r)
+	}
+	if n := e.count(`SELECT count(*) FROM voucher_order WHERE voucher_id = ? AND NOT unit_returned AND status = 'EXPIRED'`, v); n != 0 {
+		t.Fatalf("%d units still marked for return", n)
+	}
+	e.checkUnits(v)
+	// The expired buyers may buy again.
+	e.buyCreated(v, 21)
+	e.checkUnits(v)
+}
+
+// TestExpiryTaskLost deletes an order's expiry task: the sweep still
+// expires the order.
+func TestExpiryTaskLost(t *testing.T) {
+	e := newTestEnv(t, "")
+	e.worker()
+	v := e.lifeCampaign(2, time.Hour)
+	id := e.buyCreated(v, 31)
+	insp := asynq.NewInspectorFromRedisClient(e.app.Redis)
+	info, err := insp.GetTaskInfo(jobs.QueueOrders, jobs.ExpireTaskID(id))
+	if err != nil {
+		t.Fatalf("expiry task: %v", err)
+	}
+	o, err := e.app.Store.Order(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State != asynq.TaskStateScheduled || info.NextProcessAt.Sub(o.PayBy).Abs() > time.Second || o.PayBy.Sub(o.CreatedAt) < 59*time.Minute {
+		t.Fatalf("expiry task %s at %v, order pay by %v created %v", info.State, info.NextProcessAt, o.PayBy, o.CreatedAt)
+	}
+	if err := insp.DeleteTask(jobs.QueueOrders, jobs.ExpireTaskID(id)); err != nil {
+		t.Fatal(err)
+	}
+	if expired, _, err := e.app.Service.SweepOrders(e.ctx, 100); err != nil || expired != 0 {
+		t.Fatalf("sweep before pay_by: %d, %v", expired, err)
+	}
+	e.makeDue(id)
+	if expired, returned, err := e.app.Service.SweepOrders(e.ctx, 100); err != nil || expired != 1 || returned != 1 {
+		t.Fatalf("sweep: expired %d, returned %d, %v", expired, returned, err)
+	}
+	if st := e.status(id); st != seckill.OrderExpired {
+		t.Fatalf("status %s", st)
+	}
+	e.checkUnits(v)
+}
+
+// TestUnpaidUnitsResold sells out 10 units; 4 buyers never pay. After the
+// pay window (a real one: the expiry tasks run), exactly 4 more buyers get
+// units, and once they pay the campaign ends 10 paid, 0 remaining.
+func TestUnpaidUnitsResold(t *testing.T) {
+	e := newTestEnv(t, "")
+	e.worker()
+	ctx, stop := context.WithCancel(e.ctx)
+	var rwg sync.WaitGroup
+	rwg.Go(func() { e.app.RunReconciler(ctx) })
+	defer func() { stop(); rwg.Wait() }()
+
+	v := e.lifeCampaign(10, 2*time.Second)
+	var unpaid []int64
+	for i := range int64(10) {
+		id := e.buyCreated(v, 300+i)
+		if i < 6 {
+			p := e.createPayment(id, 300+i)
+			if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventPaymentSucceeded)); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			unpaid = append(unpaid, id)
+		}
+	}
+	if res, err := e.app.Service.Purchase(asUser(e.ctx, 399, false), v); err != nil || res.Outcome != seckill.OutcomeSoldOut {
+		t.Fatalf("sold out campaign: %+v, %v", res, err)
+	}
+	eventually(t, 30*time.Second, "unpaid orders expired", func() bool {
+		for _, id := range unpaid {
+			if e.status(id) != seckill.OrderExpired {
+				return false
+			}
+		}
+		return true
+	})
+	eventually(t, 10*time.Second, "units back on sale", func() bool { return e.remaining(v) == 4 })
+
+	var accepted []int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range int64(40) {
+		wg.Go(func() {
+			res, err := e.app.Service.Purchase(asUser(e.ctx, 500+i, false), v)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if res.Outcome == seckill.OutcomeAccepted {
+				mu.Lock()
+				accepted = append(accepted, res.OrderID)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(accepted) != 4 {
+		t.Fatalf("%d more buyers got units, want 4", len(accepted))
+	}
+	for _, id := range accepted {
+		eventually(t, 20*time.Second, "order CREATED", func() bool { return e.status(id) == seckill.OrderCreated })
+		o, err := e.app.Store.Order(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := e.createPayment(id, o.UserID)
+		if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventPaymentSucceeded)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if paid := e.count(`SELECT count(*) FROM voucher_order WHERE voucher_id = ? AND status = 'PAID'`, v); paid != 10 {
+		t.Errorf("%d paid, want 10", paid)
+	}
+	if r, s := e.remaining(v), e.pgStock(v); r != 0 || s != 0 {
+		t.Errorf("remaining %d in Redis, %d in Postgres; want 0", r, s)
+	}
+	e.checkUnits(v)
+}
+
+// payOrder pays a CREATED order of user as the provider would.
+func (e *testEnv) payOrder(orderID string, userID int64) {
+	e.t.Helper()
+	id, err := seckill.ParseID("orderId", orderID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(e.createPayment(id, userID), seckill.EventPaymentSucceeded)); err != nil {
+		e.t.Fatal(err)
+	}
+}

@@ -1,0 +1,396 @@
+package seckill
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// After the purchase: an order is CREATED (awaiting payment) until PayBy,
+// then PAID, or CANCELLED by its buyer or an operator, or EXPIRED. Each
+// transition is one guarded change in Postgres (it happens once, whoever
+// races for it). CANCELLED and EXPIRED give the unit back: to Postgres's
+// stock in the same transaction, then to Redis (UnitReturner) with the
+// buyer's slot, once per order; what Redis cannot take now the sweep gives
+// back later.
+
+// Pay window bounds and defaults.
+const (
+	DefaultPayWindow = 15 * time.Minute
+	MinPayWindow     = time.Second
+	MaxPayWindow     = 24 * time.Hour
+	DefaultCurrency  = "CNY"
+)
+
+// UnitReturn is the unit of a cancelled or expired order, to be given back
+// to admission (Redis) with its buyer's slot.
+type UnitReturn struct {
+	OrderID   int64
+	VoucherID int64
+	UserID    int64
+	// Epoch is the campaign's epoch when Postgres took the unit back: a
+	// Redis state installed in a later epoch was read from Postgres after
+	// that and counts the unit already.
+	Epoch int64
+}
+
+// CloseResult is what OrderLife.CloseOrder did.
+type CloseResult struct {
+	Order  *Order     // the order as it stands afterwards
+	Closed bool       // this call closed it
+	Return UnitReturn // the unit to give back to Redis, when Closed
+}
+
+// PaymentStatus is where a payment stands.
+type PaymentStatus string
+
+const (
+	PaymentPending   PaymentStatus = "PENDING"
+	PaymentSucceeded PaymentStatus = "SUCCEEDED"
+	PaymentFailed    PaymentStatus = "FAILED"
+	// PaymentRefundNeeded: the provider took the money after the order had
+	// expired or been cancelled; it must be given back.
+	PaymentRefundNeeded PaymentStatus = "REFUND_NEEDED"
+)
+
+// Payment is what a buyer's app hands to the payment provider.
+type Payment struct {
+	ID        string
+	OrderID   int64
+	Amount    int64 // cents
+	Currency  string
+	Status    PaymentStatus
+	PayBy     time.Time
+	CreatedAt time.Time
+}
+
+// Payment event types, as the provider's webhook sends them.
+const (
+	EventPaymentSucceeded = "payment.succeeded"
+	EventPaymentFailed    = "payment.failed"
+)
+
+// PaymentEvent is one event of the payment provider.
+type PaymentEvent struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	PaymentID string `json:"payment_id"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+}
+
+// Validate checks an event's fields. EINVALID naming the field.
+func (ev PaymentEvent) Validate() error {
+	if ev.ID == "" || len(ev.ID) > 128 {
+		return Invalidf("id", "id must have 1 to 128 bytes")
+	}
+	if err := checkText("id", ev.ID, false); err != nil {
+		return err
+	}
+	if ev.Type != EventPaymentSucceeded && ev.Type != EventPaymentFailed {
+		return Invalidf("type", "type must be %s or %s", EventPaymentSucceeded, EventPaymentFailed)
+	}
+	if !ValidPaymentID(ev.PaymentID) {
+		return Invalidf("payment_id", "payment_id is malformed")
+	}
+	if ev.Amount < 0 {
+		return Invalidf("amount", "amount must be 0 or more")
+	}
+	if !validCurrency(ev.Currency) {
+		return Invalidf("currency", "currency must be three capital letters")
+	}
+	return nil
+}
+
+// ValidPaymentID reports whether id has the form of our payment ids:
+// "pay_" and 32 lower-case hex digits.
+func ValidPaymentID(id string) bool {
+	if len(id) != 36 || id[:4] != "pay_" {
+		return false
+	}
+	for _, c := range []byte(id[4:]) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func validCurrency(c string) bool {
+	if len(c) != 3 {
+		return false
+	}
+	for _, b := range []byte(c) {
+		if b < 'A' || b > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// PaymentResult is what applying a payment event did.
+type PaymentResult struct {
+	Duplicate bool // the event was applied before; nothing changed now
+	Payment   Payment
+	Order     *Order
+	Paid      bool // this event moved the order to PAID
+}
+
+// OrderLife is what the order's life after the purchase needs from the
+// system of record (Postgres).
+type OrderLife interface {
+	// CloseOrder moves a CREATED order to to (CANCELLED or EXPIRED) and
+	// gives its unit back to the campaign's stock, in one transaction.
+	// userID > 0 limits it to that user's order. EXPIRED happens only
+	// once pay_by has passed on the database's clock. An order in another
+	// status is left as it is (Closed false). ENOTFOUND.
+	CloseOrder(ctx context.Context, id int64, to OrderStatus, userID int64) (CloseResult, error)
+	// UnitReturned records that admission took back the unit of a closed
+	// order.
+	UnitReturned(ctx context.Context, orderID int64) error
+	// Unreturned returns up to limit closed orders whose unit admission
+	// has not taken back, oldest first.
+	Unreturned(ctx context.Context, limit int) ([]UnitReturn, error)
+	// DueOrders returns up to limit ids of CREATED orders past pay_by,
+	// oldest first.
+	DueOrders(ctx context.Context, limit int) ([]int64, error)
+	// CreatePayment returns the open (or succeeded) payment of a CREATED
+	// order of userID (any user when 0), or opens one with id newID.
+	// ENOTFOUND; ECONFLICT when the order is not awaiting payment.
+	CreatePayment(ctx context.Context, orderID, userID int64, currency, newID string) (*Payment, error)
+	// ApplyPaymentEvent applies a provider's event once per event id. A
+	// success pays a CREATED order; one for an order that expired or was
+	// cancelled marks the payment REFUND_NEEDED and changes nothing else.
+	// ENOTFOUND for an unknown payment, EINVALID when the amount or the
+	// currency differ from the payment's; nothing is recorded then.
+	ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (PaymentResult, error)
+}
+
+// UnitReturner gives units back to admission (Redis).
+type UnitReturner interface {
+	// ReturnUnit puts a closed order's unit back on sale and frees its
+	// buyer's slot, once per order whoever calls. It reports false when
+	// admission cannot take it now (the campaign is being rebuilt or
+	// behind Postgres): try again later. A unit returned before, or counted
+	// by a rebuild, reports true. EUNAVAILABLE when Redis is out of reach.
+	ReturnUnit(ctx context.Context, r UnitReturn) (bool, error)
+}
+
+// ExpiryScheduler schedules the expiry of orders at their pay_by.
+type ExpiryScheduler interface {
+	// ScheduleExpiry schedules each order's expiry at its PayBy, once per
+	// order id. A failure leaves the order to the sweep.
+	ScheduleExpiry(ctx context.Context, orders []Order) error
+}
+
+func (s *Service) currency() string {
+	if s.Currency != "" {
+		return s.Currency
+	}
+	return DefaultCurrency
+}
+
+// CancelOrder cancels the caller's own order while it awaits payment, and
+// puts its unit back on sale. Someone else's order is ENOTFOUND; an order
+// that is not awaiting payment is ECONFLICT (one cancelled before is
+// returned as it is).
+func (s *Service) CancelOrder(ctx context.Context, id int64) (*Order, error) {
+	u, err := requireUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.cancel(ctx, id, u.ID)
+}
+
+// AdminCancelOrder cancels any order awaiting payment, for an operator, and
+// records it in the audit log. Admins only.
+func (s *Service) AdminCancelOrder(ctx context.Context, id int64) (*Order, error) {
+	u, err := requireAdmin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o, err := s.cancel(ctx, id, 0)
+	if err != nil {
+		return nil, err
+	}
+	s.audit(ctx, u, o.VoucherID, AuditCancelOrder, fmt.Sprintf("order %d of user %d", o.ID, o.UserID))
+	return o, nil
+}
+
+// AuditCancelOrder records an operator's cancellation of an order.
+const AuditCancelOrder = "cancel_order"
+
+func (s *Service) cancel(ctx context.Context, id, userID int64) (*Order, error) {
+	if id <= 0 {
+		return nil, Errorf(ENOTFOUND, "order %d not found", id)
+	}
+	res, err := s.Life.CloseOrder(ctx, id, OrderCancelled, userID)
+	if err != nil {
+		return nil, err
+	}
+	if !res.Closed {
+		if res.Order.Status == OrderCancelled {
+			return res.Order, nil
+		}
+		return nil, Errorf(ECONFLICT, "order %d is %s: only an order awaiting payment can be cancelled", id, res.Order.Status)
+	}
+	s.closed(ctx, res)
+	return res.Order, nil
+}
+
+// ExpireOrder expires an order that is still unpaid at its pay_by and puts
+// its unit back on sale. It reports whether the order is closed now
+// (expired by this call or before, or paid or cancelled); false while its
+// pay_by has not passed yet.
+func (s *Service) ExpireOrder(ctx context.Context, id int64) (bool, error) {
+	res, err := s.Life.CloseOrder(ctx, id, OrderExpired, 0)
+	if ErrorCode(err) == ENOTFOUND {
+		return true, nil // nothing to expire, ever
+	} else if err != nil {
+		return false, err
+	}
+	if res.Closed {
+		s.closed(ctx, res)
+	}
+	return res.Order.Status != OrderCreated, nil
+}
+
+// closed tells the subscribers and gives the unit back to Redis. A unit
+// Redis cannot take now stays marked in Postgres for the sweep.
+func (s *Service) closed(ctx context.Context, res CloseResult) {
+	ctx = context.WithoutCancel(ctx)
+	s.publish(ctx, StatusEvent{OrderID: res.Order.ID, Status: res.Order.Status, At: res.Order.ClosedAt})
+	if err := s.giveBack(ctx, res.Return); err != nil {
+		s.Logger.WarnContext(ctx, "return unit; the sweep retries", "order_id", res.Order.ID, "err", err)
+	}
+}
+
+var errNotNow = errors.New("admission cannot take the unit back now")
+
+func (s *Service) giveBack(ctx context.Context, r UnitReturn) error {
+	ok, err := s.Returner.ReturnUnit(ctx, r)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errNotNow
+	}
+	return s.Life.UnitReturned(ctx, r.OrderID)
+}
+
+// SweepOrders expires up to limit orders past their pay_by (whose task was
+// lost or late) and gives back up to limit units that Redis could not take
+// before. It returns how many orders it expired and units it returned.
+func (s *Service) SweepOrders(ctx context.Context, limit int) (expired, returned int, err error) {
+	due, err := s.Life.DueOrders(ctx, limit)
+	if err != nil {
+		return 0, 0, fmt.Errorf("due orders: %w", err)
+	}
+	for _, id := range due {
+		res, err := s.Life.CloseOrder(ctx, id, OrderExpired, 0)
+		if err != nil {
+			return expired, returned, fmt.Errorf("expire order %d: %w", id, err)
+		}
+		if res.Closed {
+			expired++
+			s.publish(ctx, StatusEvent{OrderID: id, Status: OrderExpired, At: res.Order.ClosedAt})
+		}
+	}
+	units, err := s.Life.Unreturned(ctx, limit)
+	if err != nil {
+		return expired, returned, fmt.Errorf("unreturned units: %w", err)
+	}
+	for _, r := range units {
+		if err := s.giveBack(ctx, r); errors.Is(err, errNotNow) {
+			continue
+		} else if err != nil {
+			return expired, returned, fmt.Errorf("return unit of order %d: %w", r.OrderID, err)
+		}
+		returned++
+	}
+	return expired, returned, nil
+}
+
+// CreatePayment answers what the buyer's app hands to the payment provider
+// for the caller's order awaiting payment: a payment id, the amount, the
+// currency and the time to pay by. Asking again returns the same payment
+// while it is open. Someone else's order is ENOTFOUND; an order not
+// awaiting payment ECONFLICT.
+func (s *Service) CreatePayment(ctx context.Context, orderID int64) (*Payment, error) {
+	u, err := requireUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if orderID <= 0 {
+		return nil, Errorf(ENOTFOUND, "order %d not found", orderID)
+	}
+	userID := u.ID
+	if u.Admin {
+		userID = 0
+	}
+	id, err := NewPaymentID()
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.Life.CreatePayment(ctx, orderID, userID, s.currency(), id)
+	if ErrorCode(err) == ENOTFOUND {
+		// Not persisted yet: say so rather than "not found", to the buyer.
+		if adm, perr := s.Admitter.Pending(ctx, orderID); perr == nil && (u.Admin || adm.UserID == u.ID) {
+			return nil, Errorf(ECONFLICT, "order %d is QUEUED: it can be paid once it is CREATED", orderID)
+		}
+	}
+	return p, err
+}
+
+// ApplyPaymentEvent applies an event of the payment provider, whose
+// signature the edge has checked. It is idempotent per event id. EINVALID,
+// ENOTFOUND: see OrderLife.ApplyPaymentEvent; nothing changed then.
+func (s *Service) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (PaymentResult, error) {
+	if err := ev.Validate(); err != nil {
+		return PaymentResult{}, err
+	}
+	res, err := s.Life.ApplyPaymentEvent(ctx, ev)
+	if err != nil {
+		return res, err
+	}
+	switch {
+	case res.Paid:
+		s.publish(ctx, StatusEvent{OrderID: res.Order.ID, Status: OrderPaid, At: res.Order.PaidAt})
+	case res.Payment.Status == PaymentRefundNeeded && !res.Duplicate:
+		s.Logger.WarnContext(ctx, "payment succeeded after its order closed; refund needed",
+			"payment_id", res.Payment.ID, "order_id", res.Payment.OrderID, "order_status", res.Order.Status)
+	}
+	return res, nil
+}
+
+// NewPaymentID returns a fresh random payment id.
+func NewPaymentID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("payment id: %w", err)
+	}
+	return "pay_" + hex.EncodeToString(b[:]), nil
+}
+
+// scheduleExpiry schedules the expiry of the orders this persistence
+// created. A failure is logged: the sweep expires them too.
+func (s *Service) scheduleExpiry(ctx context.Context, outcomes []PersistOutcome) {
+	if s.Expiry == nil {
+		return
+	}
+	var due []Order
+	for _, o := range outcomes {
+		if o.Status == OrderCreated && o.Inserted {
+			due = append(due, Order{ID: o.Admission.OrderID, VoucherID: o.Admission.VoucherID, UserID: o.Admission.UserID, PayBy: o.PayBy})
+		}
+	}
+	if len(due) == 0 {
+		return
+	}
+	if err := s.Expiry.ScheduleExpiry(ctx, due); err != nil {
+		s.Logger.WarnContext(ctx, "schedule order expiry; the sweep expires them", "count", len(due), "err", err)
+	}
+}
