@@ -41,7 +41,7 @@ func TestGCRAAgreesWithRedisRate(t *testing.T) {
 		burst  int
 	}{
 		{10, time.Second, 1},
-		{20, time.Second, 5},
+		{5, time.Second, 4},
 		{7, time.Second, 3},
 		{3, 500 * time.Millisecond, 2},
 	}
@@ -79,7 +79,7 @@ func TestGCRAAgreesWithRedisRate(t *testing.T) {
 					if rng.IntN(5) == 0 {
 						time.Sleep(time.Duration(rng.Int64N(int64(2 * span))))
 					} else {
-						time.Sleep(time.Duration(rng.Int64N(int64(interval / 2))))
+						time.Sleep(time.Duration(rng.Int64N(int64(interval / 4))))
 					}
 					user := int64(42)
 					if cell == "address" {
