@@ -90,7 +90,7 @@ cluster:
 ## generate: regenerate gqlgen and templ code (committed)
 generate:
 	$(GO) tool gqlgen generate
-	@if ls web/*.templ web/**/*.templ >/dev/null 2>&1; then $(GO) tool templ generate -path web; fi
+	@if [ -n "$$(find web -name '*.templ')" ]; then $(GO) tool templ generate; fi
 
 check-generate:
 	@before=$$($(GENERATED)); \

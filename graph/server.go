@@ -22,6 +22,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"seckill/graph/generated"
+	"seckill/internal/clientaddr"
 	"seckill/internal/seckill"
 )
 
@@ -57,6 +58,10 @@ const (
 // Options tunes NewHandler. The zero value is usable: every zero field takes
 // its default.
 type Options struct {
+	// ClientAddr finds each request's client address (the shared
+	// per-address purchase limit counts by it); the zero Resolver trusts
+	// no proxy.
+	ClientAddr clientaddr.Resolver
 	// Logger receives internal errors and recovered panics; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -229,7 +234,7 @@ func NewHandler(svc Service, tokens TokenParser, opts Options) http.Handler {
 		e.fast = newPurchasePath(schema, resolver, opts, srv)
 		h = e.fast
 	}
-	e.Handler = limitBody(opts.MaxBodyBytes, authenticate(tokens, h))
+	e.Handler = limitBody(opts.MaxBodyBytes, withClientAddr(opts.ClientAddr, authenticate(tokens, h)))
 	return e
 }
 
@@ -239,6 +244,18 @@ type endpoint struct {
 	http.Handler
 	gql  *handler.Server
 	fast *purchasePath // nil when the fast path is off
+}
+
+// withClientAddr puts the request's client address into its context, for
+// the shared per-address limit; WebSocket operations inherit it from the
+// upgrade request.
+func withClientAddr(res clientaddr.Resolver, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := res.Addr(r); a != "" {
+			r = r.WithContext(seckill.NewContextWithClientAddr(r.Context(), a))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // authenticate puts the user of a valid bearer token into the request's

@@ -15,6 +15,7 @@
 -- KEYS[6] -> <p>seckill:{v<voucher>}:limit:<user>  the user's GCRA state (a TAT in microseconds)
 -- KEYS[7] -> <p>seckill:{v<voucher>}:used:<nonce>  set while the ticket's token is used
 -- KEYS[8] -> <p>seckill:{v<voucher>}:brake      the brake's GCRA state
+-- KEYS[9] -> <p>seckill:{v<voucher>}:limit:a<address>  the client address's GCRA state
 -- --
 -- ARGV[1] -> user id (a positive decimal integer)
 -- ARGV[2] -> the user's limit: microseconds between attempts (0: no limit)
@@ -22,6 +23,8 @@
 -- ARGV[4] -> ticket: "" (no answer given), "QUIZ" or "PROOF_OF_WORK" (a good
 --            answer of that kind), "REFUSED" (a wrong, expired or foreign answer)
 -- ARGV[5] -> the ticket's expiry, Unix milliseconds ("0" without a good answer)
+-- ARGV[6] -> the address's limit: microseconds between attempts (0: no limit)
+-- ARGV[7] -> the address's limit: burst (>= 1)
 --
 -- Returns:
 --   {0, id, admitted_ms}   accepted: one unit taken, the user recorded as a
@@ -37,14 +40,16 @@
 --   {2}                    paused
 --   {3, wait_ms}           not started (now < begin_ms); it opens in wait_ms
 --   {4}                    ended (now >= end_ms)
---   {8}                    rate limited: the user's limit, or the brake
+--   {8}                    rate limited: the user's or the address's limit,
+--                          or the brake
 --   {9}                    the campaign asks for a challenge and none was given
 --   {10}                   the answer was refused (or is of another kind)
 --   {11}                   the ticket's token was used already
 --   {5}                    the user holds a unit already
 --   {6}                    sold out
--- Each attempt inside the window takes one from the user's limit, refused
--- answers included; a token is spent by the first attempt that passes the
+-- Each attempt inside the window takes one from the user's and the
+-- address's limits (from both or, when either has none left, from neither),
+-- refused answers included; a token is spent by the first attempt that passes the
 -- limit, whatever comes after.
 -- Errors, before any write: a malformed argument.
 local user = ARGV[1]
@@ -56,6 +61,11 @@ local user_burst = tonumber(ARGV[3])
 if not user_every or user_every < 0 or not user_burst or user_burst < 1 then
   return redis.error_reply('ERR admit: ARGV[2] and ARGV[3] must be a limit (interval >= 0, burst >= 1)')
 end
+local addr_every = tonumber(ARGV[6])
+local addr_burst = tonumber(ARGV[7])
+if not addr_every or addr_every < 0 or not addr_burst or addr_burst < 1 then
+  return redis.error_reply('ERR admit: ARGV[6] and ARGV[7] must be a limit (interval >= 0, burst >= 1)')
+end
 local ticket = ARGV[4]
 if ticket ~= '' and ticket ~= 'QUIZ' and ticket ~= 'PROOF_OF_WORK' and ticket ~= 'REFUSED' then
   return redis.error_reply('ERR admit: ARGV[4] ticket must be "", QUIZ, PROOF_OF_WORK or REFUSED')
@@ -65,10 +75,11 @@ if not ticket_exp or ((ticket == 'QUIZ' or ticket == 'PROOF_OF_WORK') and ticket
   return redis.error_reply('ERR admit: ARGV[5] must be the ticket expiry in Unix milliseconds')
 end
 
--- gcra takes one attempt from the generic cell rate algorithm's state in
--- key (the theoretical arrival time, microseconds) with every microseconds
--- between attempts and bursts of burst; false when there is none to take.
-local function gcra(key, now_us, every, burst)
+-- gcra_peek looks at the generic cell rate algorithm's state in key (the
+-- theoretical arrival time, microseconds) with every microseconds between
+-- attempts and bursts of burst: the state after one more attempt, or false
+-- when there is none to take. It writes nothing; gcra_take does.
+local function gcra_peek(key, now_us, every, burst)
   local tat = tonumber(redis.call('GET', key)) or now_us
   if tat < now_us then
     tat = now_us
@@ -77,8 +88,20 @@ local function gcra(key, now_us, every, burst)
   if new_tat - now_us > every * burst then
     return false
   end
+  return new_tat
+end
+
+local function gcra_take(key, now_us, new_tat)
   redis.call('SET', key, string.format('%d', math.floor(new_tat)), 'PX',
     string.format('%d', math.floor((new_tat - now_us) / 1000) + 1))
+end
+
+local function gcra(key, now_us, every, burst)
+  local new_tat = gcra_peek(key, now_us, every, burst)
+  if not new_tat then
+    return false
+  end
+  gcra_take(key, now_us, new_tat)
   return true
 end
 
@@ -109,8 +132,24 @@ if now >= end_ms then
   return {4}
 end
 
-if user_every > 0 and not gcra(KEYS[6], now_us, user_every, user_burst) then
-  return {8}
+local user_tat, addr_tat
+if user_every > 0 then
+  user_tat = gcra_peek(KEYS[6], now_us, user_every, user_burst)
+  if not user_tat then
+    return {8}
+  end
+end
+if addr_every > 0 then
+  addr_tat = gcra_peek(KEYS[9], now_us, addr_every, addr_burst)
+  if not addr_tat then
+    return {8}
+  end
+end
+if user_tat then
+  gcra_take(KEYS[6], now_us, user_tat)
+end
+if addr_tat then
+  gcra_take(KEYS[9], now_us, addr_tat)
 end
 if ticket == 'REFUSED' then
   return {10}

@@ -2,7 +2,6 @@ package web
 
 import (
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,16 +14,6 @@ import (
 
 // SessionCookie is the name of the session cookie.
 const SessionCookie = "seckill_admin"
-
-// clientIP is the address the request came from. X-Forwarded-For is not
-// trusted: anyone can send it.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
 
 // secure reports whether the client reached us over TLS, directly or
 // through a proxy that says so.
@@ -127,7 +116,7 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 	user := strings.TrimSpace(r.PostFormValue("user"))
 	password := r.PostFormValue("password")
 	page := views.LoginPage{Meta: views.Meta{Title: "Sign in"}, User: user, Next: safeNext(r.PostFormValue("next"))}
-	ip := clientIP(r)
+	ip := h.cfg.ClientAddr.Addr(r)
 
 	wait, slow, err := h.limiter.AllowLogin(ctx, ip, user)
 	if err != nil {

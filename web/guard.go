@@ -18,8 +18,9 @@ func (h *Handler) guardView(ctx context.Context, v *seckill.Voucher, now time.Ti
 	c := v.Campaign
 	g := views.GuardView{
 		ID: v.ID, Challenge: string(c.Challenge), PoWBits: c.PoWBits, Brake: c.Brake,
-		UserLimit:   h.userLimit(),
-		ChallengeRO: !now.Before(c.BeginTime), Ended: !now.Before(c.EndTime),
+		UserLimit:    h.userLimit(),
+		AddressLimit: h.addressLimit(),
+		ChallengeRO:  !now.Before(c.BeginTime), Ended: !now.Before(c.EndTime),
 	}
 	if g.Challenge == "" {
 		g.Challenge = string(seckill.ChallengeNone)
@@ -40,6 +41,14 @@ func (h *Handler) userLimit() string {
 		return "none"
 	}
 	return fmt.Sprintf("%g attempts a second per user, bursts of %d (every instance together)", h.cfg.UserRate, max(h.cfg.UserBurst, 1))
+}
+
+func (h *Handler) addressLimit() string {
+	if h.cfg.AddressRate <= 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%g attempts a second per client address (IPv6: per /64), bursts of %d (every instance together)",
+		h.cfg.AddressRate, max(h.cfg.AddressBurst, 1))
 }
 
 // formatQuiz writes questions one a line: "question | answer | answer".
@@ -85,9 +94,10 @@ func parseQuiz(s string) ([]seckill.QuizQuestion, error) {
 
 func (h *Handler) updateGuard(w http.ResponseWriter, r *http.Request) {
 	form := views.GuardView{
-		Challenge: r.PostFormValue("challenge"),
-		Quiz:      r.PostFormValue("quiz"),
-		UserLimit: h.userLimit(),
+		Challenge:    r.PostFormValue("challenge"),
+		Quiz:         r.PostFormValue("quiz"),
+		UserLimit:    h.userLimit(),
+		AddressLimit: h.addressLimit(),
 	}
 	h.act(w, r, "guard", func(ctx context.Context, id int64) (*seckill.Voucher, error) {
 		form.ID = id

@@ -15,7 +15,7 @@ import (
 )
 
 func TestGuardForm(t *testing.T) {
-	d := newDash(t, generous)
+	d := newDash(t, generous, func(c *web.Config) { c.AddressRate, c.AddressBurst = 100, 300 })
 	d.svc.add("running", testNow.Add(-time.Hour), testNow.Add(time.Hour))
 	d.svc.add("scheduled", testNow.Add(time.Hour), testNow.Add(2*time.Hour))
 	c := d.login(t)
@@ -46,6 +46,9 @@ func TestGuardForm(t *testing.T) {
 	}
 	if got := page.Find(`[data-testid="guard-user-limit"]`).Text(); got == "" {
 		t.Error("the shared per-user limit is not shown")
+	}
+	if got := page.Find(`[data-testid="guard-address-limit"]`).Text(); got != "100 attempts a second per client address (IPv6: per /64), bursts of 300 (every instance together)" {
+		t.Errorf("the shared per-address limit shown as %q", got)
 	}
 
 	// Refusals stay on the form, which keeps what was typed.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/a-h/templ"
 
+	"seckill/internal/clientaddr"
 	"seckill/internal/seckill"
 	"seckill/web/views"
 )
@@ -109,6 +110,13 @@ type Config struct {
 	// with each campaign's challenge and brake.
 	UserRate  float64
 	UserBurst int
+	// AddressRate and AddressBurst are the shared per-address purchase
+	// limit, shown beside it.
+	AddressRate  float64
+	AddressBurst int
+	// ClientAddr finds a request's client address (sign-in limits); the
+	// zero Resolver trusts no proxy.
+	ClientAddr clientaddr.Resolver
 	// SessionTTL is how long a session lasts; 0 means DefaultSessionTTL.
 	SessionTTL time.Duration
 	Logger     *slog.Logger

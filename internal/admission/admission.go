@@ -17,6 +17,8 @@
 //	<p>seckill:{v42}:buyers_staged the buyers a rebuild is about to install
 //	<p>seckill:{v42}:guard         hash: challenge, brake (guard.go)
 //	<p>seckill:{v42}:limit:<user>  a user's shared limit (GCRA state)
+//	<p>seckill:{v42}:limit:a<addr> a client address's shared limit (GCRA
+//	                               state; an IPv4 address or an IPv6 /64)
 //	<p>seckill:{v42}:used:<nonce>  a used challenge token, until it expires
 //	<p>seckill:{v42}:brake         the brake's GCRA state
 //	<p>seckill:{v42}:returned      set of ids whose unit a cancel or an
@@ -49,6 +51,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/clientaddr"
 	"seckill/internal/seckill"
 	"seckill/lua"
 )
@@ -115,6 +118,13 @@ type Options struct {
 	// UserRate attempts a second in bursts of UserBurst. 0 (or less): none.
 	UserRate  float64
 	UserBurst int
+	// AddressRate and AddressBurst are the limit every instance shares on
+	// the attempts at one campaign from one client address (an IPv6 /64;
+	// see clientaddr.Bucket), taken from the context
+	// (seckill.ClientAddrFromContext) and checked by the same script. 0 (or
+	// less): none. An attempt without an address is not counted.
+	AddressRate  float64
+	AddressBurst int
 }
 
 // Admitter implements seckill.Admitter on Redis.
@@ -137,6 +147,8 @@ type Admitter struct {
 
 	userEvery int64 // microseconds between a user's attempts; 0: no limit
 	userBurst int
+	addrEvery int64 // microseconds between an address's attempts; 0: no limit
+	addrBurst int
 
 	startMu sync.Mutex
 	subDone chan struct{} // closed when the stock_returned listener exits
@@ -167,11 +179,20 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 		local:     newLocal(ttl),
 		admits:    admits,
 		userBurst: max(opts.UserBurst, 1),
+		addrBurst: max(opts.AddressBurst, 1),
 	}
-	if opts.UserRate > 0 {
-		a.userEvery = max(int64(1e6/opts.UserRate), 1)
-	}
+	a.userEvery = gcraInterval(opts.UserRate)
+	a.addrEvery = gcraInterval(opts.AddressRate)
 	return a
+}
+
+// gcraInterval is the admit script's form of a rate: whole microseconds
+// between attempts (at least 1), or 0 for no limit.
+func gcraInterval(perSecond float64) int64 {
+	if perSecond <= 0 {
+		return 0
+	}
+	return max(int64(1e6/perSecond), 1)
 }
 
 // Load loads every script into Redis (SCRIPT LOAD), so that the first
@@ -238,7 +259,7 @@ func validVoucherID(id int64) bool { return id > 0 && id <= math.MaxInt32 }
 
 // Admit decides one purchase: one EVALSHA, or nothing at all while the
 // campaign is marked sold out (or ended) locally. The same script takes the
-// attempt from the user's shared limit, checks the ticket against the
+// attempt from the user's and the client address's shared limits, checks the ticket against the
 // campaign's challenge (using its token once) and applies the brake.
 // ENOTFOUND when Redis does not know the campaign; EINVALID for a user id
 // that is not positive.
@@ -273,12 +294,16 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	default:
 		ticket = ""
 	}
-	all := make([]string, 0, len(keys)+4)
+	addr, addrEvery := clientaddr.Bucket(seckill.ClientAddrFromContext(ctx)), a.addrEvery
+	if addr == "" {
+		addrEvery = 0
+	}
+	all := make([]string, 0, len(keys)+5)
 	all = append(all, keys...)
 	all = append(all, a.keys.guard(voucherID), a.keys.userLimit(voucherID, userID),
-		a.keys.used(voucherID, t.Nonce), a.keys.brake(voucherID))
+		a.keys.used(voucherID, t.Nonce), a.keys.brake(voucherID), a.keys.addressLimit(voucherID, addr))
 	sent := time.Now()
-	reply := a.admits.run(ctx, all, userID, a.userEvery, a.userBurst, ticket, exp)
+	reply := a.admits.run(ctx, all, userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, a.addrBurst)
 	res, err := reply.res, reply.err
 	if err != nil {
 		return "", seckill.Admission{}, redisError("admit", err, nil)

@@ -2,9 +2,12 @@ package admission_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-redis/redis_rate/v10"
 
 	"seckill/internal/admission"
 	"seckill/internal/seckill"
@@ -91,21 +94,84 @@ func benchAdmits(b *testing.B, a *admission.Admitter, stock int64, want seckill.
 // benchAdmitsWith warms campaign c and admits a new user per call, with
 // the ticket ticket makes for them.
 func benchAdmitsWith(b *testing.B, a *admission.Admitter, c seckill.Campaign, want seckill.Outcome, ticket func(user int64) seckill.Ticket) {
+	benchAdmitsBefore(b, a, c, want, ticket, 32, nil)
+}
+
+// benchAdmitsBefore is benchAdmitsWith from parallelism goroutines per core
+// (0: one goroutine in all), calling before ahead of each admission.
+func benchAdmitsBefore(b *testing.B, a *admission.Admitter, c seckill.Campaign, want seckill.Outcome,
+	ticket func(user int64) seckill.Ticket, parallelism int, before func(ctx context.Context, user int64) error) {
 	voucherID := c.VoucherID
 	mustWarm(b, a, seckill.WarmState{Campaign: c})
-	ctx := context.Background()
+	ctx := seckill.NewContextWithClientAddr(context.Background(), "198.51.100.7")
 	var users atomic.Int64
-	b.SetParallelism(32)
+	one := func() bool {
+		u := users.Add(1)
+		if before != nil {
+			if err := before(ctx, u); err != nil {
+				b.Error(err)
+				return false
+			}
+		}
+		o, _, err := a.Admit(ctx, voucherID, u, ticket(u))
+		if err != nil || o != want {
+			b.Errorf("admit: %s %v", o, err)
+			return false
+		}
+		return true
+	}
 	b.ReportAllocs()
+	if parallelism == 0 {
+		for b.Loop() {
+			if !one() {
+				return
+			}
+		}
+		return
+	}
+	b.SetParallelism(parallelism)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			u := users.Add(1)
-			o, _, err := a.Admit(ctx, voucherID, u, ticket(u))
-			if err != nil || o != want {
-				b.Errorf("admit: %s %v", o, err)
+			if !one() {
 				return
 			}
 		}
 	})
+}
+
+// BenchmarkAddressLimit measures what checking the per-address limit inside
+// the admit script saves against the library it stands in for: "in-script"
+// takes the attempt from the address's GCRA cell in the admit step (one
+// round trip); "redis_rate" asks github.com/go-redis/redis_rate first and
+// then admits (two). The limit is generous, so every attempt passes it and
+// is accepted. "serial" is one caller (the latency of one purchase);
+// "parallel" 32 goroutines per core (the throughput of a busy instance).
+func BenchmarkAddressLimit(b *testing.B) {
+	const rate, burst = 1e7, 1000000
+	for _, mode := range []struct {
+		name        string
+		parallelism int
+	}{{"serial", 0}, {"parallel", 32}} {
+		b.Run(mode.name+"/in-script", func(b *testing.B) {
+			a, _ := newAdmitter(b, admission.Options{AddressRate: rate, AddressBurst: burst})
+			benchAdmitsBefore(b, a, liveCampaign(1, 1e12), seckill.OutcomeAccepted,
+				func(int64) seckill.Ticket { return seckill.Ticket{} }, mode.parallelism, nil)
+		})
+		b.Run(mode.name+"/redis_rate", func(b *testing.B) {
+			a, rdb := newAdmitter(b, admission.Options{})
+			lim := redis_rate.NewLimiter(rdb)
+			key := admission.Prefix(a) + "bench:198.51.100.7"
+			limit := redis_rate.Limit{Rate: rate, Period: time.Second, Burst: burst}
+			benchAdmitsBefore(b, a, liveCampaign(1, 1e12), seckill.OutcomeAccepted,
+				func(int64) seckill.Ticket { return seckill.Ticket{} }, mode.parallelism,
+				func(ctx context.Context, _ int64) error {
+					res, err := lim.Allow(ctx, key, limit)
+					if err == nil && res.Allowed == 0 {
+						err = errors.New("redis_rate refused")
+					}
+					return err
+				})
+		})
+	}
 }

@@ -35,3 +35,14 @@ func Prefix(a *Admitter) string { return a.keys.prefix }
 
 // OrderStatusChannel returns the Bus's channel under prefix.
 func OrderStatusChannel(prefix string) string { return keys{prefix: prefix}.orderStatus() }
+
+// UserLimitKey is the key of a user's shared limit at a campaign.
+func UserLimitKey(a *Admitter, voucherID, userID int64) string {
+	return a.keys.userLimit(voucherID, userID)
+}
+
+// AddressLimitKey is the key of a client address's shared limit at a
+// campaign; addr is a clientaddr.Bucket.
+func AddressLimitKey(a *Admitter, voucherID int64, addr string) string {
+	return a.keys.addressLimit(voucherID, addr)
+}

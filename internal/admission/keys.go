@@ -37,6 +37,12 @@ func (k keys) userLimit(voucherID, userID int64) string {
 	return k.tagged(voucherID, "limit:"+strconv.FormatInt(userID, 10))
 }
 
+// addressLimit is one client address's shared limit of attempts at the
+// campaign (GCRA); addr is a clientaddr.Bucket.
+func (k keys) addressLimit(voucherID int64, addr string) string {
+	return k.tagged(voucherID, "limit:a"+addr)
+}
+
 // used marks a challenge token's nonce as used until the token expires.
 func (k keys) used(voucherID int64, nonce string) string {
 	return k.tagged(voucherID, "used:"+nonce)

@@ -102,7 +102,8 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 
 	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger,
 		MinReplicas: cfg.RedisMinReplicas, WaitTimeout: cfg.RedisWaitTimeout,
-		UserRate: cfg.UserRate, UserBurst: cfg.UserBurst})
+		UserRate: cfg.UserRate, UserBurst: cfg.UserBurst,
+		AddressRate: cfg.AddressRate, AddressBurst: cfg.AddressBurst})
 	if err := a.Admitter.Load(ctx); err != nil {
 		a.Close()
 		return nil, err

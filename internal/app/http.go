@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"seckill/graph"
+	"seckill/internal/clientaddr"
 	"seckill/internal/payhook"
 	"seckill/playground"
 )
@@ -26,6 +27,7 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 		Logger:         a.Logger,
 		AllowedOrigins: a.Config.AllowedOrigins,
 		Introspection:  a.Config.Dev() || a.Config.Playground,
+		ClientAddr:     clientaddr.New(a.Config.TrustedProxies),
 	})
 	mux.Handle("/graphql", a.shed(gql))
 	// The payment provider's calls; see internal/payhook for the signature.

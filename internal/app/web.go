@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/admission"
+	"seckill/internal/clientaddr"
 	"seckill/internal/sampler"
 	"seckill/internal/seckill"
 	"seckill/jobs"
@@ -48,8 +49,11 @@ func (a *App) newDashboard() *dashboard {
 		Monitor:  monitor,
 		Logger:   a.Logger.With("component", "dashboard"),
 
-		UserRate:  a.Config.UserRate,
-		UserBurst: a.Config.UserBurst,
+		UserRate:     a.Config.UserRate,
+		UserBurst:    a.Config.UserBurst,
+		AddressRate:  a.Config.AddressRate,
+		AddressBurst: a.Config.AddressBurst,
+		ClientAddr:   clientaddr.New(a.Config.TrustedProxies),
 	})
 	return d
 }

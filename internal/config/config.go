@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"seckill/internal/clientaddr"
 )
 
 // DevJWTSecret signs tokens in development when no secret is configured.
@@ -72,6 +75,14 @@ type Config struct {
 	// each process's memory in front of it.
 	UserRate  float64
 	UserBurst int
+	// AddressRate and AddressBurst are the limit on the purchase attempts
+	// at one campaign from one client address (an IPv6 /64), shared by
+	// every instance; 0: none.
+	AddressRate  float64
+	AddressBurst int
+	// TrustedProxies are the proxies whose X-Forwarded-For entries are
+	// believed when finding a client's address; none by default.
+	TrustedProxies []netip.Prefix
 	// ChallengeTTL is how long a challenge stays valid; ChallengeLead how
 	// long before a sale opens challenges are handed out.
 	ChallengeTTL  time.Duration
@@ -145,6 +156,9 @@ func Load(getenv func(string) string) (*Config, error) {
 
 		UserRate:  p.float("SECKILL_USER_RATE", 5),
 		UserBurst: p.int("SECKILL_USER_BURST", 10, 1, 1000000),
+
+		AddressRate:  p.float("SECKILL_ADDRESS_RATE", 100),
+		AddressBurst: p.int("SECKILL_ADDRESS_BURST", 300, 1, 1000000),
 
 		ChallengeTTL:  p.duration("SECKILL_CHALLENGE_TTL", 2*time.Minute),
 		ChallengeLead: p.duration("SECKILL_CHALLENGE_LEAD", time.Minute),
@@ -226,6 +240,14 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	if c.UserRate < 0 {
 		p.errf("SECKILL_USER_RATE must be 0 (no limit) or more")
+	}
+	if c.AddressRate < 0 {
+		p.errf("SECKILL_ADDRESS_RATE must be 0 (no limit) or more")
+	}
+	if tp, err := clientaddr.ParseTrusted(p.str("SECKILL_TRUSTED_PROXIES", "")); err != nil {
+		p.errf("SECKILL_TRUSTED_PROXIES: %v", err)
+	} else {
+		c.TrustedProxies = tp
 	}
 	if c.ChallengeTTL < time.Second || c.ChallengeTTL > time.Hour {
 		p.errf("SECKILL_CHALLENGE_TTL must be between 1s and 1h")

@@ -23,3 +23,19 @@ func UserFromContext(ctx context.Context) *User {
 	u, _ := ctx.Value(userContextKey{}).(*User)
 	return u
 }
+
+type addrContextKey struct{}
+
+// NewContextWithClientAddr returns ctx carrying the address the request came
+// from (as package clientaddr found it); the shared per-address limit counts
+// attempts by it.
+func NewContextWithClientAddr(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, addrContextKey{}, addr)
+}
+
+// ClientAddrFromContext returns the request's client address, or "" when
+// the edge did not set one.
+func ClientAddrFromContext(ctx context.Context) string {
+	a, _ := ctx.Value(addrContextKey{}).(string)
+	return a
+}

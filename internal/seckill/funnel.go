@@ -8,7 +8,7 @@ package seckill
 const (
 	LayerLocalLimit       = "local_limit"       // the per-user limit in the process's memory
 	LayerWindow           = "window"            // not started, ended or paused
-	LayerSharedLimit      = "shared_limit"      // the per-user limit every instance shares, or the brake
+	LayerSharedLimit      = "shared_limit"      // the per-user or per-address limit every instance shares, or the brake
 	LayerChallengeMissing = "challenge_missing" // no answer where the campaign asks one
 	LayerChallengeWrong   = "challenge_wrong"   // wrong, expired, another's or used
 	LayerSoldOut          = "sold_out"          // no stock (Redis, or the process's sold-out mark)

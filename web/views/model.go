@@ -118,19 +118,21 @@ type CampaignPage struct {
 
 // GuardView shows and edits what a campaign asks of a purchase beyond
 // stock: the challenge (editable before the sale starts), the brake and
-// the shared per-user limit (configuration, read only).
+// the shared per-user and per-address limits (configuration, read only).
 type GuardView struct {
-	ID          int64
-	Challenge   string // NONE, QUIZ, PROOF_OF_WORK
-	PoWBits     int
-	Quiz        string // one question a line: question | answer | answer
-	Questions   int
-	Brake       int
-	UserLimit   string // the shared per-user limit in words
-	ChallengeRO bool   // the sale has started: the challenge is fixed
-	Ended       bool
-	Error       string
-	Field       string // the field Error is about, if any
+	ID        int64
+	Challenge string // NONE, QUIZ, PROOF_OF_WORK
+	PoWBits   int
+	Quiz      string // one question a line: question | answer | answer
+	Questions int
+	Brake     int
+	UserLimit string // the shared per-user limit in words
+	// AddressLimit is the shared per-address limit in words.
+	AddressLimit string
+	ChallengeRO  bool // the sale has started: the challenge is fixed
+	Ended        bool
+	Error        string
+	Field        string // the field Error is about, if any
 }
 
 // CampaignView is a campaign's settings.
