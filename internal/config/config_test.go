@@ -38,6 +38,13 @@ func TestLoadDefaultsDev(t *testing.T) {
 	if c.DatabaseURL != "postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable" || c.RedisURL != "redis://127.0.0.1:6379/0" {
 		t.Fatalf("unexpected URLs: %s %s", c.DatabaseURL, c.RedisURL)
 	}
+	if c.AddressRate != 0 {
+		t.Fatalf("dev: want no address limit by default (every client is 127.0.0.1), got %v", c.AddressRate)
+	}
+	c, err = Load(env(map[string]string{"SECKILL_ENV": "dev", "SECKILL_ADDRESS_RATE": "7"}))
+	if err != nil || c.AddressRate != 7 {
+		t.Fatalf("dev with SECKILL_ADDRESS_RATE=7: %v, %v", c, err)
+	}
 }
 
 func TestLoadRedisTopologies(t *testing.T) {
@@ -152,6 +159,9 @@ func TestLoadProd(t *testing.T) {
 	}
 	if len(c.AllowedOrigins) != 2 || c.AllowedOrigins[1] != "https://admin.example" {
 		t.Fatalf("origins = %q", c.AllowedOrigins)
+	}
+	if c.AddressRate != 100 || c.AddressBurst != 300 {
+		t.Fatalf("prod address limit = %v/%d, want 100/300", c.AddressRate, c.AddressBurst)
 	}
 }
 
