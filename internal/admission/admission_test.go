@@ -522,11 +522,14 @@ func TestStale(t *testing.T) {
 	if err := a.Ack(ctx, []seckill.Admission{acked}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond)
+	// The fresh admissions must stay younger than age through every call
+	// below, however slow a loaded machine makes them: a wide margin.
+	const age = 1500 * time.Millisecond
+	time.Sleep(2 * age)
 	mustAdmit(t, a, 31, 5)
 	mustAdmit(t, a, 32, 6)
 
-	got, err := a.Stale(ctx, []int64{31, 32, 33}, 300*time.Millisecond, 100)
+	got, err := a.Stale(ctx, []int64{31, 32, 33}, age, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +552,7 @@ func TestStale(t *testing.T) {
 		}
 	}
 
-	got, err = a.Stale(ctx, []int64{31, 32, 33}, 300*time.Millisecond, 2)
+	got, err = a.Stale(ctx, []int64{31, 32, 33}, age, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,7 +561,7 @@ func TestStale(t *testing.T) {
 	}
 	// Only the campaigns named: a campaign Postgres does not list is not
 	// looked at.
-	got, err = a.Stale(ctx, []int64{31}, 300*time.Millisecond, 100)
+	got, err = a.Stale(ctx, []int64{31}, age, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
