@@ -30,12 +30,13 @@ import (
 // ACCEPTED once a replica holds it), inject a fault, and check afterwards
 // that every order a buyer was told ACCEPTED is CREATED for that buyer, none
 // oversold, nobody holding two, Redis agreeing with Postgres. Each reports
-// what its fault cost.
+// what its fault cost. sentinel_test.go runs the same sale on Sentinel.
 
-// clusterSale is a sale under way on a private cluster.
+// clusterSale is a sale under way on a private cluster (or Sentinel).
 type clusterSale struct {
 	t        *testing.T
-	cluster  *testenv.RedisCluster
+	cluster  *testenv.RedisCluster  // nil on Sentinel
+	sentinel *testenv.RedisSentinel // nil on a cluster
 	api1     *testEnv
 	vouchers []int64
 	mu       sync.Mutex
@@ -89,17 +90,25 @@ func onCluster(c *testenv.RedisCluster) envOption {
 	}
 }
 
-// saleOnCluster starts a private cluster, two APIs and a worker, sells
-// for 1.5 s, runs fault (which returns once the fault is over; it sets
-// s.affected), sells 1.5 s more, and checks the books.
+// saleOnCluster starts a private cluster and runs saleOn on it.
 func saleOnCluster(t *testing.T, setup func(s *clusterSale), fault func(s *clusterSale)) faultCost {
 	cluster := testenv.StartCluster(t)
+	return saleOn(t, onCluster(cluster), func(s *clusterSale) {
+		s.cluster = cluster
+		if setup != nil {
+			setup(s)
+		}
+	}, fault)
+}
+
+// saleOn starts two APIs and a worker on the Redis that topology names,
+// sells for 1.5 s, runs fault (which returns once the fault is over; it
+// sets s.affected), sells 1.5 s more, and checks the books.
+func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault func(s *clusterSale)) faultCost {
 	var vars map[string]string
-	api1 := newTestEnv(t, "", onCluster(cluster), func(m map[string]string) { vars = maps.Clone(m) })
-	s := &clusterSale{t: t, cluster: cluster, api1: api1, vars: vars}
-	if setup != nil {
-		setup(s)
-	}
+	api1 := newTestEnv(t, "", topology, func(m map[string]string) { vars = maps.Clone(m) })
+	s := &clusterSale{t: t, api1: api1, vars: vars}
+	setup(s)
 	if s.api2 == nil {
 		s.api2 = api1.peer()
 	}
