@@ -163,7 +163,27 @@ func (s *Service) RebuildCampaign(ctx context.Context, voucherID int64) error {
 }
 
 // rebuildLocked does steps 2 to 4 of RebuildCampaign under the lock token.
+// When a step fails it releases the lock (if it can), so that the next
+// attempt, in this process or another, starts at once instead of waiting
+// for the lock to expire with the campaign stopped: after a Sentinel
+// failover a sentinel that has not heard of it yet can send one of these
+// steps to the dead master.
 func (s *Service) rebuildLocked(ctx context.Context, voucherID int64, token string) error {
+	err := s.rebuildSteps(ctx, voucherID, token)
+	if err != nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildAbortTimeout)
+		defer cancel()
+		if aerr := s.Admitter.AbortRebuild(actx, voucherID, token); aerr != nil {
+			s.Logger.Warn("release the rebuild lock; it expires on its own", "voucher_id", voucherID, "err", aerr)
+		}
+	}
+	return err
+}
+
+// rebuildAbortTimeout bounds the release of a failed rebuild's lock.
+const rebuildAbortTimeout = 2 * time.Second
+
+func (s *Service) rebuildSteps(ctx context.Context, voucherID int64, token string) error {
 	survivors, err := s.Admitter.PendingOf(ctx, voucherID)
 	if err != nil {
 		return fmt.Errorf("pending admissions: %w", err)
