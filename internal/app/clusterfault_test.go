@@ -66,6 +66,7 @@ type faultCost struct {
 	errs               map[string]int
 	slowest            time.Duration
 	resumed            time.Duration // from the fault to the first ACCEPTED on an affected campaign; -1: never
+	lastResumed        time.Duration // from the fault until every affected campaign had an ACCEPTED again; -1: one never did
 	persisted          time.Duration // from the end of the load to every accepted order in Postgres
 }
 
@@ -73,6 +74,11 @@ func (c faultCost) String() string {
 	resumed := "sales never stopped"
 	if c.resumed >= 0 {
 		resumed = "sales on the affected campaigns resumed " + c.resumed.Round(time.Millisecond).String() + " after the fault"
+		if c.lastResumed >= 0 {
+			resumed += " (on the last of them " + c.lastResumed.Round(time.Millisecond).String() + ")"
+		} else {
+			resumed += " (not on all of them)"
+		}
 	}
 	return fmt.Sprintf("%d attempts, %d accepted, errors %v (slowest %s); %s; every accepted order persisted %s after the load ended",
 		c.attempts, c.accepted, c.errs, c.slowest.Round(time.Millisecond), resumed, c.persisted.Round(time.Millisecond))
@@ -130,6 +136,7 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 		answers   = map[int64][]answer{}
 		faultAt   time.Time
 		resumedAt time.Time
+		resumedOn = map[int64]time.Time{} // the first ACCEPTED after the fault, by affected campaign
 		stop      = make(chan struct{})
 		wg        sync.WaitGroup
 	)
@@ -159,8 +166,11 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 				}
 				s.mu.Lock()
 				answers[voucher] = append(answers[voucher], a)
-				if a.outcome == "ACCEPTED" && s.affected[voucher] && !faultAt.IsZero() && began.After(faultAt) && resumedAt.IsZero() {
-					resumedAt = time.Now()
+				if a.outcome == "ACCEPTED" && s.affected[voucher] && !faultAt.IsZero() && began.After(faultAt) && resumedOn[voucher].IsZero() {
+					resumedOn[voucher] = time.Now()
+					if resumedAt.IsZero() {
+						resumedAt = resumedOn[voucher]
+					}
 				}
 				s.mu.Unlock()
 				if a.err != "" {
@@ -211,7 +221,7 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 		}
 		return true
 	})
-	cost := faultCost{errs: map[string]int{}, resumed: -1, persisted: time.Since(loadEnd)}
+	cost := faultCost{errs: map[string]int{}, resumed: -1, lastResumed: -1, persisted: time.Since(loadEnd)}
 	eventually(t, 30*time.Second, "Redis agrees with Postgres", func() bool {
 		for _, v := range s.vouchers {
 			if api1.remaining(v) != api1.pgStock(v) {
@@ -241,6 +251,17 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 	}
 	if !resumedAt.IsZero() {
 		cost.resumed = resumedAt.Sub(faultAt)
+		cost.lastResumed = cost.resumed
+		for v, affected := range s.affected {
+			if !affected {
+				continue
+			}
+			if resumedOn[v].IsZero() {
+				cost.lastResumed = -1
+				break
+			}
+			cost.lastResumed = max(cost.lastResumed, resumedOn[v].Sub(faultAt))
+		}
 	}
 	return cost
 }

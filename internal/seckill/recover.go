@@ -171,17 +171,35 @@ func (s *Service) RebuildCampaign(ctx context.Context, voucherID int64) error {
 func (s *Service) rebuildLocked(ctx context.Context, voucherID int64, token string) error {
 	err := s.rebuildSteps(ctx, voucherID, token)
 	if err != nil {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildAbortTimeout)
-		defer cancel()
-		if aerr := s.Admitter.AbortRebuild(actx, voucherID, token); aerr != nil {
-			s.Logger.Warn("release the rebuild lock; it expires on its own", "voucher_id", voucherID, "err", aerr)
-		}
+		s.abortRebuild(context.WithoutCancel(ctx), voucherID, token)
 	}
 	return err
 }
 
-// rebuildAbortTimeout bounds the release of a failed rebuild's lock.
-const rebuildAbortTimeout = 2 * time.Second
+// rebuildAbortTimeout bounds the release of a failed rebuild's lock; the
+// release is tried every rebuildPoll until then, since what failed the
+// rebuild (the old master's address, still named by a sentinel) often
+// fails the first try too.
+const rebuildAbortTimeout = 3 * time.Second
+
+func (s *Service) abortRebuild(ctx context.Context, voucherID int64, token string) {
+	ctx, cancel := context.WithTimeout(ctx, rebuildAbortTimeout)
+	defer cancel()
+	t := time.NewTicker(rebuildPoll)
+	defer t.Stop()
+	for {
+		err := s.Admitter.AbortRebuild(ctx, voucherID, token)
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			s.Logger.Warn("release the rebuild lock; it expires on its own", "voucher_id", voucherID, "err", err)
+			return
+		case <-t.C:
+		}
+	}
+}
 
 func (s *Service) rebuildSteps(ctx context.Context, voucherID int64, token string) error {
 	survivors, err := s.Admitter.PendingOf(ctx, voucherID)
