@@ -314,6 +314,7 @@ func (a *memAdmitter) NeedsRebuild(context.Context, []int64) ([]int64, error) { 
 func (a *memAdmitter) BeginRebuild(context.Context, int64) (string, bool, error) {
 	return "", false, nil
 }
+func (a *memAdmitter) AbortRebuild(context.Context, int64, string) error             { return nil }
 func (a *memAdmitter) PendingOf(context.Context, int64) ([]seckill.Admission, error) { return nil, nil }
 func (a *memAdmitter) FinishRebuild(context.Context, string, seckill.WarmState) (bool, error) {
 	return false, nil

@@ -78,6 +78,11 @@ var AddStock = withPrelude(addStockSrc)
 //go:embed rebuild_begin.lua
 var RebuildBegin string
 
+// RebuildAbort releases the rebuild lock of a rebuild that failed halfway.
+//
+//go:embed rebuild_abort.lua
+var RebuildAbort string
+
 //go:embed rebuild.lua
 var rebuildSrc string
 
@@ -106,6 +111,7 @@ var All = map[string]string{
 	"add_stock.lua": AddStock,
 
 	"rebuild_begin.lua": RebuildBegin,
+	"rebuild_abort.lua": RebuildAbort,
 	"rebuild.lua":       Rebuild,
 	"stamp.lua":         Stamp,
 	"login.lua":         Login,

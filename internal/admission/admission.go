@@ -66,12 +66,13 @@ var (
 	updateScript   = redis.NewScript(lua.Update)
 	addStockScript = redis.NewScript(lua.AddStock)
 	beginScript    = redis.NewScript(lua.RebuildBegin)
+	abortScript    = redis.NewScript(lua.RebuildAbort)
 	rebuildScript  = redis.NewScript(lua.Rebuild)
 	stampScript    = redis.NewScript(lua.Stamp)
 	liveScript     = redis.NewScript(lua.Live)
 
 	allScripts = []*redis.Script{admitScript, warmScript, releaseScript, ackScript, updateScript, addStockScript,
-		beginScript, rebuildScript, stampScript, liveScript, returnScript}
+		beginScript, abortScript, rebuildScript, stampScript, liveScript, returnScript}
 )
 
 // DefaultSoldOutTTL is how long a process answers SOLD_OUT or ENDED for a

@@ -953,6 +953,40 @@ func TestRedisDown(t *testing.T) {
 	}
 }
 
+// TestAbortRebuild: a rebuild that failed halfway releases its lock at
+// once, only with its own token, and the campaign still admits nobody until
+// a rebuild installs it.
+func TestAbortRebuild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newLiveAdmitter(t, 1, 10)
+	token, ok, err := a.BeginRebuild(ctx, 1)
+	if err != nil || !ok {
+		t.Fatalf("BeginRebuild = %v, %v", ok, err)
+	}
+	if err := a.AbortRebuild(ctx, 1, "another-token"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := a.BeginRebuild(ctx, 1); err != nil || ok {
+		t.Fatalf("BeginRebuild after an abort with another token = %v, %v; want the lock still taken", ok, err)
+	}
+	if err := a.AbortRebuild(ctx, 1, token); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Admit(ctx, 1, 3, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
+		t.Errorf("admit after the abort: %v, want ErrRebuildNeeded", err)
+	}
+	if need, _ := a.NeedsRebuild(ctx, []int64{1}); !slices.Equal(need, []int64{1}) {
+		t.Errorf("NeedsRebuild after the abort = %v, want [1]", need)
+	}
+	if _, ok, err := a.BeginRebuild(ctx, 1); err != nil || !ok {
+		t.Errorf("BeginRebuild after the abort = %v, %v; want the lock free", ok, err)
+	}
+	if err := a.AbortRebuild(ctx, 1, ""); err == nil {
+		t.Error("AbortRebuild with an empty token: no error")
+	}
+}
+
 // TestChangeWhileRebuilding: a window change or added stock is refused while
 // the campaign is rebuilt, since the rebuild would overwrite it with what it
 // read from Postgres before; the caller undoes its Postgres change.

@@ -103,6 +103,20 @@ func (a *Admitter) PendingOf(ctx context.Context, voucherID int64) ([]seckill.Ad
 	return out, nil
 }
 
+// AbortRebuild releases the campaign's rebuild lock if it is still token's,
+// after a rebuild failed between BeginRebuild and FinishRebuild, so that
+// the next attempt need not wait rebuildLockTTL. The campaign still admits
+// nobody until it is rebuilt.
+func (a *Admitter) AbortRebuild(ctx context.Context, voucherID int64, token string) error {
+	if !validVoucherID(voucherID) {
+		return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	}
+	if err := abortScript.Run(ctx, a.rdb, []string{a.keys.rebuild(voucherID)}, token).Err(); err != nil {
+		return redisError("abort rebuild", err, nil)
+	}
+	return nil
+}
+
 // FinishRebuild installs st (stock, window, epoch, buyers) in place of
 // everything Redis held for the campaign, releases the lock and tells every
 // process that the campaign may admit again. It reports false, changing

@@ -30,12 +30,13 @@ import (
 // ACCEPTED once a replica holds it), inject a fault, and check afterwards
 // that every order a buyer was told ACCEPTED is CREATED for that buyer, none
 // oversold, nobody holding two, Redis agreeing with Postgres. Each reports
-// what its fault cost.
+// what its fault cost. sentinel_test.go runs the same sale on Sentinel.
 
-// clusterSale is a sale under way on a private cluster.
+// clusterSale is a sale under way on a private cluster (or Sentinel).
 type clusterSale struct {
 	t        *testing.T
-	cluster  *testenv.RedisCluster
+	cluster  *testenv.RedisCluster  // nil on Sentinel
+	sentinel *testenv.RedisSentinel // nil on a cluster
 	api1     *testEnv
 	vouchers []int64
 	mu       sync.Mutex
@@ -65,6 +66,7 @@ type faultCost struct {
 	errs               map[string]int
 	slowest            time.Duration
 	resumed            time.Duration // from the fault to the first ACCEPTED on an affected campaign; -1: never
+	lastResumed        time.Duration // from the fault until every affected campaign had an ACCEPTED again; -1: one never did
 	persisted          time.Duration // from the end of the load to every accepted order in Postgres
 }
 
@@ -72,6 +74,11 @@ func (c faultCost) String() string {
 	resumed := "sales never stopped"
 	if c.resumed >= 0 {
 		resumed = "sales on the affected campaigns resumed " + c.resumed.Round(time.Millisecond).String() + " after the fault"
+		if c.lastResumed >= 0 {
+			resumed += " (on the last of them " + c.lastResumed.Round(time.Millisecond).String() + ")"
+		} else {
+			resumed += " (not on all of them)"
+		}
 	}
 	return fmt.Sprintf("%d attempts, %d accepted, errors %v (slowest %s); %s; every accepted order persisted %s after the load ended",
 		c.attempts, c.accepted, c.errs, c.slowest.Round(time.Millisecond), resumed, c.persisted.Round(time.Millisecond))
@@ -89,17 +96,25 @@ func onCluster(c *testenv.RedisCluster) envOption {
 	}
 }
 
-// saleOnCluster starts a private cluster, two APIs and a worker, sells
-// for 1.5 s, runs fault (which returns once the fault is over; it sets
-// s.affected), sells 1.5 s more, and checks the books.
+// saleOnCluster starts a private cluster and runs saleOn on it.
 func saleOnCluster(t *testing.T, setup func(s *clusterSale), fault func(s *clusterSale)) faultCost {
 	cluster := testenv.StartCluster(t)
+	return saleOn(t, onCluster(cluster), func(s *clusterSale) {
+		s.cluster = cluster
+		if setup != nil {
+			setup(s)
+		}
+	}, fault)
+}
+
+// saleOn starts two APIs and a worker on the Redis that topology names,
+// sells for 1.5 s, runs fault (which returns once the fault is over; it
+// sets s.affected), sells 1.5 s more, and checks the books.
+func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault func(s *clusterSale)) faultCost {
 	var vars map[string]string
-	api1 := newTestEnv(t, "", onCluster(cluster), func(m map[string]string) { vars = maps.Clone(m) })
-	s := &clusterSale{t: t, cluster: cluster, api1: api1, vars: vars}
-	if setup != nil {
-		setup(s)
-	}
+	api1 := newTestEnv(t, "", topology, func(m map[string]string) { vars = maps.Clone(m) })
+	s := &clusterSale{t: t, api1: api1, vars: vars}
+	setup(s)
 	if s.api2 == nil {
 		s.api2 = api1.peer()
 	}
@@ -121,6 +136,7 @@ func saleOnCluster(t *testing.T, setup func(s *clusterSale), fault func(s *clust
 		answers   = map[int64][]answer{}
 		faultAt   time.Time
 		resumedAt time.Time
+		resumedOn = map[int64]time.Time{} // the first ACCEPTED after the fault, by affected campaign
 		stop      = make(chan struct{})
 		wg        sync.WaitGroup
 	)
@@ -150,8 +166,11 @@ func saleOnCluster(t *testing.T, setup func(s *clusterSale), fault func(s *clust
 				}
 				s.mu.Lock()
 				answers[voucher] = append(answers[voucher], a)
-				if a.outcome == "ACCEPTED" && s.affected[voucher] && !faultAt.IsZero() && began.After(faultAt) && resumedAt.IsZero() {
-					resumedAt = time.Now()
+				if a.outcome == "ACCEPTED" && s.affected[voucher] && !faultAt.IsZero() && began.After(faultAt) && resumedOn[voucher].IsZero() {
+					resumedOn[voucher] = time.Now()
+					if resumedAt.IsZero() {
+						resumedAt = resumedOn[voucher]
+					}
 				}
 				s.mu.Unlock()
 				if a.err != "" {
@@ -202,7 +221,7 @@ func saleOnCluster(t *testing.T, setup func(s *clusterSale), fault func(s *clust
 		}
 		return true
 	})
-	cost := faultCost{errs: map[string]int{}, resumed: -1, persisted: time.Since(loadEnd)}
+	cost := faultCost{errs: map[string]int{}, resumed: -1, lastResumed: -1, persisted: time.Since(loadEnd)}
 	eventually(t, 30*time.Second, "Redis agrees with Postgres", func() bool {
 		for _, v := range s.vouchers {
 			if api1.remaining(v) != api1.pgStock(v) {
@@ -232,6 +251,17 @@ func saleOnCluster(t *testing.T, setup func(s *clusterSale), fault func(s *clust
 	}
 	if !resumedAt.IsZero() {
 		cost.resumed = resumedAt.Sub(faultAt)
+		cost.lastResumed = cost.resumed
+		for v, affected := range s.affected {
+			if !affected {
+				continue
+			}
+			if resumedOn[v].IsZero() {
+				cost.lastResumed = -1
+				break
+			}
+			cost.lastResumed = max(cost.lastResumed, resumedOn[v].Sub(faultAt))
+		}
 	}
 	return cost
 }

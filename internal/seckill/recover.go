@@ -163,7 +163,45 @@ func (s *Service) RebuildCampaign(ctx context.Context, voucherID int64) error {
 }
 
 // rebuildLocked does steps 2 to 4 of RebuildCampaign under the lock token.
+// When a step fails it releases the lock (if it can), so that the next
+// attempt, in this process or another, starts at once instead of waiting
+// for the lock to expire with the campaign stopped: after a Sentinel
+// failover a sentinel that has not heard of it yet can send one of these
+// steps to the dead master.
 func (s *Service) rebuildLocked(ctx context.Context, voucherID int64, token string) error {
+	err := s.rebuildSteps(ctx, voucherID, token)
+	if err != nil {
+		s.abortRebuild(context.WithoutCancel(ctx), voucherID, token)
+	}
+	return err
+}
+
+// rebuildAbortTimeout bounds the release of a failed rebuild's lock; the
+// release is tried every rebuildPoll until then, since what failed the
+// rebuild (the old master's address, still named by a sentinel) often
+// fails the first try too.
+const rebuildAbortTimeout = 3 * time.Second
+
+func (s *Service) abortRebuild(ctx context.Context, voucherID int64, token string) {
+	ctx, cancel := context.WithTimeout(ctx, rebuildAbortTimeout)
+	defer cancel()
+	t := time.NewTicker(rebuildPoll)
+	defer t.Stop()
+	for {
+		err := s.Admitter.AbortRebuild(ctx, voucherID, token)
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			s.Logger.Warn("release the rebuild lock; it expires on its own", "voucher_id", voucherID, "err", err)
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Service) rebuildSteps(ctx context.Context, voucherID int64, token string) error {
 	survivors, err := s.Admitter.PendingOf(ctx, voucherID)
 	if err != nil {
 		return fmt.Errorf("pending admissions: %w", err)

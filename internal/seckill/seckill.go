@@ -86,6 +86,10 @@ type Admitter interface {
 	// BeginRebuild takes the campaign's rebuild lock, across every process,
 	// and stops its admissions; ok is false while another process holds it.
 	BeginRebuild(ctx context.Context, voucherID int64) (token string, ok bool, err error)
+	// AbortRebuild releases the lock BeginRebuild took, if it is still
+	// token's, after a rebuild failed before FinishRebuild; the campaign
+	// still admits nobody until it is rebuilt.
+	AbortRebuild(ctx context.Context, voucherID int64, token string) error
 	// PendingOf returns every admission of a campaign still pending.
 	PendingOf(ctx context.Context, voucherID int64) ([]Admission, error)
 	// FinishRebuild installs st in place of everything Redis held for the

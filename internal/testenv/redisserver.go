@@ -21,6 +21,7 @@ type RedisServer struct {
 	tb   testing.TB
 	Port string
 	Dir  string
+	conf string // a config file to start from (Sentinel needs one it can rewrite); "" for none
 	args []string
 	cmd  *exec.Cmd
 }
@@ -29,6 +30,16 @@ type RedisServer struct {
 // to its command line, and waits until it answers. It skips the test when
 // redis-server is not installed, unless CI is set.
 func StartRedisServer(tb testing.TB, args ...string) *RedisServer {
+	tb.Helper()
+	r := newRedisServer(tb, args...)
+	r.Start()
+	tb.Cleanup(r.Kill)
+	return r
+}
+
+// newRedisServer picks a free loopback port and a directory for a
+// redis-server, without starting it.
+func newRedisServer(tb testing.TB, args ...string) *RedisServer {
 	tb.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -42,17 +53,15 @@ func StartRedisServer(tb testing.TB, args ...string) *RedisServer {
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	ln.Close()
-	r := &RedisServer{tb: tb, Port: port, Dir: tb.TempDir(), args: args}
-	r.Start()
-	tb.Cleanup(r.Kill)
-	return r
+	return &RedisServer{tb: tb, Port: port, Dir: tb.TempDir(), args: args}
 }
 
-// StartReplica starts a private redis-server that replicates master, and
-// waits until its link to master is up and it has loaded master's data.
-func StartReplica(tb testing.TB, master *RedisServer) *RedisServer {
+// StartReplica starts a private redis-server that replicates master, with
+// extra arguments added to its command line, and waits until its link to
+// master is up and it has loaded master's data.
+func StartReplica(tb testing.TB, master *RedisServer, args ...string) *RedisServer {
 	tb.Helper()
-	r := StartRedisServer(tb, "--replicaof", "127.0.0.1", master.Port)
+	r := StartRedisServer(tb, append([]string{"--replicaof", "127.0.0.1", master.Port}, args...)...)
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr()})
 	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
@@ -77,11 +86,15 @@ func (r *RedisServer) URL() string { return "redis://" + r.Addr() + "/0" }
 // Start starts the server (again, after Kill) with its files as they are.
 func (r *RedisServer) Start() {
 	r.tb.Helper()
-	args := append([]string{"--port", r.Port, "--bind", "127.0.0.1", "--dir", r.Dir,
+	var args []string
+	if r.conf != "" {
+		args = append(args, r.conf) // redis-server takes its file first
+	}
+	args = append(append(args, "--port", r.Port, "--bind", "127.0.0.1", "--dir", r.Dir,
 		"--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--aof-load-truncated", "yes",
 		// A replica that connects gets the data at once, not after 5 s.
 		"--repl-diskless-sync-delay", "0",
-		"--logfile", filepath.Join(r.Dir, "redis.log")}, r.args...)
+		"--logfile", filepath.Join(r.Dir, "redis.log")), r.args...)
 	r.cmd = exec.Command("redis-server", args...)
 	if err := r.cmd.Start(); err != nil {
 		r.tb.Fatal(err)
