@@ -57,6 +57,10 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 	}
 	var pay *payers
 	if r.cfg.Pay.On && t.url == r.cfg.URL {
+		if s.pg == nil {
+			// Without the orders' statuses, units resold would read as oversold.
+			return nil, fmt.Errorf("--pay-ratio: cannot verify payments without the server's Postgres (SECKILL_DATABASE_URL): %s", strings.Join(s.notes, "; "))
+		}
 		if pay, err = newPayers(ctx, r.cfg.Pay, t.url, r.auth); err != nil {
 			return nil, err
 		}
@@ -251,10 +255,6 @@ func (r *runner) verifySeckill(ctx context.Context, s *seckillRun, p *report.Per
 func (r *runner) verifyPayments(ctx context.Context, s *seckillRun, p *report.Persistence, rep *report.Report, rec *load.Recorder, pay *payers) error {
 	r.disp.Println("%s: waiting for the buyers' payments...", s.t.label)
 	out, confirmed := pay.wait(ctx, r.cfg.PersistTimeout+r.cfg.Pay.Delay+30*time.Second)
-	if s.pg == nil {
-		// Without the statuses, units resold would read as oversold.
-		return fmt.Errorf("--pay-ratio: cannot verify the payments without the server's Postgres (SECKILL_DATABASE_URL): %s", strings.Join(s.notes, "; "))
-	}
 	lo, hi := r.userRange()
 	statuses, dupBuyers, err := s.pg.Statuses(ctx, s.voucherID, lo, hi)
 	if err != nil {
