@@ -149,7 +149,7 @@ func (p *payers) pay(a load.Acceptance, pays bool) {
 		p.count(func(o *report.Payments) { o.Unpaid++ })
 		return
 	}
-	if !sleep(p.ctx, p.cfg.Delay) {
+	if !load.SleepUntil(p.ctx, time.Now().Add(p.cfg.Delay)) {
 		p.fail(a, errors.New("stopped before paying"))
 		return
 	}
@@ -231,7 +231,7 @@ func (p *payers) createPayment(a load.Acceptance) (*paymentAnswer, error) {
 		case st.Order.Status.Terminal():
 			return nil, nil
 		}
-		if !sleep(p.ctx, backoff) {
+		if !load.SleepUntil(p.ctx, time.Now().Add(backoff)) {
 			return nil, p.ctx.Err()
 		}
 		backoff = min(2*backoff, time.Second)
@@ -253,19 +253,4 @@ func (p *payers) fail(a load.Acceptance, err error) {
 			o.ErrorExample = fmt.Sprintf("order %d: %v", a.OrderID, err)
 		}
 	})
-}
-
-// sleep waits d or until ctx ends, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
