@@ -84,6 +84,8 @@ func TestJudgePayments(t *testing.T) {
 		{"no status", func(_ *Report, p *Payments) { p.Unaccounted = 2 }, false, "LOST: 2 accepted orders are neither awaiting payment nor in a final status"},
 		{"payment lost", func(_ *Report, p *Payments) { p.ConfirmedUnpaid = 1 }, false, "LOST PAYMENT: 1"},
 		{"paid unpaid", func(_ *Report, p *Payments) { p.PaidUnconfirmed = 1 }, false, "UNPAID: 1 orders PAID"},
+		{"paid by a call whose answer was lost", func(_ *Report, p *Payments) { p.PaidUnconfirmed, p.Errors = 1, 1 }, true, "1 orders PAID by webhook calls whose answer was lost"},
+		{"paid when interrupted", func(r *Report, p *Payments) { p.PaidUnconfirmed, r.Interrupted = 1, true }, true, "1 orders PAID by webhook calls whose answer was lost"},
 		{"late", func(_ *Report, p *Payments) { p.Late = 2 }, true, "2 payments arrived after their order closed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
