@@ -44,8 +44,20 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      seckill_bench_no_wait and seckill_bench_wait, recreated):
                      the cost of confirming every acceptance on a replica
 
-Reads SECKILL_JWT_SECRET, SECKILL_JWT_ISSUER, SECKILL_DATABASE_URL and
-SECKILL_REDIS_URL like the server (SECKILL_ENV=dev for the dev secret).
+  --pay-ratio 0.7 [--pay-delay 200ms] [--pay-window 5s]
+                     accepted buyers open their payment (createPayment) and
+                     this share of them has it confirmed after the delay
+                     through the signed webhook, as a payment provider
+                     would; the rest never pay, so their orders expire after
+                     the campaign's pay window and the units sell again to
+                     later buyers (a sustained load longer than the window
+                     shows it). The report adds paid, expired, resold, and
+                     checks initial = remaining + queued + awaiting payment
+                     + paid.
+
+Reads SECKILL_JWT_SECRET, SECKILL_JWT_ISSUER, SECKILL_DATABASE_URL,
+SECKILL_REDIS_URL and SECKILL_PAYMENT_WEBHOOK_SECRET like the server
+(SECKILL_ENV=dev for the development secrets).
 Ctrl-C stops the load and prints the partial report.
 
 Flags:
@@ -83,6 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.JWTSecret, cfg.JWTIssuer = sc.JWTSecret, sc.JWTIssuer
 	cfg.DatabaseURL, cfg.RedisURL = sc.DatabaseURL, sc.RedisURL
 	cfg.RedisPoolSize, cfg.DBMaxConns = sc.RedisPoolSize, sc.DBMaxConns
+	cfg.Pay.WebhookSecret = sc.PaymentWebhookSecret
 	cfg.Progress, cfg.ProgressTTY = stderr, report.IsTerminal(stderr)
 
 	res, runErr := bench.Run(ctx, cfg)
@@ -143,6 +156,9 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync and wait: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
 	fs.StringVar(&cfg.Challenge, "challenge", "", "pow or quiz: give the campaign the bench creates this challenge; every buyer asks for theirs and solves it before buying (the report shows how the purchases spread)")
 	fs.IntVar(&cfg.PoWBits, "pow-bits", 0, "--challenge pow: leading zero bits (default: the server's, 20)")
+	fs.Float64Var(&cfg.Pay.Ratio, "pay-ratio", 0, "share (0 to 1) of accepted buyers who pay through the signed webhook; the others let their orders expire")
+	fs.DurationVar(&cfg.Pay.Delay, "pay-delay", 0, "with --pay-ratio: how long after createPayment the provider confirms a payment")
+	fs.DurationVar(&cfg.Pay.Window, "pay-window", 0, "with --pay-ratio: the pay window of the campaign the bench creates (whole seconds; default: the server's SECKILL_PAY_WINDOW)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err
@@ -159,6 +175,11 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	if cfg.Challenge != "" && cfg.VoucherID != 0 {
 		return cfg, false, errors.New("--challenge sets the challenge of the campaign the bench creates: omit --voucher")
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, "pay-") {
+			cfg.Pay.On = true
+		}
+	})
 	cfg.Compare = compare
 	return cfg, asJSON, nil
 }

@@ -28,6 +28,24 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+func TestParsePayFlags(t *testing.T) {
+	cfg, _, err := parseFlags([]string{"--pay-ratio", "0.7", "--pay-delay", "200ms", "--pay-window", "5s"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bench.PayConfig{On: true, Ratio: 0.7, Delay: 200 * time.Millisecond, Window: 5 * time.Second}
+	if diff := cmp.Diff(want, cfg.Pay); diff != "" {
+		t.Errorf("pay (-want +got):\n%s", diff)
+	}
+	// A pay window alone turns payment on, with nobody paying.
+	if cfg, _, _ = parseFlags([]string{"--pay-window", "5s"}, &bytes.Buffer{}); !cfg.Pay.On || cfg.Pay.Ratio != 0 {
+		t.Errorf("--pay-window alone: %+v", cfg.Pay)
+	}
+	if cfg, _, _ = parseFlags(nil, &bytes.Buffer{}); cfg.Pay.On {
+		t.Errorf("no pay flag: %+v", cfg.Pay)
+	}
+}
+
 func TestCommandErrors(t *testing.T) {
 	t.Setenv("SECKILL_ENV", "dev")
 	for _, tc := range []struct {
@@ -37,6 +55,10 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--compare", "fast"}, `unknown target "fast"`},
 		{[]string{"--stock", "-1"}, "--stock"},
+		{[]string{"--pay-ratio", "1.5"}, "--pay-ratio must be between 0 and 1"},
+		{[]string{"--pay-window", "1500ms"}, "--pay-window must be whole seconds"},
+		{[]string{"--pay-window", "5s", "--voucher", "3"}, "omit --voucher"},
+		{[]string{"--pay-ratio", "0.5", "--compare", "sync"}, "omit --compare"},
 		{[]string{"--url", "http://127.0.0.1:1/graphql", "--timeout", "1s"}, "cannot reach http://127.0.0.1:1/graphql"},
 	} {
 		err := run(context.Background(), tc.args, &bytes.Buffer{}, &bytes.Buffer{})

@@ -85,6 +85,9 @@ type Config struct {
 	Challenge string
 	PoWBits   int
 
+	// Pay makes the accepted buyers pay, or not, through the webhook.
+	Pay PayConfig
+
 	PersistTimeout time.Duration // how long to wait for accepted orders to be persisted
 	Compare        []string      // CompareSync, CompareCeiling, CompareFsync, CompareWait
 
@@ -125,6 +128,9 @@ func (cfg *Config) spec() (load.Spec, error) {
 		return s, errors.New("--attempts, --concurrency and --max-inflight must not be negative")
 	case cfg.VoucherID < 0:
 		return s, errors.New("--voucher must be a voucher id")
+	}
+	if err := cfg.Pay.validate(cfg); err != nil {
+		return s, err
 	}
 	for _, c := range cfg.Compare {
 		if c != CompareSync && c != CompareCeiling && c != CompareFsync && c != CompareWait {
@@ -178,6 +184,8 @@ type runner struct {
 	end    time.Time // when the campaigns stop selling
 	// makeBody, when set, makes each request's body (load.Target.Prepare).
 	makeBody func(ctx context.Context, user int) ([]byte, error)
+	// onAccept, when set, hears of each ACCEPTED answer (load.Recorder.OnAccept).
+	onAccept func(load.Acceptance)
 }
 
 // Run runs the load against the server at cfg.URL and, for each of
@@ -195,6 +203,9 @@ func Run(ctx context.Context, cfg Config) (*report.Result, error) {
 		Rate: spec.Rate, DurationS: spec.Duration.Seconds(), RampS: spec.Ramp.Seconds(),
 		MaxInFlight: spec.MaxInFlight, TimeoutS: spec.Timeout.Seconds(), Warm: spec.Warm && spec.Mode != load.ModeOpen,
 	}}
+	if cfg.Pay.On {
+		res.Load.Pay = &report.PayLoad{Ratio: cfg.Pay.Ratio, DelayS: cfg.Pay.Delay.Seconds(), WindowS: cfg.Pay.Window.Seconds()}
+	}
 	rep, err := r.runSeckill(ctx, seckillTarget{
 		label: report.TargetSeckill, url: cfg.URL, voucherID: cfg.VoucherID,
 		databaseURL: cfg.DatabaseURL, redisURL: cfg.RedisURL,
@@ -286,6 +297,7 @@ func (r *runner) load(ctx context.Context, label, endpoint string, body []byte) 
 	tr := load.NewTransport(conns)
 	defer tr.CloseIdleConnections()
 	rec := load.NewRecorder()
+	rec.OnAccept = r.onAccept
 	stop := report.Watch(r.disp, label, r.spec, rec)
 	load.Run(ctx, r.spec, load.Target{
 		Endpoint: endpoint, Body: body, Auth: r.auth, Prepare: r.makeBody,

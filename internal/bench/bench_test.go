@@ -160,3 +160,64 @@ func TestBurstWithComparisons(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPayAndResell runs buyers who pay half the time against the real
+// server, with a pay window short enough that the unpaid orders expire
+// while the load still runs: their units must sell again, the confirmed
+// payments must be exactly the PAID orders, and the books must balance.
+func TestPayAndResell(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Postgres and Redis")
+	}
+	dsn := storetest.NewDSN(t)
+	redisURL := testenv.FlushedRedisURL(t, testenv.RedisDBBench)
+	endpoint := startServer(t, dsn, redisURL)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	const stock = 20
+	res, err := bench.Run(ctx, bench.Config{
+		URL: endpoint, Stock: stock, Rate: 20, Duration: 10 * time.Second,
+		Pay:       bench.PayConfig{On: true, Ratio: 0.5, Delay: 100 * time.Millisecond, Window: 2 * time.Second, WebhookSecret: config.DevWebhookSecret},
+		JWTSecret: secret, JWTIssuer: "seckill",
+		DatabaseURL: dsn, RedisURL: redisURL, PersistTimeout: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Runs[0]
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + text.String())
+	p := r.Persistence
+	if p == nil || p.Payments == nil {
+		t.Fatalf("no payments in the report: %+v", p)
+	}
+	pay := p.Payments
+	if !r.OK {
+		t.Errorf("verdict: %s", r.Verdict)
+	}
+	// The first 20 buyers take the stock; about half never pay, their
+	// orders expire after 2 s (plus up to a second for the expiry task)
+	// and later buyers of the 10 s load buy those units again.
+	if pay.Expired == 0 || pay.Resold == 0 || r.Accepted <= stock {
+		t.Errorf("nothing expired and resold: accepted %d, %+v", r.Accepted, pay)
+	}
+	if pay.Confirmed == 0 || pay.Confirmed != pay.Paid || pay.Errors != 0 || pay.Unaccounted != 0 {
+		t.Errorf("payments: %+v", pay)
+	}
+	if got := pay.Paid + pay.Awaiting + pay.Expired + pay.Cancelled + pay.Failed; got != r.Accepted {
+		t.Errorf("statuses of %d accepted orders add up to %d: %+v", r.Accepted, got, pay)
+	}
+	b := pay.Books
+	if !b.Known || !b.Balanced || b.Initial != stock || b.Remaining+b.Queued+b.Awaiting+b.Paid != stock || b.Taken != b.Awaiting+b.Paid {
+		t.Errorf("books: %+v", b)
+	}
+	for _, want := range []string{"units resold", "orders expired", "(balanced)", "of buyers pay after"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the text report lacks %q", want)
+		}
+	}
+}

@@ -34,9 +34,21 @@ func newControlClient(endpoint, adminToken string) *controlClient {
 	}
 }
 
+// answerError is a GraphQL error answer; Code is its extensions.code.
+type answerError struct {
+	endpoint, msg, Code string
+}
+
+func (e *answerError) Error() string { return e.endpoint + ": " + e.msg }
+
 // do runs one GraphQL operation as admin and decodes data into out.
 func (c *controlClient) do(ctx context.Context, query string, vars map[string]any, out any) error {
-	req, err := gqlclient.NewRequest(ctx, c.endpoint, c.admin, query, vars)
+	return c.doAs(ctx, c.admin, query, vars, out)
+}
+
+// doAs runs one GraphQL operation with token and decodes data into out.
+func (c *controlClient) doAs(ctx context.Context, token, query string, vars map[string]any, out any) error {
+	req, err := gqlclient.NewRequest(ctx, c.endpoint, token, query, vars)
 	if err != nil {
 		return fmt.Errorf("bad --url %q: %w", c.endpoint, err)
 	}
@@ -69,7 +81,7 @@ func (c *controlClient) do(ctx context.Context, query string, vars map[string]an
 		if e.Extensions.Field != "" {
 			msg += " [field " + e.Extensions.Field + "]"
 		}
-		return fmt.Errorf("%s: %s", c.endpoint, msg)
+		return &answerError{endpoint: c.endpoint, msg: msg, Code: e.Extensions.Code}
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s answered %s", c.endpoint, resp.Status)

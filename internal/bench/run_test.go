@@ -129,3 +129,18 @@ func TestInterrupt(t *testing.T) {
 		t.Errorf("sent %d requests before the interrupt", s)
 	}
 }
+
+// TestPayNeedsPostgres checks that a paying run that cannot read the
+// server's Postgres stops before the load: it could not tell units resold
+// from units oversold.
+func TestPayNeedsPostgres(t *testing.T) {
+	f := benchtest.NewFakeServer(t, 0)
+	_, err := Run(t.Context(), Config{URL: f.URL, Users: 10, Stock: 5, JWTSecret: benchtest.Secret, JWTIssuer: "seckill",
+		Pay: PayConfig{On: true, Ratio: 0.5, WebhookSecret: "webhook-secret-0123456789"}})
+	if err == nil || !strings.Contains(err.Error(), "cannot verify payments without the server's Postgres") {
+		t.Errorf("error %v", err)
+	}
+	if n := f.Purchases.Load(); n != 0 {
+		t.Errorf("%d purchases sent", n)
+	}
+}

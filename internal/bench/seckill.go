@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -36,6 +37,7 @@ type seckillRun struct {
 	soldBefore int64 // orders of the campaign before the run
 	pg         *verify.Postgres
 	queue      verify.Queue
+	live       *admission.Admitter // Redis's side of the books; nil when not reached
 	notes      []string
 	closers    []func()
 }
@@ -52,6 +54,18 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 	if r.cfg.Challenge != "" && t.voucherID == 0 {
 		r.makeBody = r.solver(t.url, s.voucherID)
 		defer func() { r.makeBody = nil }()
+	}
+	var pay *payers
+	if r.cfg.Pay.On && t.url == r.cfg.URL {
+		if s.pg == nil {
+			// Without the orders' statuses, units resold would read as oversold.
+			return nil, fmt.Errorf("--pay-ratio: cannot verify payments without the server's Postgres (SECKILL_DATABASE_URL): %s", strings.Join(s.notes, "; "))
+		}
+		if pay, err = newPayers(ctx, r.cfg.Pay, t.url, r.auth); err != nil {
+			return nil, err
+		}
+		r.onAccept = pay.accepted
+		defer func() { r.onAccept = nil }()
 	}
 	rec := r.load(ctx, t.label, t.url, load.PurchaseBody(s.voucherID))
 	interrupted := ctx.Err() != nil
@@ -77,6 +91,11 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 	if err := r.verifySeckill(vctx, s, p, rec, doneAt); err != nil {
 		return nil, err
 	}
+	if pay != nil {
+		if err := r.verifyPayments(vctx, s, p, rep, rec, pay); err != nil {
+			return nil, err
+		}
+	}
 	p.Note = strings.Join(s.notes, "; ")
 	rep.Persistence = p
 	rep.Judge()
@@ -90,7 +109,14 @@ func (r *runner) prepare(ctx context.Context, t seckillTarget) (*seckillRun, err
 	defer cancel()
 	s := &seckillRun{t: t, control: newControlClient(t.url, r.admin), voucherID: t.voucherID}
 	if s.voucherID == 0 {
-		id, err := s.control.createCampaign(ctx, r.cfg.Stock, time.Until(r.end), challengeInput(r.cfg.Challenge, r.cfg.PoWBits))
+		extra := challengeInput(r.cfg.Challenge, r.cfg.PoWBits)
+		if pay := r.cfg.Pay.campaignInput(); pay != nil {
+			if extra == nil {
+				extra = map[string]any{}
+			}
+			maps.Copy(extra, pay)
+		}
+		id, err := s.control.createCampaign(ctx, r.cfg.Stock, time.Until(r.end), extra)
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +163,8 @@ func (s *seckillRun) openRedis(ctx context.Context) {
 	rdb := redis.NewClient(opt)
 	s.closers = append(s.closers, func() { _ = rdb.Close() })
 	if rdb.Ping(ctx).Err() == nil {
-		s.queue = admission.New(rdb, admission.Options{})
+		a := admission.New(rdb, admission.Options{})
+		s.queue, s.live = a, a
 	}
 }
 
@@ -220,5 +247,31 @@ func (r *runner) verifySeckill(ctx context.Context, s *seckillRun, p *report.Per
 			p.PersistedPerS = report.Ptr(float64(c.Rows) / d.Seconds())
 		}
 	}
+	return nil
+}
+
+// verifyPayments waits for the buyers' payments, then fills p.Payments:
+// what became of the run's accepted orders, and the campaign's books.
+func (r *runner) verifyPayments(ctx context.Context, s *seckillRun, p *report.Persistence, rep *report.Report, rec *load.Recorder, pay *payers) error {
+	r.disp.Println("%s: waiting for the buyers' payments...", s.t.label)
+	out, confirmed := pay.wait(ctx, r.cfg.PersistTimeout+r.cfg.Pay.Delay+30*time.Second)
+	lo, hi := r.userRange()
+	statuses, dupBuyers, err := s.pg.Statuses(ctx, s.voucherID, lo, hi)
+	if err != nil {
+		return fmt.Errorf("verify payments: %w", err)
+	}
+	// A buyer whose order expired may buy again: only a second order
+	// while the first holds its unit is a duplicate.
+	rep.DuplicateAnswers = verify.Tally(&out, rec.Snapshot().Accepted, statuses, confirmed, s.stock)
+	p.DuplicateUsers = dupBuyers
+	var live verify.Live
+	if s.live != nil {
+		live = s.live
+	}
+	out.Books, err = verify.Books(ctx, live, store.New(s.pg.DB), s.voucherID, r.cfg.PersistTimeout)
+	if err != nil {
+		return fmt.Errorf("verify the books: %w", err)
+	}
+	p.Payments = &out
 	return nil
 }

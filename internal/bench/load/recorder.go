@@ -46,6 +46,11 @@ type Recorder struct {
 	FirstSoldOut                          atomic.Int64 // ns since Start; 0: not sold out yet
 	AcceptedN                             atomic.Int64
 
+	// OnAccept, when set before the load begins, is called with each
+	// ACCEPTED answer as it is recorded, on the caller's goroutine: it
+	// must not block (seckill-bench's buyers pay their orders from it).
+	OnAccept func(Acceptance)
+
 	mu       sync.Mutex
 	arrivals map[int64]int64 // purchases sent, by 100 ms since Start
 	outcomes map[string]int64
@@ -154,5 +159,8 @@ func (r *Recorder) record(user int, sent, done time.Time, res result) {
 		r.accepted = append(r.accepted, Acceptance{OrderID: res.orderID, User: user})
 	}
 	r.mu.Unlock()
+	if res.outcome == "ACCEPTED" && r.OnAccept != nil {
+		r.OnAccept(Acceptance{OrderID: res.orderID, User: user})
+	}
 	r.Answered.Add(1)
 }

@@ -95,7 +95,7 @@ func runBurst(ctx context.Context, spec Spec, rec *Recorder, warm func(), send f
 	startCallers(n, warm, rec.begin, func(w int) {
 		if spec.Ramp > 0 {
 			at := rec.Start.Add(time.Duration(int64(spec.Ramp) * int64(w) / int64(n)))
-			if !sleepUntil(ctx, at) {
+			if !SleepUntil(ctx, at) {
 				return
 			}
 		}
@@ -151,7 +151,7 @@ func runOpen(ctx context.Context, spec Spec, rec *Recorder, send func(user int, 
 	rec.begin()
 	for k := range total {
 		planned := rec.Start.Add(time.Duration(float64(k) * interval))
-		if !sleepUntil(ctx, planned) {
+		if !SleepUntil(ctx, planned) {
 			break
 		}
 		if rec.InFlight.Load() >= int64(spec.MaxInFlight) {
@@ -200,8 +200,8 @@ func runClosed(ctx context.Context, spec Spec, rec *Recorder, warm func(), send 
 	})
 }
 
-// sleepUntil waits until t; it reports false when ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
+// SleepUntil waits until t; it reports false when ctx ended first.
+func SleepUntil(ctx context.Context, t time.Time) bool {
 	d := time.Until(t)
 	if d <= 0 {
 		return ctx.Err() == nil

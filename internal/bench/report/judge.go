@@ -9,15 +9,29 @@ import (
 // unanswered requests and unsold units are noted.
 func (r *Report) Judge() {
 	var fails, notes []string
-	if over := r.Accepted - r.Stock; over > 0 {
+	var pay *Payments
+	if r.Persistence != nil {
+		pay = r.Persistence.Payments
+	}
+	// With payments, a unit given back by an expired or cancelled order
+	// may be sold again: what must not exceed the stock is the orders that
+	// hold a unit.
+	returned := int64(0)
+	if pay != nil {
+		returned = pay.Expired + pay.Cancelled
+	}
+	if over := r.Accepted - r.Stock - returned; over > 0 {
 		fails = append(fails, fmt.Sprintf("OVERSOLD: %s accepted for %s units", Number(r.Accepted), Number(r.Stock)))
 	}
 	if r.DuplicateAnswers > 0 {
 		fails = append(fails, fmt.Sprintf("DUPLICATE: %s order ids or buyers accepted twice", Number(r.DuplicateAnswers)))
 	}
 	if p := r.Persistence; p != nil {
-		if p.Source != SourceRedis && p.Rows > r.Stock {
+		if p.Source != SourceRedis && pay == nil && p.Rows > r.Stock {
 			fails = append(fails, fmt.Sprintf("OVERSOLD: %s rows for %s units", Number(p.Rows), Number(r.Stock)))
+		}
+		if pay != nil {
+			fails, notes = pay.judge(fails, notes, r.Interrupted)
 		}
 		if p.PostgresStock != nil && *p.PostgresStock < 0 {
 			fails = append(fails, fmt.Sprintf("OVERSOLD: Postgres stock is %d", *p.PostgresStock))
@@ -66,6 +80,9 @@ func (r *Report) Judge() {
 		if p := r.Persistence; p != nil && p.Source != SourceRedis {
 			fmt.Fprintf(&b, ", %s rows", Number(p.Rows))
 		}
+		if pay != nil {
+			fmt.Fprintf(&b, ", %s paid, %s expired, %s resold; books balance", Number(pay.Paid), Number(pay.Expired), Number(pay.Resold))
+		}
 		if p := r.Persistence; p != nil && p.Source == SourceRedis {
 			// The ceiling persists nothing: its books are Redis's.
 			b.WriteString(", all pending in Redis (nothing persisted); no oversell, no duplicate admissions")
@@ -80,4 +97,49 @@ func (r *Report) Judge() {
 		b.WriteString(" (" + strings.Join(notes, "; ") + ")")
 	}
 	r.Verdict = b.String()
+}
+
+// judge adds the verdicts on payments: the campaign's books balance, no
+// unit is held twice, every accepted order has a status, and exactly the
+// confirmed payments made orders PAID.
+func (pay *Payments) judge(fails, notes []string, interrupted bool) ([]string, []string) {
+	bk := pay.Books
+	if live := bk.Awaiting + bk.Paid; live > bk.Initial {
+		fails = append(fails, fmt.Sprintf("OVERSOLD: %s orders awaiting payment or paid for %s units", Number(live), Number(bk.Initial)))
+	}
+	if bk.Taken != bk.Awaiting+bk.Paid {
+		fails = append(fails, fmt.Sprintf("BOOKS: Postgres's stock says %s units are taken, its orders %s awaiting payment + %s paid",
+			Number(bk.Taken), Number(bk.Awaiting), Number(bk.Paid)))
+	}
+	switch {
+	case !bk.Known:
+		notes = append(notes, "Redis does not hold the campaign: its books were checked in Postgres only")
+	case !bk.Balanced:
+		fails = append(fails, fmt.Sprintf("BOOKS: initial %s ≠ remaining %s + queued %s + awaiting payment %s + paid %s",
+			Number(bk.Initial), Number(bk.Remaining), Number(bk.Queued), Number(bk.Awaiting), Number(bk.Paid)))
+	}
+	if bk.DuplicateBuyers > 0 {
+		fails = append(fails, fmt.Sprintf("DUPLICATE: %s buyers hold two live orders", Number(bk.DuplicateBuyers)))
+	}
+	if pay.Unaccounted > 0 {
+		fails = append(fails, fmt.Sprintf("LOST: %s accepted orders are neither awaiting payment nor in a final status", Number(pay.Unaccounted)))
+	}
+	if pay.ConfirmedUnpaid > 0 {
+		fails = append(fails, fmt.Sprintf("LOST PAYMENT: %s confirmed payments whose order is not PAID", Number(pay.ConfirmedUnpaid)))
+	}
+	// A webhook call whose answer was lost (a timeout, an interrupt) may
+	// still have paid its order: no more such orders than such calls.
+	switch {
+	case pay.PaidUnconfirmed > pay.Errors && !interrupted:
+		fails = append(fails, fmt.Sprintf("UNPAID: %s orders PAID without a confirmed payment", Number(pay.PaidUnconfirmed)))
+	case pay.PaidUnconfirmed > 0:
+		notes = append(notes, fmt.Sprintf("%s orders PAID by webhook calls whose answer was lost", Number(pay.PaidUnconfirmed)))
+	}
+	if pay.Late > 0 {
+		notes = append(notes, fmt.Sprintf("%s payments arrived after their order closed (refund needed)", Number(pay.Late)))
+	}
+	if pay.Errors > 0 {
+		notes = append(notes, fmt.Sprintf("%s payment calls failed, e.g. %s", Number(pay.Errors), pay.ErrorExample))
+	}
+	return fails, notes
 }

@@ -47,17 +47,25 @@ type Result struct {
 
 // LoadInfo describes the load every target received.
 type LoadInfo struct {
-	Mode        string  `json:"mode"` // one of the Mode constants
-	Users       int     `json:"users"`
-	Attempts    int     `json:"attempts,omitempty"`
-	Concurrency int     `json:"concurrency,omitempty"`
-	Rate        float64 `json:"rate,omitempty"`
-	DurationS   float64 `json:"duration_s,omitempty"`
-	RampS       float64 `json:"ramp_s,omitempty"`
-	MaxInFlight int     `json:"max_in_flight,omitempty"`
-	TimeoutS    float64 `json:"timeout_s"`
-	Warm        bool    `json:"warm,omitempty"` // connections opened before the clock started
-	Stock       int64   `json:"stock"`
+	Mode        string   `json:"mode"` // one of the Mode constants
+	Users       int      `json:"users"`
+	Attempts    int      `json:"attempts,omitempty"`
+	Concurrency int      `json:"concurrency,omitempty"`
+	Rate        float64  `json:"rate,omitempty"`
+	DurationS   float64  `json:"duration_s,omitempty"`
+	RampS       float64  `json:"ramp_s,omitempty"`
+	MaxInFlight int      `json:"max_in_flight,omitempty"`
+	TimeoutS    float64  `json:"timeout_s"`
+	Warm        bool     `json:"warm,omitempty"` // connections opened before the clock started
+	Stock       int64    `json:"stock"`
+	Pay         *PayLoad `json:"pay,omitempty"` // the buyers pay (--pay-ratio)
+}
+
+// PayLoad is how the buyers of a run pay.
+type PayLoad struct {
+	Ratio   float64 `json:"ratio"`
+	DelayS  float64 `json:"delay_s"`
+	WindowS float64 `json:"window_s,omitempty"` // the created campaign's pay window; 0: the server's
 }
 
 // Report is what one target's run came to.
@@ -148,6 +156,10 @@ type Persistence struct {
 	RedisPending   *int64 `json:"redis_pending,omitempty"`   // admitted, not yet persisted
 	MaxQueueDepth  *int64 `json:"max_queue_depth,omitempty"` // most pending admissions seen
 
+	// Payments is what became of the orders when the buyers paid
+	// (seckill-bench --pay-ratio); nil otherwise.
+	Payments *Payments `json:"payments,omitempty"`
+
 	LastCreatedAfterMs *float64 `json:"last_created_after_last_accepted_ms,omitempty"`
 	PersistedPerS      *float64 `json:"persisted_per_s,omitempty"`
 	Note               string   `json:"note,omitempty"`
@@ -176,4 +188,53 @@ type Comparison struct {
 	P50Ratio        float64 `json:"p50_ratio"`        // base / other
 	P99Ratio        float64 `json:"p99_ratio"`        // base / other
 	Text            string  `json:"text"`
+}
+
+// Payments is what the buyers of a run with payment did after ACCEPTED,
+// what became of their orders, and the campaign's books at the end.
+type Payments struct {
+	// What the buyers and the simulated provider did.
+	Created      int64  `json:"payments_created"` // createPayment answered
+	Confirmed    int64  `json:"confirmed"`        // webhook applied, payment SUCCEEDED
+	Late         int64  `json:"late"`             // webhook applied after the order closed: REFUND_NEEDED
+	Unpaid       int64  `json:"unpaid"`           // buyers who chose not to pay
+	Closed       int64  `json:"closed"`           // orders closed before their payment was created
+	Errors       int64  `json:"errors"`           // createPayment or webhook calls that failed
+	ErrorExample string `json:"error_example,omitempty"`
+
+	// The run's accepted orders by status in Postgres.
+	Paid        int64 `json:"paid"`
+	Awaiting    int64 `json:"awaiting"`
+	Expired     int64 `json:"expired"`
+	Cancelled   int64 `json:"cancelled"`
+	Failed      int64 `json:"failed"`
+	Unaccounted int64 `json:"unaccounted"` // accepted orders in no status at all
+	// Resold is the acceptances beyond the stock: each took a unit that an
+	// expired or cancelled order gave back.
+	Resold int64 `json:"resold"`
+	// PaidUnconfirmed are PAID orders the provider never confirmed;
+	// ConfirmedUnpaid confirmed payments whose order is not PAID.
+	PaidUnconfirmed int64 `json:"paid_unconfirmed"`
+	ConfirmedUnpaid int64 `json:"confirmed_unpaid"`
+
+	// The campaign's books: initial = remaining + queued + awaiting + paid
+	// (Redis: remaining, queued; Postgres: the rest, the whole campaign).
+	Books Books `json:"books"`
+}
+
+// Books is a campaign's stock equation as read at the end of a run.
+type Books struct {
+	Initial   int64 `json:"initial"`
+	Remaining int64 `json:"remaining"` // Redis
+	Queued    int64 `json:"queued"`    // Redis: admitted, not persisted yet
+	Awaiting  int64 `json:"awaiting"`  // Postgres: CREATED
+	Paid      int64 `json:"paid"`      // Postgres: PAID
+	// Taken is initial stock minus Postgres's stock: it must equal
+	// Awaiting + Paid.
+	Taken int64 `json:"taken"`
+	// DuplicateBuyers counts buyers holding more than one live (CREATED or
+	// PAID) order of the campaign.
+	DuplicateBuyers int64 `json:"duplicate_buyers"`
+	Balanced        bool  `json:"balanced"`
+	Known           bool  `json:"known"` // Redis holds the campaign
 }

@@ -60,6 +60,45 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+func TestJudgePayments(t *testing.T) {
+	// 30 accepted of 20 units: 10 expired and were resold.
+	clean := func() *Report {
+		return &Report{Target: "seckill", Stock: 20, Accepted: 30, Outcomes: map[string]int64{"ACCEPTED": 30, "SOLD_OUT": 70},
+			Persistence: &Persistence{Source: "postgres", Complete: true, Rows: 30, PostgresStock: Ptr(int64(0)),
+				Payments: &Payments{Confirmed: 15, Paid: 15, Awaiting: 5, Expired: 10, Resold: 10,
+					Books: Books{Initial: 20, Remaining: 0, Awaiting: 5, Paid: 15, Taken: 20, Known: true, Balanced: true}}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(r *Report, p *Payments)
+		ok     bool
+		want   string
+	}{
+		{"clean", func(*Report, *Payments) {}, true, "OK: 30 accepted of 20 units, 30 rows, 15 paid, 10 expired, 10 resold; books balance"},
+		{"accepted beyond the units returned", func(r *Report, _ *Payments) { r.Accepted = 31 }, false, "OVERSOLD: 31 accepted for 20 units"},
+		{"live orders beyond the stock", func(_ *Report, p *Payments) { p.Books.Awaiting, p.Books.Taken = 6, 21 }, false, "OVERSOLD: 21 orders awaiting payment or paid for 20 units"},
+		{"unbalanced", func(_ *Report, p *Payments) { p.Books.Remaining, p.Books.Balanced = 1, false }, false, "BOOKS: initial 20 ≠ remaining 1 + queued 0 + awaiting payment 5 + paid 15"},
+		{"Postgres's stock disagrees", func(_ *Report, p *Payments) { p.Books.Taken = 19 }, false, "BOOKS: Postgres's stock says 19 units are taken"},
+		{"not in Redis", func(_ *Report, p *Payments) { p.Books.Known, p.Books.Balanced = false, false }, true, "checked in Postgres only"},
+		{"two live orders", func(_ *Report, p *Payments) { p.Books.DuplicateBuyers = 1 }, false, "DUPLICATE: 1 buyers hold two live orders"},
+		{"no status", func(_ *Report, p *Payments) { p.Unaccounted = 2 }, false, "LOST: 2 accepted orders are neither awaiting payment nor in a final status"},
+		{"payment lost", func(_ *Report, p *Payments) { p.ConfirmedUnpaid = 1 }, false, "LOST PAYMENT: 1"},
+		{"paid unpaid", func(_ *Report, p *Payments) { p.PaidUnconfirmed = 1 }, false, "UNPAID: 1 orders PAID"},
+		{"paid by a call whose answer was lost", func(_ *Report, p *Payments) { p.PaidUnconfirmed, p.Errors = 1, 1 }, true, "1 orders PAID by webhook calls whose answer was lost"},
+		{"paid when interrupted", func(r *Report, p *Payments) { p.PaidUnconfirmed, r.Interrupted = 1, true }, true, "1 orders PAID by webhook calls whose answer was lost"},
+		{"late", func(_ *Report, p *Payments) { p.Late = 2 }, true, "2 payments arrived after their order closed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := clean()
+			tc.change(r, r.Persistence.Payments)
+			r.Judge()
+			if r.OK != tc.ok || !strings.Contains(r.Verdict, tc.want) {
+				t.Errorf("verdict %v %q; want ok=%v containing %q", r.OK, r.Verdict, tc.ok, tc.want)
+			}
+		})
+	}
+}
+
 func sampleResult() *Result {
 	runs := []*Report{
 		{Target: TargetSeckill, VoucherID: 7, Sent: 1000, Answered: 1000, ElapsedS: 0.1, Throughput: 10000,

@@ -28,6 +28,7 @@ func (res *Result) WriteText(w io.Writer) error {
 	t.latencyRows()
 	t.outcomeRows()
 	t.persistenceRows()
+	t.paymentRows()
 	t.serverRows()
 	t.write(&b)
 	b.WriteString("\n")
@@ -56,6 +57,12 @@ func (res *Result) headline() string {
 	fmt.Fprintf(&b, ", stock %s, timeout %s", Number(l.Stock), Seconds(l.TimeoutS))
 	if l.Warm {
 		b.WriteString(", connections opened beforehand")
+	}
+	if p := res.Load.Pay; p != nil {
+		fmt.Fprintf(&b, ", %.0f%% of buyers pay after %s", 100*p.Ratio, Seconds(p.DelayS))
+		if p.WindowS > 0 {
+			fmt.Fprintf(&b, ", pay window %s", Seconds(p.WindowS))
+		}
 	}
 	if res.Interrupted {
 		b.WriteString(" — INTERRUPTED, partial results")
@@ -147,6 +154,48 @@ func (t *runTable) persistenceRows() {
 		return Number(int64(*p.PersistedPerS + 0.5))
 	})
 	t.persistenceRow("max queue depth", func(p *Persistence) string { return optInt(p.MaxQueueDepth) })
+}
+
+// paymentRows: what the buyers paid, what expired and was sold again, and
+// the campaign's books (seckill-bench --pay-ratio).
+func (t *runTable) paymentRows() {
+	if !t.any(func(r *Report) bool { return r.Persistence != nil && r.Persistence.Payments != nil }) {
+		return
+	}
+	row := func(label string, cell func(p *Payments) string) {
+		t.persistenceRow(label, func(p *Persistence) string {
+			if p.Payments == nil {
+				return "-"
+			}
+			return cell(p.Payments)
+		})
+	}
+	row("payments created", func(p *Payments) string { return Number(p.Created) })
+	row("confirmed / late / not paid", func(p *Payments) string {
+		return Number(p.Confirmed) + " / " + Number(p.Late) + " / " + Number(p.Unpaid)
+	})
+	row("orders paid", func(p *Payments) string { return Number(p.Paid) })
+	row("orders awaiting payment", func(p *Payments) string { return Number(p.Awaiting) })
+	row("orders expired", func(p *Payments) string { return Number(p.Expired) })
+	row("orders cancelled / failed", func(p *Payments) string { return Number(p.Cancelled) + " / " + Number(p.Failed) })
+	row("units resold", func(p *Payments) string { return Number(p.Resold) })
+	row("books: initial", func(p *Payments) string { return Number(p.Books.Initial) })
+	row("  = remaining+queued", func(p *Payments) string {
+		if !p.Books.Known {
+			return "- (not in Redis)"
+		}
+		return Number(p.Books.Remaining) + " + " + Number(p.Books.Queued)
+	})
+	row("  + awaiting+paid", func(p *Payments) string {
+		ok := "balanced"
+		if !p.Books.Balanced {
+			ok = "NOT BALANCED"
+		}
+		if !p.Books.Known {
+			ok = "Postgres only"
+		}
+		return Number(p.Books.Awaiting) + " + " + Number(p.Books.Paid) + " (" + ok + ")"
+	})
 }
 
 // serverRows: memory and goroutines from the server's /metrics.
