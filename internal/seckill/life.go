@@ -341,6 +341,10 @@ func (s *Service) CreatePayment(ctx context.Context, orderID int64) (*Payment, e
 		if adm, perr := s.Admitter.Pending(ctx, orderID); perr == nil && (u.Admin || adm.UserID == u.ID) {
 			return nil, Errorf(ECONFLICT, "order %d is QUEUED: it can be paid once it is CREATED", orderID)
 		}
+		// A worker may have persisted it between the two reads (it
+		// commits before it takes the admission out of Redis): if so,
+		// Postgres has it now.
+		p, err = s.Life.CreatePayment(ctx, orderID, userID, s.currency(), id)
 	}
 	return p, err
 }
