@@ -69,6 +69,15 @@ func mustAdmit(tb testing.TB, a *admission.Admitter, voucherID, userID int64) (s
 	return o, adm
 }
 
+// mustAccept admits userID and fails the test unless the answer is ACCEPTED
+// with order id want; when says what the admission comes after.
+func mustAccept(tb testing.TB, a *admission.Admitter, voucherID, userID, want int64, when string) {
+	tb.Helper()
+	if o, adm := mustAdmit(tb, a, voucherID, userID); o != seckill.OutcomeAccepted || adm.OrderID != want {
+		tb.Errorf("%s: user %d got %s with order %d, want ACCEPTED with order %d", when, userID, o, adm.OrderID, want)
+	}
+}
+
 func TestAdmitOutcomes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -305,10 +314,7 @@ func TestWarmNeverOverwrites(t *testing.T) {
 	if diff := cmp.Diff(map[int64]int64{voucherID: 4}, rem); diff != "" {
 		t.Errorf("remaining (-want +got):\n%s", diff)
 	}
-	o, adm := mustAdmit(t, a, voucherID, 2)
-	if o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(voucherID, 2) {
-		t.Errorf("after re-warm: %s %d, want ACCEPTED with seq 2", o, adm.OrderID)
-	}
+	mustAccept(t, a, voucherID, 2, seckill.OrderID(voucherID, 2), "after re-warm")
 }
 
 func TestWarmBuyersBlocked(t *testing.T) {
@@ -330,10 +336,7 @@ func TestWarmBuyersBlocked(t *testing.T) {
 			t.Errorf("buyer %d: %s, want ALREADY_PURCHASED", u, o)
 		}
 	}
-	o, adm := mustAdmit(t, a, voucherID, 12_346)
-	if o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(voucherID, 1) {
-		t.Errorf("new user: %s %d, want ACCEPTED with seq 1", o, adm.OrderID)
-	}
+	mustAccept(t, a, voucherID, 12_346, seckill.OrderID(voucherID, 1), "a new user after the buyers")
 }
 
 func TestWarmInvalid(t *testing.T) {
@@ -888,10 +891,9 @@ func TestRebuild(t *testing.T) {
 			t.Errorf("buyer %d after rebuild: %s", u, o)
 		}
 	}
-	o, adm := mustAdmit(t, a, 1, 2) // not a buyer in Postgres: Redis lost it
-	if o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(1, 4<<22|1) {
-		t.Errorf("after rebuild: %s %d, want ACCEPTED as the first order of epoch 4", o, adm.OrderID)
-	}
+	// User 2 is not a buyer in Postgres (Redis lost it): the first order
+	// of epoch 4.
+	mustAccept(t, a, 1, 2, seckill.OrderID(1, 4<<22|1), "after rebuild")
 	if rem, _ := a.Remaining(ctx, []int64{1}); rem[1] != 6 {
 		t.Errorf("remaining = %d, want 6", rem[1])
 	}
