@@ -106,10 +106,7 @@ func saleOnCluster(t *testing.T, setup func(s *clusterSale), fault func(s *clust
 	api2 := s.api2
 	worker := api1.peer()
 	worker.worker()
-	rctx, stopReconciler := context.WithCancel(worker.ctx)
-	var rwg sync.WaitGroup
-	rwg.Go(func() { worker.app.RunReconciler(rctx) })
-	defer func() { stopReconciler(); rwg.Wait() }()
+	worker.reconciler()
 
 	const campaigns, stock = 6, 100_000
 	for range campaigns {
