@@ -127,14 +127,13 @@ func token(args []string, stdout, stderr io.Writer) error {
 }
 
 func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return errors.New("admin: usage: seckill admin create --user NAME [--password-stdin]")
+	fs, args, err := actionFlags(args, "admin", "create", "--user NAME [--password-stdin]", stderr)
+	if err != nil {
+		return err
 	}
-	fs := flag.NewFlagSet("admin create", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	user := fs.String("user", "", "the operator's user name")
 	fromStdin := fs.Bool("password-stdin", false, "read the password from the first line of standard input")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *user == "" {
@@ -173,15 +172,14 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func payments(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "simulate" {
-		return errors.New("payments: usage: seckill payments simulate --order ID [--url URL] [--fail]")
+	fs, args, err := actionFlags(args, "payments", "simulate", "--order ID [--url URL] [--fail]", stderr)
+	if err != nil {
+		return err
 	}
-	fs := flag.NewFlagSet("payments simulate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	url := fs.String("url", "", "the running server (default: SECKILL_HTTP_ADDR on this machine)")
 	order := fs.Int64("order", 0, "the order to pay")
 	fail := fs.Bool("fail", false, "send payment.failed instead of payment.succeeded")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg, err := config.Load(nil)
@@ -189,4 +187,16 @@ func payments(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	return app.SimulatePayment(ctx, cfg, app.SimulateOptions{URL: *url, OrderID: *order, Fail: *fail}, stdout)
+}
+
+// actionFlags checks that args start with the one action a subcommand such
+// as "admin create" has, and returns the action's flag set (its errors and
+// usage go to stderr) with the arguments after the action.
+func actionFlags(args []string, cmd, action, usage string, stderr io.Writer) (*flag.FlagSet, []string, error) {
+	if len(args) == 0 || args[0] != action {
+		return nil, nil, fmt.Errorf("%s: usage: seckill %s %s %s", cmd, cmd, action, usage)
+	}
+	fs := flag.NewFlagSet(cmd+" "+action, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs, args[1:], nil
 }

@@ -63,6 +63,10 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"demo", "now"}, `unexpected argument "now"`},
 		{[]string{"demo", "--url", "http://127.0.0.1:1"}, "is the server running"},
 		{[]string{"bench"}, "its own program: seckill-bench"},
+		{[]string{"admin"}, "usage: seckill admin create --user NAME"},
+		{[]string{"admin", "delete"}, "usage: seckill admin create --user NAME"},
+		{[]string{"admin", "create"}, "--user NAME is required"},
+		{[]string{"payments", "refund"}, "usage: seckill payments simulate --order ID"},
 	} {
 		err := run(context.Background(), tt.args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

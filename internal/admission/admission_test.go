@@ -69,6 +69,24 @@ func mustAdmit(tb testing.TB, a *admission.Admitter, voucherID, userID int64) (s
 	return o, adm
 }
 
+// wantOutcome admits userID and fails the test unless the outcome is want;
+// when says what the admission comes after.
+func wantOutcome(tb testing.TB, a *admission.Admitter, voucherID, userID int64, want seckill.Outcome, when string) {
+	tb.Helper()
+	if o, _ := mustAdmit(tb, a, voucherID, userID); o != want {
+		tb.Errorf("%s: user %d got %s, want %s", when, userID, o, want)
+	}
+}
+
+// mustAccept admits userID and fails the test unless the answer is ACCEPTED
+// with order id want; when says what the admission comes after.
+func mustAccept(tb testing.TB, a *admission.Admitter, voucherID, userID, want int64, when string) {
+	tb.Helper()
+	if o, adm := mustAdmit(tb, a, voucherID, userID); o != seckill.OutcomeAccepted || adm.OrderID != want {
+		tb.Errorf("%s: user %d got %s with order %d, want ACCEPTED with order %d", when, userID, o, adm.OrderID, want)
+	}
+}
+
 func TestAdmitOutcomes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -158,12 +176,8 @@ func TestAdmitAcceptedDistinctIDs(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("admissions (-want +got):\n%s", diff)
 	}
-	if o, _ := mustAdmit(t, a, voucherID, 1); o != seckill.OutcomeAlreadyPurchased {
-		t.Errorf("user 1 again: %s, want ALREADY_PURCHASED", o)
-	}
-	if o, _ := mustAdmit(t, a, voucherID, 4); o != seckill.OutcomeSoldOut {
-		t.Errorf("user 4: %s, want SOLD_OUT", o)
-	}
+	wantOutcome(t, a, voucherID, 1, seckill.OutcomeAlreadyPurchased, "again")
+	wantOutcome(t, a, voucherID, 4, seckill.OutcomeSoldOut, "beyond the stock")
 }
 
 func TestAdmitInvalidInput(t *testing.T) {
@@ -305,10 +319,7 @@ func TestWarmNeverOverwrites(t *testing.T) {
 	if diff := cmp.Diff(map[int64]int64{voucherID: 4}, rem); diff != "" {
 		t.Errorf("remaining (-want +got):\n%s", diff)
 	}
-	o, adm := mustAdmit(t, a, voucherID, 2)
-	if o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(voucherID, 2) {
-		t.Errorf("after re-warm: %s %d, want ACCEPTED with seq 2", o, adm.OrderID)
-	}
+	mustAccept(t, a, voucherID, 2, seckill.OrderID(voucherID, 2), "after re-warm")
 }
 
 func TestWarmBuyersBlocked(t *testing.T) {
@@ -326,14 +337,9 @@ func TestWarmBuyersBlocked(t *testing.T) {
 		t.Errorf("%d buyers in Redis, want %d", n, len(buyers))
 	}
 	for _, u := range []int64{1, 5000, 5001, 12_345} {
-		if o, _ := mustAdmit(t, a, voucherID, u); o != seckill.OutcomeAlreadyPurchased {
-			t.Errorf("buyer %d: %s, want ALREADY_PURCHASED", u, o)
-		}
+		wantOutcome(t, a, voucherID, u, seckill.OutcomeAlreadyPurchased, "warmed in as a buyer")
 	}
-	o, adm := mustAdmit(t, a, voucherID, 12_346)
-	if o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(voucherID, 1) {
-		t.Errorf("new user: %s %d, want ACCEPTED with seq 1", o, adm.OrderID)
-	}
+	mustAccept(t, a, voucherID, 12_346, seckill.OrderID(voucherID, 1), "a new user after the buyers")
 }
 
 func TestWarmInvalid(t *testing.T) {
@@ -431,9 +437,7 @@ func TestReleaseKeepBuyer(t *testing.T) {
 	if !rdb.SIsMember(ctx, admission.BuyersKey(a, voucherID), 5).Val() {
 		t.Error("user 5 lost their buyer slot")
 	}
-	if o, _ := mustAdmit(t, a, voucherID, 5); o != seckill.OutcomeAlreadyPurchased {
-		t.Errorf("user 5 again: %s, want ALREADY_PURCHASED", o)
-	}
+	wantOutcome(t, a, voucherID, 5, seckill.OutcomeAlreadyPurchased, "again")
 }
 
 func TestReleaseOtherUser(t *testing.T) {
@@ -633,9 +637,7 @@ func TestSoldOutMark(t *testing.T) {
 			t.Fatalf("user 3 while marked: %s, want SOLD_OUT (local)", o)
 		}
 		time.Sleep(1100 * time.Millisecond)
-		if o, _ := mustAdmit(t, a, 1, 3); o != seckill.OutcomeAccepted {
-			t.Errorf("user 3 after the TTL: %s, want ACCEPTED", o)
-		}
+		wantOutcome(t, a, 1, 3, seckill.OutcomeAccepted, "after the TTL")
 	})
 
 	t.Run("ended is marked too", func(t *testing.T) {
@@ -650,16 +652,12 @@ func TestSoldOutMark(t *testing.T) {
 			}
 		}
 		rdb.HSet(ctx, admission.CampaignKey(a, 1), "end_ms", now.Add(time.Hour).UnixMilli())
-		if o, _ := mustAdmit(t, a, 1, 3); o != seckill.OutcomeEnded {
-			t.Errorf("while marked: %s, want ENDED (local)", o)
-		}
+		wantOutcome(t, a, 1, 3, seckill.OutcomeEnded, "while marked (local)")
 		// Extending the window through the Admitter drops the mark.
 		if err := a.UpdateCampaign(ctx, 1, now.Add(-time.Hour), now.Add(time.Hour), false); err != nil {
 			t.Fatal(err)
 		}
-		if o, _ := mustAdmit(t, a, 1, 3); o != seckill.OutcomeAccepted {
-			t.Errorf("after update: %s, want ACCEPTED", o)
-		}
+		wantOutcome(t, a, 1, 3, seckill.OutcomeAccepted, "after update")
 	})
 
 	tests := []struct {
@@ -887,14 +885,11 @@ func TestRebuild(t *testing.T) {
 		t.Errorf("queued after = %d, want 0", q[1])
 	}
 	for _, u := range []int64{1, 50} {
-		if o, _ := mustAdmit(t, a, 1, u); o != seckill.OutcomeAlreadyPurchased {
-			t.Errorf("buyer %d after rebuild: %s", u, o)
-		}
+		wantOutcome(t, a, 1, u, seckill.OutcomeAlreadyPurchased, "after rebuild")
 	}
-	o, adm := mustAdmit(t, a, 1, 2) // not a buyer in Postgres: Redis lost it
-	if o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(1, 4<<22|1) {
-		t.Errorf("after rebuild: %s %d, want ACCEPTED as the first order of epoch 4", o, adm.OrderID)
-	}
+	// User 2 is not a buyer in Postgres (Redis lost it): the first order
+	// of epoch 4.
+	mustAccept(t, a, 1, 2, seckill.OrderID(1, 4<<22|1), "after rebuild")
 	if rem, _ := a.Remaining(ctx, []int64{1}); rem[1] != 6 {
 		t.Errorf("remaining = %d, want 6", rem[1])
 	}

@@ -121,10 +121,7 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 	api2 := s.api2
 	worker := api1.peer()
 	worker.worker()
-	rctx, stopReconciler := context.WithCancel(worker.ctx)
-	var rwg sync.WaitGroup
-	rwg.Go(func() { worker.app.RunReconciler(rctx) })
-	defer func() { stopReconciler(); rwg.Wait() }()
+	worker.reconciler()
 
 	const campaigns, stock = 6, 100_000
 	for range campaigns {

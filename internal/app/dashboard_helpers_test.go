@@ -158,6 +158,18 @@ func (e *dashEnv) createCampaign(title string, stock int, begin, end time.Time) 
 	return id
 }
 
+// newDashSale starts a dashboard, signs in and creates a campaign on sale
+// from a minute ago for an hour through the form; it returns the campaign's
+// id and its page's path.
+func newDashSale(t *testing.T, title string, stock int) (*dashEnv, int64, string) {
+	t.Helper()
+	e := newDashEnv(t)
+	e.login()
+	now := time.Now()
+	id := e.createCampaign(title, stock, now.Add(-time.Minute), now.Add(time.Hour))
+	return e, id, "/admin/campaigns/" + strconv.FormatInt(id, 10)
+}
+
 // buy purchases through GraphQL as a user and returns the outcome.
 func (e *dashEnv) buy(voucherID, userID int64) string {
 	e.t.Helper()

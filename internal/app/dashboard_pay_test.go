@@ -19,11 +19,7 @@ import (
 // its unit back on sale), filters orders by status and exports orders and
 // the audit log as CSV.
 func TestDashboardAfterPurchase(t *testing.T) {
-	e := newDashEnv(t)
-	e.login()
-	now := time.Now()
-	id := e.createCampaign("After the purchase", 3, now.Add(-time.Minute), now.Add(time.Hour))
-	path := "/admin/campaigns/" + strconv.FormatInt(id, 10)
+	e, id, path := newDashSale(t, "After the purchase", 3)
 	for _, u := range []int64{201, 202, 203} {
 		if got := e.buy(id, u); got != string(seckill.OutcomeAccepted) {
 			t.Fatalf("buy as %d: %s", u, got)

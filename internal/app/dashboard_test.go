@@ -17,11 +17,7 @@ import (
 // Each management action changes Postgres and admission at once, and is
 // audited; admission answers accordingly.
 func TestDashboardManagesCampaigns(t *testing.T) {
-	e := newDashEnv(t)
-	e.login()
-	now := time.Now()
-	id := e.createCampaign("Dashboard sale", 1, now.Add(-time.Minute), now.Add(time.Hour))
-	path := "/admin/campaigns/" + strconv.FormatInt(id, 10)
+	e, id, path := newDashSale(t, "Dashboard sale", 1)
 
 	campaign := func() *seckill.Campaign {
 		t.Helper()

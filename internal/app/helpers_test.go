@@ -251,6 +251,15 @@ func (e *testEnv) remaining(voucherID int64) int64 {
 }
 
 // eventually polls cond until it holds or the timeout passes.
+// reconciler runs e's reconciler loop, as serve does, until the test ends:
+// it requeues an admission whose enqueue failed.
+func (e *testEnv) reconciler() {
+	ctx, stop := context.WithCancel(e.ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { e.app.RunReconciler(ctx) })
+	e.t.Cleanup(func() { stop(); wg.Wait() })
+}
+
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

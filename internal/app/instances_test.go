@@ -8,7 +8,6 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,10 +56,7 @@ func TestManyInstances(t *testing.T) {
 	for _, w := range workers {
 		w.worker()
 	}
-	rctx, stopReconciler := context.WithCancel(workers[0].ctx)
-	var rwg sync.WaitGroup
-	rwg.Go(func() { workers[0].app.RunReconciler(rctx) })
-	defer func() { stopReconciler(); rwg.Wait() }()
+	workers[0].reconciler()
 	select {
 	case st := <-events:
 		if st != "CREATED" {

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -19,18 +18,20 @@ import (
 // The order's life after the purchase, against real Postgres and Redis:
 // payment, cancellation, expiry, and units going back on sale exactly once.
 
-// lifeCampaign creates a campaign on sale now with the given pay window
-// (0: the default).
-func (e *testEnv) lifeCampaign(stock int64, window time.Duration) int64 {
-	e.t.Helper()
+// newLifeEnv starts a seckill with its workers and a campaign on sale now
+// of stock units with the given pay window (0: the default).
+func newLifeEnv(t *testing.T, stock int64, window time.Duration) (*testEnv, int64) {
+	t.Helper()
+	e := newTestEnv(t, "")
+	e.worker()
 	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
 		ShopID: 1, Title: "100 off 200", PayValue: 100, ActualValue: 200, Stock: stock,
 		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour), PayWindow: window,
 	})
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
-	return v.ID
+	return e, v.ID
 }
 
 // buyCreated buys one unit for user and waits until the order is CREATED.
@@ -55,6 +56,17 @@ func (e *testEnv) buyAllCreated(voucherID, firstUser int64, n int) []int64 {
 		eventually(e.t, 20*time.Second, "order CREATED", func() bool { return e.status(id) == seckill.OrderCreated })
 	}
 	return ids
+}
+
+// buyAllPending buys as buyAllCreated does and opens each order's payment.
+func (e *testEnv) buyAllPending(voucherID, firstUser int64, n int) ([]int64, []*seckill.Payment) {
+	e.t.Helper()
+	orders := e.buyAllCreated(voucherID, firstUser, n)
+	payments := make([]*seckill.Payment, n)
+	for i, id := range orders {
+		payments[i] = e.createPayment(id, firstUser+int64(i))
+	}
+	return orders, payments
 }
 
 func (e *testEnv) status(orderID int64) seckill.OrderStatus {
@@ -102,6 +114,14 @@ func (e *testEnv) count(query string, args ...any) int64 {
 	return n
 }
 
+// checkUnitsBack waits until Redis has the campaign's n returned units on
+// sale again, then checks that every unit is in one place.
+func (e *testEnv) checkUnitsBack(voucherID int64, n int) {
+	e.t.Helper()
+	eventually(e.t, 10*time.Second, "units back in Redis", func() bool { return e.remaining(voucherID) == int64(n) })
+	e.checkUnits(voucherID)
+}
+
 // checkUnits checks, once nothing is in flight, that every unit is in one
 // place: initial = remaining + awaiting payment + paid, in Postgres and in
 // Redis, and that Redis's buyers are exactly the users holding a unit.
@@ -128,15 +148,11 @@ func (e *testEnv) checkUnits(voucherID int64) {
 // instant: exactly one of the two wins, and a payment that lost is flagged
 // for a refund without reviving the order or taking a unit.
 func TestPayAndExpireRace(t *testing.T) {
-	e := newTestEnv(t, "")
-	e.worker()
 	const n = 40
-	v := e.lifeCampaign(n, 0)
-	orders := e.buyAllCreated(v, 100, n)
-	payments := make([]*seckill.Payment, n)
-	for i := range orders {
-		payments[i] = e.createPayment(orders[i], int64(100+i))
-		e.makeDue(orders[i])
+	e, v := newLifeEnv(t, n, 0)
+	orders, payments := e.buyAllPending(v, 100, n)
+	for _, id := range orders {
+		e.makeDue(id)
 	}
 	var wg sync.WaitGroup
 	for i := range orders {
@@ -175,56 +191,67 @@ func TestPayAndExpireRace(t *testing.T) {
 	if got := e.count(`SELECT count(*) FROM payment_event`); got != n {
 		t.Errorf("%d events recorded, want %d", got, n)
 	}
-	eventually(t, 10*time.Second, "units back in Redis", func() bool { return e.remaining(v) == int64(expired) })
-	e.checkUnits(v)
+	e.checkUnitsBack(v, expired)
 }
 
 // TestSameEventConcurrently applies one event 20 times at once: one PAID,
 // one event row.
 func TestSameEventConcurrently(t *testing.T) {
-	e := newTestEnv(t, "")
-	e.worker()
-	v := e.lifeCampaign(5, 0)
+	e, v := newLifeEnv(t, 5, 0)
 	id := e.buyCreated(v, 7)
 	ev := paymentEvent(e.createPayment(id, 7), seckill.EventPaymentSucceeded)
-	var paid, dup atomic.Int64
+	e.deliverTwenty(id, ev.ID, func() (string, error) {
+		res, err := e.app.Service.ApplyPaymentEvent(e.ctx, ev)
+		switch {
+		case err != nil:
+			return "", err
+		case res.Paid:
+			return "applied", nil
+		case res.Duplicate:
+			return "duplicate", nil
+		}
+		return fmt.Sprintf("%+v", res), nil
+	})
+}
+
+// deliverTwenty makes 20 deliveries of one payment event for orderID at
+// once; deliver makes one and says how it ended ("applied", "duplicate").
+// One delivery must apply the event and 19 see a duplicate, one event row
+// be recorded and the order be PAID.
+func (e *testEnv) deliverTwenty(orderID int64, eventID string, deliver func() (string, error)) {
+	e.t.Helper()
+	var mu sync.Mutex
+	ended := map[string]int{}
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			res, err := e.app.Service.ApplyPaymentEvent(e.ctx, ev)
-			switch {
-			case err != nil:
-				t.Error(err)
-			case res.Paid:
-				paid.Add(1)
-			case res.Duplicate:
-				dup.Add(1)
+			how, err := deliver()
+			if err != nil {
+				e.t.Error(err)
+				return
 			}
+			mu.Lock()
+			ended[how]++
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	if paid.Load() != 1 || dup.Load() != 19 {
-		t.Errorf("paid %d, duplicates %d; want 1 and 19", paid.Load(), dup.Load())
+	if ended["applied"] != 1 || ended["duplicate"] != 19 || len(ended) != 2 {
+		e.t.Errorf("deliveries ended %v; want 1 applied and 19 duplicates", ended)
 	}
-	if got := e.count(`SELECT count(*) FROM payment_event WHERE id = ?`, ev.ID); got != 1 {
-		t.Errorf("%d event rows", got)
+	if got := e.count(`SELECT count(*) FROM payment_event WHERE id = ?`, eventID); got != 1 {
+		e.t.Errorf("%d event rows", got)
 	}
-	if st := e.status(id); st != seckill.OrderPaid {
-		t.Errorf("status %s", st)
+	if st := e.status(orderID); st != seckill.OrderPaid {
+		e.t.Errorf("order %s", st)
 	}
 }
 
 // TestCancelAndPayRace cancels and pays each of many orders at once.
 func TestCancelAndPayRace(t *testing.T) {
-	e := newTestEnv(t, "")
-	e.worker()
 	const n = 30
-	v := e.lifeCampaign(n, 0)
-	orders := e.buyAllCreated(v, 200, n)
-	payments := make([]*seckill.Payment, n)
-	for i := range orders {
-		payments[i] = e.createPayment(orders[i], int64(200+i))
-	}
+	e, v := newLifeEnv(t, n, 0)
+	orders, payments := e.buyAllPending(v, 200, n)
 	var wg sync.WaitGroup
 	for i := range orders {
 		wg.Go(func() {
@@ -255,15 +282,12 @@ func TestCancelAndPayRace(t *testing.T) {
 		}
 	}
 	t.Logf("%d cancelled", cancelled)
-	eventually(t, 10*time.Second, "units back in Redis", func() bool { return e.remaining(v) == int64(cancelled) })
-	e.checkUnits(v)
+	e.checkUnitsBack(v, cancelled)
 }
 
 // TestCancelOtherUsersOrder: someone else's order is not found, and stays.
 func TestCancelOtherUsersOrder(t *testing.T) {
-	e := newTestEnv(t, "")
-	e.worker()
-	v := e.lifeCampaign(2, 0)
+	e, v := newLifeEnv(t, 2, 0)
 	id := e.buyCreated(v, 11)
 	_, err := e.app.Service.CancelOrder(asUser(e.ctx, 12, false), id)
 	if seckill.ErrorCode(err) != seckill.ENOTFOUND {
@@ -298,9 +322,7 @@ func TestCancelOtherUsersOrder(t *testing.T) {
 // reached: Postgres takes the unit back, and once Redis is back the sweep
 // gives it back there exactly once, however many sweeps run.
 func TestExpiryWhileRedisUnreachable(t *testing.T) {
-	e := newTestEnv(t, "")
-	e.worker()
-	v := e.lifeCampaign(3, 0)
+	e, v := newLifeEnv(t, 3, 0)
 	ids := e.buyAllCreated(v, 21, 3)
 	if r := e.remaining(v); r != 0 {
 		t.Fatalf("remaining %d", r)
@@ -354,9 +376,7 @@ func TestExpiryWhileRedisUnreachable(t *testing.T) {
 // TestExpiryTaskLost deletes an order's expiry task: the sweep still
 // expires the order.
 func TestExpiryTaskLost(t *testing.T) {
-	e := newTestEnv(t, "")
-	e.worker()
-	v := e.lifeCampaign(2, time.Hour)
+	e, v := newLifeEnv(t, 2, time.Hour)
 	id := e.buyCreated(v, 31)
 	insp := asynq.NewInspectorFromRedisClient(e.app.Redis)
 	info, err := insp.GetTaskInfo(jobs.QueueOrders, jobs.ExpireTaskID(id))
@@ -390,14 +410,8 @@ func TestExpiryTaskLost(t *testing.T) {
 // pay window (a real one: the expiry tasks run), exactly 4 more buyers get
 // units, and once they pay the campaign ends 10 paid, 0 remaining.
 func TestUnpaidUnitsResold(t *testing.T) {
-	e := newTestEnv(t, "")
-	e.worker()
-	ctx, stop := context.WithCancel(e.ctx)
-	var rwg sync.WaitGroup
-	rwg.Go(func() { e.app.RunReconciler(ctx) })
-	defer func() { stop(); rwg.Wait() }()
-
-	v := e.lifeCampaign(10, 2*time.Second)
+	e, v := newLifeEnv(t, 10, 2*time.Second)
+	e.reconciler()
 	var unpaid []int64
 	for i := range int64(10) {
 		id := e.buyCreated(v, 300+i)

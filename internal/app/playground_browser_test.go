@@ -33,9 +33,7 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		}
 		t.Skip(strings.TrimSpace(playground.NotBuilt))
 	}
-	e := newDashEnv(t)
-	e.login()
-	voucher := e.createCampaign("Playground sale", 5, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	e, voucher, _ := newDashSale(t, "Playground sale", 5)
 	token, err := e.app.Tokens.Issue(2001, false, time.Hour)
 	if err != nil {
 		t.Fatal(err)

@@ -95,10 +95,7 @@ func TestSeedScenario(t *testing.T) {
 	e.worker()
 	// As serve does: the reconciler requeues an admission whose enqueue
 	// failed (a Redis call that timed out on this loaded machine).
-	rctx, stopReconciler := context.WithCancel(e.ctx)
-	var rwg sync.WaitGroup
-	rwg.Go(func() { e.app.RunReconciler(rctx) })
-	defer func() { stopReconciler(); rwg.Wait() }()
+	e.reconciler()
 	const users, attempts, stock = 1000, 2, 200
 	voucher := e.createCampaign(stock)
 
@@ -297,9 +294,7 @@ func TestReconcilerLoopFindsStaleAdmissions(t *testing.T) {
 	if _, _, err := e.app.Admitter.Admit(e.ctx, voucher, 4242, seckill.Ticket{}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
-	go e.app.RunReconciler(ctx)
+	e.reconciler()
 	eventually(t, 20*time.Second, "the loop to persist the stale admission", func() bool { return e.rows(voucher) == 1 })
 }
 

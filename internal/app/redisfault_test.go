@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -96,10 +95,7 @@ func saleUnderFault(t *testing.T, stock int, fault func(t *testing.T, e *testEnv
 	})
 	voucher := e.createCampaign(stock)
 	e.worker()
-	rctx, stopReconciler := context.WithCancel(e.ctx)
-	var rwg sync.WaitGroup
-	rwg.Go(func() { e.app.RunReconciler(rctx) })
-	defer func() { stopReconciler(); rwg.Wait() }()
+	e.reconciler()
 
 	const buyers = 24
 	var (

@@ -16,8 +16,7 @@ import (
 func init() { store.BcryptCost = bcrypt.MinCost }
 
 func TestAdmins(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	ctx := t.Context()
 
 	a, err := s.CreateAdmin(ctx, "alice", "correct horse battery")
@@ -145,8 +144,7 @@ func TestAdmins(t *testing.T) {
 }
 
 func TestChangeCampaign(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	ctx := t.Context()
 	v := storetest.CreateCampaign(t, db, 10)
 	persist(t, s, adm(v.ID, 1, 1), adm(v.ID, 2, 2))
@@ -217,8 +215,7 @@ func TestChangeCampaign(t *testing.T) {
 }
 
 func TestCampaignsAndOrders(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	ctx := t.Context()
 	old := storetest.CreateCampaign(t, db, 5, func(v *seckill.Voucher) {
 		v.Campaign.BeginTime = v.Campaign.BeginTime.Add(-5 * time.Hour)

@@ -129,13 +129,12 @@ func (s *Store) DueOrders(ctx context.Context, limit int) ([]int64, error) {
 type paymentRow struct {
 	bun.BaseModel `bun:"table:payment,alias:p"`
 
-	ID        string    `bun:"id,pk"`
-	OrderID   int64     `bun:"order_id,notnull"`
-	Amount    int64     `bun:"amount,notnull"`
-	Currency  string    `bun:"currency,notnull"`
-	Status    string    `bun:"status,nullzero,notnull,default:'PENDING'"`
-	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
-	UpdatedAt time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+	ID       string `bun:"id,pk"`
+	OrderID  int64  `bun:"order_id,notnull"`
+	Amount   int64  `bun:"amount,notnull"`
+	Currency string `bun:"currency,notnull"`
+	Status   string `bun:"status,nullzero,notnull,default:'PENDING'"`
+	timestamps
 }
 
 func toDomainPayment(r *paymentRow, payBy time.Time) seckill.Payment {

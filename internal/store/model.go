@@ -9,21 +9,28 @@ import (
 	"seckill/internal/seckill"
 )
 
+// timestamps are the created_at and updated_at columns of the tables whose
+// rows change after their insert: both default to the insert's time, and
+// each change sets updated_at = now().
+type timestamps struct {
+	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
+	UpdatedAt time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+}
+
 // voucherRow is a row of voucher; Campaign is loaded with a LEFT JOIN and
 // stays empty for NORMAL vouchers.
 type voucherRow struct {
 	bun.BaseModel `bun:"table:voucher,alias:v"`
 
-	ID          int64     `bun:"id,pk,autoincrement"`
-	ShopID      int64     `bun:"shop_id,notnull"`
-	Title       string    `bun:"title,notnull"`
-	SubTitle    string    `bun:"sub_title,notnull"`
-	Rules       string    `bun:"rules,notnull"`
-	PayValue    int64     `bun:"pay_value,notnull"`
-	ActualValue int64     `bun:"actual_value,notnull"`
-	Type        string    `bun:"type,notnull"`
-	CreatedAt   time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
-	UpdatedAt   time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+	ID          int64  `bun:"id,pk,autoincrement"`
+	ShopID      int64  `bun:"shop_id,notnull"`
+	Title       string `bun:"title,notnull"`
+	SubTitle    string `bun:"sub_title,notnull"`
+	Rules       string `bun:"rules,notnull"`
+	PayValue    int64  `bun:"pay_value,notnull"`
+	ActualValue int64  `bun:"actual_value,notnull"`
+	Type        string `bun:"type,notnull"`
+	timestamps
 
 	Campaign *campaignRow `bun:"rel:has-one,join:id=voucher_id"`
 }
@@ -43,8 +50,7 @@ type campaignRow struct {
 	PoWBits      int       `bun:"pow_bits,notnull"`
 	Brake        int       `bun:"brake,notnull"`
 	PayWindow    int64     `bun:"pay_window_seconds,nullzero,notnull,default:900"`
-	CreatedAt    time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
-	UpdatedAt    time.Time `bun:"updated_at,nullzero,notnull,default:current_timestamp"`
+	timestamps
 }
 
 // quizRow is a row of campaign_quiz.

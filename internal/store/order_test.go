@@ -16,8 +16,7 @@ import (
 var ignoreOrderTimes = cmpopts.IgnoreFields(seckill.Order{}, "CreatedAt", "PayBy", "Amount") // life_test.go checks the last two
 
 func TestOrders(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	ctx := t.Context()
 	v1 := storetest.CreateCampaign(t, db, 1)
 	v2 := storetest.CreateCampaign(t, db, 5)
@@ -94,8 +93,7 @@ func TestOrders(t *testing.T) {
 }
 
 func TestRebuildCampaign(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	ctx := t.Context()
 	past := func(v *seckill.Voucher) {
 		v.Campaign.BeginTime = v.Campaign.BeginTime.Add(-3 * time.Hour)
@@ -203,8 +201,7 @@ func TestRebuildCampaign(t *testing.T) {
 // persist orders of the epoch it closes: every order that took a unit must
 // be in the rebuilt state (stock and buyers), and none may take one after.
 func TestRebuildFencesPersist(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	ctx := t.Context()
 	const n = 300
 	v := storetest.CreateCampaign(t, db, n)

@@ -111,8 +111,7 @@ func checkState(t *testing.T, db *bun.DB, voucherID int64, want campaignState) {
 }
 
 func TestPersistOrders(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	v := storetest.CreateCampaign(t, db, 10)
 	a, b, c := adm(v.ID, 1, 101), adm(v.ID, 2, 102), adm(v.ID, 3, 103)
 
@@ -160,8 +159,7 @@ func TestPersistOrders(t *testing.T) {
 // TestPersistOrdersInserted: only the call that inserts a row says so, so
 // per-order figures (the ACCEPTED-to-CREATED lag) are counted once.
 func TestPersistOrdersInserted(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	v := storetest.CreateCampaign(t, db, 10)
 	a, b := adm(v.ID, 1, 101), adm(v.ID, 2, 102)
 	first := persist(t, s, a, a)
@@ -175,8 +173,7 @@ func TestPersistOrdersInserted(t *testing.T) {
 }
 
 func TestPersistOrdersUserHoldsOrder(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	v := storetest.CreateCampaign(t, db, 10)
 	first, second := adm(v.ID, 1, 7), adm(v.ID, 2, 7)
 	persist(t, s, first)
@@ -219,8 +216,7 @@ func TestPersistOrdersUserHoldsOrder(t *testing.T) {
 }
 
 func TestPersistOrdersNoStock(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	scarce := storetest.CreateCampaign(t, db, 3)
 	plenty := storetest.CreateCampaign(t, db, 100)
 
@@ -255,8 +251,7 @@ func TestPersistOrdersNoStock(t *testing.T) {
 // A failed order stays failed even once it could be written, and its user,
 // whose slot the failure freed, may buy again.
 func TestPersistOrdersFailedStaysFailed(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	v := storetest.CreateCampaign(t, db, 1)
 	taken, lost := adm(v.ID, 1, 1), adm(v.ID, 2, 2)
 	persist(t, s, taken, lost)
@@ -277,8 +272,7 @@ func TestPersistOrdersFailedStaysFailed(t *testing.T) {
 }
 
 func TestPersistOrdersMissingCampaign(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	v := storetest.CreateCampaign(t, db, 10)
 	normal := &seckill.Voucher{ShopID: 1, Title: "plain", PayValue: 1, ActualValue: 1, Type: seckill.VoucherNormal}
 	if err := s.CreateVoucher(t.Context(), normal); err != nil {
@@ -315,8 +309,7 @@ func TestPersistOrdersMissingCampaign(t *testing.T) {
 }
 
 func TestPersistOrdersInvalid(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	v := storetest.CreateCampaign(t, db, 10)
 	ok := adm(v.ID, 1, 1)
 	noUser := adm(v.ID, 2, 0)
@@ -336,8 +329,7 @@ func TestPersistOrdersInvalid(t *testing.T) {
 // Workers persist overlapping batches at once, each with duplicates and in
 // its own order: every order is written once and takes one unit.
 func TestPersistOrdersConcurrent(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	const perCampaign, workers, batches = 300, 64, 4
 	v1 := storetest.CreateCampaign(t, db, 1000)
 	v2 := storetest.CreateCampaign(t, db, 1000)
@@ -397,8 +389,7 @@ func TestPersistOrdersConcurrent(t *testing.T) {
 // exactly as many orders as there are units; every other admission fails,
 // and all workers agree on each order's fate.
 func TestPersistOrdersConcurrentScarce(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	const stock, admissions, workers = 100, 300, 50
 	v := storetest.CreateCampaign(t, db, stock)
 	var all []seckill.Admission
@@ -487,8 +478,7 @@ func BenchmarkPersistOrders(b *testing.B) {
 // never acknowledged as this admission's: it fails with FailureConflict (in
 // a batch and alone), the other buyer's order stays, and no unit is taken.
 func TestPersistConflictingID(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	v := storetest.CreateCampaign(t, db, 10)
 	first := adm(v.ID, 1, 100)
 	persist(t, s, first)

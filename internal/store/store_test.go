@@ -53,6 +53,13 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+// newStore returns a Store on a fresh migrated database, and the database.
+func newStore(t *testing.T) (*bun.DB, *store.Store) {
+	t.Helper()
+	db := storetest.NewDB(t)
+	return db, store.New(db)
+}
+
 // now is a time Postgres stores exactly (microseconds, UTC).
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
@@ -65,8 +72,7 @@ func newVoucher(title string, stock int64, begin, end time.Time) *seckill.Vouche
 }
 
 func TestVouchers(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	ctx := t.Context()
 	begin, end := now().Add(time.Minute), now().Add(time.Hour)
 
@@ -256,8 +262,7 @@ func TestConstraints(t *testing.T) {
 }
 
 func TestDeleteVoucher(t *testing.T) {
-	db := storetest.NewDB(t)
-	s := store.New(db)
+	db, s := newStore(t)
 	ctx := t.Context()
 
 	clean := storetest.CreateCampaign(t, db, 5)
