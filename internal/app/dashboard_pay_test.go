@@ -87,6 +87,10 @@ func TestDashboardAfterPurchase(t *testing.T) {
 	if got := e.buy(id, 202); got != string(seckill.OutcomeAccepted) {
 		t.Errorf("the cancelled buyer buys again: %s", got)
 	}
+	dashEventually(t, 10*time.Second, "the new order to be persisted", func() bool {
+		tot, err := e.app.Store.CampaignTotals(e.ctx, id)
+		return err == nil && tot.Awaiting == 2
+	})
 
 	// Filter by status.
 	rows := e.page(e.get(path + "?status=CANCELLED")).Find(`[data-testid="order-row"]`)
@@ -109,7 +113,9 @@ func TestDashboardAfterPurchase(t *testing.T) {
 		return recs
 	}
 	recs := readCSV(path + "/orders.csv")
-	if len(recs) != 4 || recs[0][0] != "order_id" || recs[0][2] != "status" {
+	// A header, then 201's paid order, 202's cancelled one and its new
+	// one, and 203's.
+	if len(recs) != 5 || recs[0][0] != "order_id" || recs[0][2] != "status" {
 		t.Errorf("orders.csv: %v", recs)
 	}
 	if recs := readCSV(path + "/orders.csv?status=PAID"); len(recs) != 2 || recs[1][2] != "PAID" || recs[1][3] != "100" {
