@@ -24,8 +24,9 @@ const rebuildLockTTL = 10 * time.Second
 
 // NeedsRebuild returns those of ids whose campaign Redis does not hold, or
 // holds with a state set (stale after a restart or failover, rebuilding),
-// or from before epochs: the campaigns Admit would answer ENOTFOUND or
-// seckill.ErrRebuildNeeded for. One round trip.
+// from before epochs, or with its epoch's sequence used up: the campaigns
+// Admit would answer ENOTFOUND or seckill.ErrRebuildNeeded for. One round
+// trip.
 func (a *Admitter) NeedsRebuild(ctx context.Context, ids []int64) ([]int64, error) {
 	ids = slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return !validVoucherID(id) })
 	if len(ids) == 0 {
@@ -34,7 +35,7 @@ func (a *Admitter) NeedsRebuild(ctx context.Context, ids []int64) ([]int64, erro
 	cmds := make([]*redis.SliceCmd, len(ids))
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HMGet(ctx, a.keys.campaign(id), "stock", "epoch", "state")
+			cmds[i] = p.HMGet(ctx, a.keys.campaign(id), "stock", "epoch", "state", "seq")
 		}
 		return nil
 	})
@@ -44,11 +45,19 @@ func (a *Admitter) NeedsRebuild(ctx context.Context, ids []int64) ([]int64, erro
 	var out []int64
 	for i, cmd := range cmds {
 		v := cmd.Val()
-		if len(v) != 3 || v[0] == nil || v[1] == nil || v[2] != nil {
+		if len(v) != 4 || v[0] == nil || v[1] == nil || v[2] != nil || usedUp(v[3]) {
 			out = append(out, ids[i])
 		}
 	}
 	return out, nil
+}
+
+// usedUp reports whether a campaign's seq field says its epoch handed out
+// its last sequence (admit.lua then asks for a rebuild).
+func usedUp(seq any) bool {
+	s, _ := seq.(string)
+	n, err := strconv.ParseInt(s, 10, 64)
+	return err == nil && n >= seckill.MaxEpochSeq
 }
 
 // BeginRebuild takes the campaign's rebuild lock (for rebuildLockTTL) and

@@ -118,9 +118,12 @@ func TestScriptSeqExhausted(t *testing.T) {
 		BeginTime: now.Add(-time.Hour), EndTime: now.Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
-	const lastSeq = 1<<22 - 1
+	const lastSeq = seckill.MaxEpochSeq
 	if err := rdb.HSet(ctx, a.keys.campaign(1), "seq", lastSeq-1).Err(); err != nil {
 		t.Fatal(err)
+	}
+	if need, err := a.NeedsRebuild(ctx, []int64{1}); err != nil || len(need) != 0 {
+		t.Fatalf("NeedsRebuild with one sequence left: %v %v, want none", need, err)
 	}
 	o, adm, err := a.Admit(ctx, 1, 1, seckill.Ticket{})
 	if err != nil || o != seckill.OutcomeAccepted || adm.OrderID != seckill.OrderID(1, 5<<22|lastSeq) {
@@ -135,6 +138,10 @@ func TestScriptSeqExhausted(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, snapshot(t, rdb, a.keys, 1)); diff != "" {
 		t.Errorf("failed admit wrote (-before +after):\n%s", diff)
+	}
+	// The reconciler and a purchase's recovery see it too.
+	if need, err := a.NeedsRebuild(ctx, []int64{1}); err != nil || len(need) != 1 {
+		t.Errorf("NeedsRebuild with the epoch used up: %v %v, want [1]", need, err)
 	}
 }
 

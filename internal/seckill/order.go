@@ -50,6 +50,9 @@ const (
 	orderEpochBits = 10
 	epochSeqBits   = orderSeqBits - orderEpochBits
 
+	// MaxEpochSeq is the last sequence of one epoch: a campaign whose
+	// epoch handed it out must be rebuilt into the next epoch.
+	MaxEpochSeq = 1<<epochSeqBits - 1
 	// MaxEpoch is the last epoch of a campaign; a campaign that would need
 	// another rebuild stops selling (EUNAVAILABLE).
 	MaxEpoch = 1<<orderEpochBits - 1

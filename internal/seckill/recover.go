@@ -108,7 +108,7 @@ func (s *Service) runRebuild(voucherID int64, call *rebuildCall) {
 	r := &s.recovery
 	ctx, cancel := context.WithTimeout(context.Background(), rebuildTimeout)
 	defer cancel()
-	call.err = s.RebuildCampaign(ctx, voucherID)
+	call.err = s.rebuildIfNeeded(ctx, voucherID)
 	if call.err != nil && ErrorCode(call.err) != ENOTFOUND {
 		s.Logger.Error("rebuild campaign", "voucher_id", voucherID, "err", call.err)
 	}
@@ -123,6 +123,18 @@ func (s *Service) runRebuild(voucherID int64, call *rebuildCall) {
 	<-r.slots
 	r.mu.Unlock()
 	close(call.done)
+}
+
+// rebuildIfNeeded is RebuildCampaign unless the campaign no longer needs
+// it: after a failover many purchases find it stopped at once, and one that
+// waited for a slot or for another process's lock would otherwise rebuild
+// it a second time, spending an epoch and stopping the sale again. (The
+// window between the check and the lock stays; a rebuild too many is safe.)
+func (s *Service) rebuildIfNeeded(ctx context.Context, voucherID int64) error {
+	if need, err := s.Admitter.NeedsRebuild(ctx, []int64{voucherID}); err == nil && len(need) == 0 {
+		return nil
+	}
+	return s.RebuildCampaign(ctx, voucherID)
 }
 
 // RebuildCampaign restores one campaign's Redis state from Postgres, in a
