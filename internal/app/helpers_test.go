@@ -262,10 +262,26 @@ func (e *testEnv) reconciler() {
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	eventuallyWhy(t, timeout, what, func() string {
+		if cond() {
+			return ""
+		}
+		return "not yet"
+	})
+}
+
+// eventuallyWhy is eventually for a condition that says why it does not
+// hold yet ("" once it does): a timeout reports the last reason.
+func eventuallyWhy(t *testing.T, timeout time.Duration, what string, cond func() string) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !cond() {
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, why)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -163,7 +163,7 @@ func saleUnderFault(t *testing.T, stock int, fault func(t *testing.T, e *testEnv
 	})
 	settleTook := time.Since(settled)
 
-	checkSale(t, e, voucher, stock, answers, false)
+	checkSale(t, e, voucher, stock, answers, nil)
 	if n := testutil.ToFloat64(e.app.Metrics.Rewarmed); n < 1 {
 		t.Errorf("seckill_rewarmed_campaigns_total = %v after Redis restarted, want the rebuild counted", n)
 	}
@@ -209,10 +209,11 @@ func saleUnderFault(t *testing.T, stock int, fault func(t *testing.T, e *testEnv
 // buyers were told, and returns how many ACCEPTED answers read CREATED and
 // how many FAILED.
 //
-// With unanswered set, a request may have died with the API serving it
-// (NETWORK): its admission, if it made one, is an order no buyer was told
-// of, which Postgres may hold for that buyer.
-func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []answer, unanswered bool) (created, failed int) {
+// A buyer answered with an error code in untold may hold an order nobody
+// told them of: a request that died with the API serving it (NETWORK), or
+// whose admission's reply died with a Redis master (UNAVAILABLE). Postgres
+// may hold it for that buyer, and for no other.
+func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []answer, untold map[string]bool) (created, failed int) {
 	t.Helper()
 	ctx := e.ctx
 	owner := map[int64]int64{}
@@ -250,15 +251,13 @@ func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []ans
 		Where("voucher_id = ?", voucher).Scan(ctx, &orders); err != nil {
 		t.Fatal(err)
 	}
-	lost := map[int64]bool{} // users with a request that got no answer
-	if unanswered {
-		for _, a := range answers {
-			if a.err == "NETWORK" {
-				lost[a.user] = true
-			}
+	lost := map[int64]bool{} // users whose answer may not tell of their order
+	for _, a := range answers {
+		if untold[a.err] {
+			lost[a.user] = true
 		}
 	}
-	untold := 0
+	unknown := 0
 	holders := map[int64]int{}
 	for _, o := range orders {
 		holders[o.UserID]++
@@ -266,7 +265,7 @@ func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []ans
 			t.Errorf("user %d holds two orders", o.UserID)
 		}
 		if _, ok := owner[o.ID]; !ok && lost[o.UserID] {
-			untold++
+			unknown++
 			continue
 		}
 		if u, ok := owner[o.ID]; !ok || u != o.UserID {
@@ -277,13 +276,14 @@ func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []ans
 	if len(orders) > stock || pg < 0 || pg != int64(stock-len(orders)) {
 		t.Errorf("Postgres: %d orders, stock %d of %d: oversold or inconsistent", len(orders), pg, stock)
 	}
-	if len(orders)-untold != created {
+	if len(orders)-unknown != created {
 		t.Errorf("%d orders in Postgres, %d ACCEPTED answers read CREATED", len(orders), created)
 	}
 	if r := e.remaining(voucher); r != pg {
 		t.Errorf("Redis has %d units left, Postgres %d", r, pg)
 	}
-	t.Logf("sale: %d ACCEPTED, %d CREATED, %d FAILED %v; stock %d, %d left", len(owner), created, failed, reasons, stock, pg)
+	t.Logf("sale: %d ACCEPTED, %d CREATED, %d FAILED %v, %d orders of buyers answered an error; stock %d, %d left",
+		len(owner), created, failed, reasons, unknown, stock, pg)
 	return created, failed
 }
 

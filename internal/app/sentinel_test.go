@@ -96,6 +96,7 @@ func TestSentinelMasterKilled(t *testing.T) {
 		s.setAffected(affected)
 		victim := s.sentinel.Master()
 		began := time.Now()
+		s.masterKilled = true
 		victim.Kill()
 		s.sentinel.WaitFailover(victim, bound)
 		failover = time.Since(began)
