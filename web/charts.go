@@ -111,12 +111,6 @@ func hasValue(s views.Series) bool {
 // all of them into the arrivals: how requests spread around an opening, and
 // where each layer stopped them. Layers show once they stopped something.
 func funnelSeries(series func(name, class string, f func(Sample) float64) views.Series) []views.Series {
-	layerOf := func(o seckill.Outcome) string {
-		if o == localLimitOutcome {
-			return seckill.LayerLocalLimit
-		}
-		return o.Layer()
-	}
 	out := []views.Series{series("arrivals", "s-arrivals", func(smp Sample) float64 {
 		t := 0.0
 		for _, o := range smp.Outcomes {
@@ -128,7 +122,7 @@ func funnelSeries(series func(name, class string, f func(Sample) float64) views.
 		s := series(strings.ReplaceAll(layer, "_", " "), "s-"+strings.ReplaceAll(layer, "_", "-"), func(smp Sample) float64 {
 			t := 0.0
 			for _, o := range smp.Outcomes {
-				if layerOf(o.Outcome) == layer {
+				if o.Outcome.Layer() == layer {
 					t += o.PerSecond
 				}
 			}
@@ -140,7 +134,3 @@ func funnelSeries(series func(name, class string, f func(Sample) float64) views.
 	}
 	return out
 }
-
-// localLimitOutcome is how the history names purchases the in-process
-// limit refused (sampler.OutcomeLocalLimit; web does not import sampler).
-const localLimitOutcome seckill.Outcome = "LOCAL_LIMIT"

@@ -85,10 +85,10 @@ func (h fakeHistory) Samples(int64, time.Time) []web.Sample { return h }
 func TestFunnelChart(t *testing.T) {
 	rate := func(o seckill.Outcome, v float64) web.OutcomeRate { return web.OutcomeRate{Outcome: o, PerSecond: v} }
 	h := fakeHistory{
-		{At: testNow.Add(-2 * time.Second), Outcomes: []web.OutcomeRate{rate(seckill.OutcomeAccepted, 1), rate("LOCAL_LIMIT", 0),
+		{At: testNow.Add(-2 * time.Second), Outcomes: []web.OutcomeRate{rate(seckill.OutcomeAccepted, 1), rate(seckill.OutcomeLocalLimit, 0),
 			rate(seckill.OutcomeChallengeRequired, 0), rate(seckill.OutcomeChallengeWrong, 0), rate(seckill.OutcomeChallengeUsed, 0)}},
-		{At: testNow.Add(-time.Second), Outcomes: []web.OutcomeRate{rate(seckill.OutcomeAccepted, 2), rate("LOCAL_LIMIT", 30),
-			rate(seckill.OutcomeChallengeRequired, 5), rate(seckill.OutcomeChallengeWrong, 3), rate(seckill.OutcomeChallengeUsed, 4)}},
+		{At: testNow.Add(-time.Second), Outcomes: []web.OutcomeRate{rate(seckill.OutcomeAccepted, 2), rate(seckill.OutcomeLocalLimit, 30),
+			rate(seckill.OutcomeChallengeRequired, 5), rate(seckill.OutcomeChallengeWrong, 3), rate(seckill.OutcomeChallengeUsed, 4), rate(seckill.OutcomeSoldOutMark, 12)}},
 	}
 	d := newDash(t, generous, func(c *web.Config) { c.History = h })
 	d.svc.add("running", testNow.Add(-time.Hour), testNow.Add(time.Hour))
@@ -99,12 +99,14 @@ func TestFunnelChart(t *testing.T) {
 		parts = append(parts, strings.Join(strings.Fields(s.Text()), " "))
 	})
 	legend := strings.Join(parts, ", ")
-	for _, want := range []string{"arrivals 44/s", "local limit 30/s", "challenge missing 5.0/s", "challenge wrong 7.0/s", "admitted 2.0/s"} {
+	for _, want := range []string{"arrivals 56/s", "local limit 30/s", "challenge missing 5.0/s", "challenge wrong 7.0/s", "sold out mark 12/s", "admitted 2.0/s"} {
 		if !strings.Contains(legend, want) {
 			t.Errorf("funnel legend %q lacks %q", legend, want)
 		}
 	}
-	if strings.Contains(legend, "sold out") {
-		t.Errorf("funnel legend %q shows a layer that stopped nothing", legend)
+	for _, p := range parts {
+		if strings.HasPrefix(p, "sold out ") && !strings.HasPrefix(p, "sold out mark") {
+			t.Errorf("funnel legend %q shows a layer that stopped nothing", legend)
+		}
 	}
 }

@@ -279,7 +279,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	if state != nil {
 		gen = state.gen.Load()
 		if outcome, ok := a.local.marked(state, gen); ok {
-			return outcome, seckill.Admission{}, nil
+			return outcome, seckill.Admission{FromMemory: true}, nil
 		}
 		keys = state.admitKeys
 	} else {

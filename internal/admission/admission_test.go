@@ -617,8 +617,8 @@ func TestSoldOutMark(t *testing.T) {
 		t.Helper()
 		mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucherID, 1)})
 		_, adm := mustAdmit(t, a, voucherID, 1)
-		if o, _ := mustAdmit(t, a, voucherID, 2); o != seckill.OutcomeSoldOut {
-			t.Fatalf("user 2: %s, want SOLD_OUT", o)
+		if o, r := mustAdmit(t, a, voucherID, 2); o != seckill.OutcomeSoldOut || r.FromMemory {
+			t.Fatalf("user 2: %s (from memory: %v), want SOLD_OUT from Redis", o, r.FromMemory)
 		}
 		if o, ok := admission.SoldOutMark(a, voucherID); !ok || o != seckill.OutcomeSoldOut {
 			t.Fatalf("no local mark after SOLD_OUT: %q %v", o, ok)
@@ -631,10 +631,14 @@ func TestSoldOutMark(t *testing.T) {
 		a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: time.Second})
 		soldOut(t, a, 1)
 		// Stock that arrives behind the Admitter's back is not seen
-		// while the mark lives: the answer is local.
+		// while the mark lives: the answer is local, and says so (the
+		// funnel counts it as the mark's).
 		rdb.HIncrBy(ctx, admission.CampaignKey(a, 1), "stock", 1)
-		if o, _ := mustAdmit(t, a, 1, 3); o != seckill.OutcomeSoldOut {
-			t.Fatalf("user 3 while marked: %s, want SOLD_OUT (local)", o)
+		if o, adm := mustAdmit(t, a, 1, 3); o != seckill.OutcomeSoldOut || !adm.FromMemory {
+			t.Fatalf("user 3 while marked: %s (from memory: %v), want SOLD_OUT from memory", o, adm.FromMemory)
+		}
+		if l := seckill.FunnelLayer(seckill.OutcomeSoldOut, seckill.Admission{FromMemory: true}); l != seckill.LayerSoldOutMark {
+			t.Errorf("a sold-out answer from memory is in layer %q, want %q", l, seckill.LayerSoldOutMark)
 		}
 		time.Sleep(1100 * time.Millisecond)
 		wantOutcome(t, a, 1, 3, seckill.OutcomeAccepted, "after the TTL")

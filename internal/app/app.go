@@ -118,7 +118,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		Queue:    outageEnqueuer{a.Enqueuer, newOutageLog(logger, "enqueue admissions (the reconciler requeues them)")},
 		Bus:      a.Bus,
 		Limiter: a.Metrics.wrapLimiter(admission.NewUserLimiter(cfg.UserRate, cfg.UserBurst),
-			func(id int64) { a.outcomes.Add(id, sampler.OutcomeLocalLimit) }),
+			func(id int64) { a.outcomes.Add(id, seckill.OutcomeLocalLimit) }),
 		Logger: logger,
 
 		Challenges: seckill.NewChallenger([]byte(cfg.JWTSecret), cfg.ChallengeTTL, cfg.ChallengeLead),

@@ -97,18 +97,20 @@ type admitterMetrics struct {
 	seckill.Admitter
 	m        *Metrics
 	outcomes map[seckill.Outcome]prometheus.Counter
-	layers   map[seckill.Outcome]prometheus.Counter
+	layers   map[string]prometheus.Counter
 }
 
 func (m *Metrics) wrapAdmitter(a seckill.Admitter) seckill.Admitter {
 	w := &admitterMetrics{Admitter: a, m: m, outcomes: map[seckill.Outcome]prometheus.Counter{},
-		layers: map[seckill.Outcome]prometheus.Counter{}}
+		layers: map[string]prometheus.Counter{}}
 	for _, o := range []seckill.Outcome{seckill.OutcomeAccepted, seckill.OutcomeSoldOut, seckill.OutcomeAlreadyPurchased,
 		seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomePaused, seckill.OutcomeRateLimited,
 		seckill.OutcomeChallengeRequired, seckill.OutcomeChallengeWrong, seckill.OutcomeChallengeExpired,
 		seckill.OutcomeChallengeNotYours, seckill.OutcomeChallengeUsed} {
 		w.outcomes[o] = m.Purchases.WithLabelValues(string(o))
-		w.layers[o] = m.Funnel.WithLabelValues(o.Layer())
+	}
+	for _, l := range seckill.Layers {
+		w.layers[l] = m.Funnel.WithLabelValues(l)
 	}
 	return w
 }
@@ -131,7 +133,7 @@ func (a *admitterMetrics) Admit(ctx context.Context, voucherID, userID int64, t 
 		a.m.Unreplicated.Inc()
 	}
 	if err == nil {
-		if c, ok := a.layers[o]; ok {
+		if c, ok := a.layers[seckill.FunnelLayer(o, adm)]; ok {
 			c.Inc()
 		}
 		if c, ok := a.outcomes[o]; ok {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/seckill"
@@ -100,6 +101,27 @@ func TestSeedScenario(t *testing.T) {
 	voucher := e.createCampaign(stock)
 
 	orderIDs := rush(t, []*testEnv{e}, voucher, 10_000, users, attempts, stock)
+
+	// The funnel counts each answer once, in the layer that gave it. Once
+	// the campaign sold out, the process answers from its mark: a later
+	// buyer costs Redis nothing, and is counted as the mark's.
+	funnel := func(layer string) float64 { return testutil.ToFloat64(e.app.Metrics.Funnel.WithLabelValues(layer)) }
+	total := 0.0
+	for _, l := range seckill.Layers {
+		total += funnel(l)
+	}
+	if total != users*attempts || funnel(seckill.LayerAdmitted) != stock {
+		t.Errorf("funnel: %.0f answers counted, %.0f admitted; want %d and %d", total, funnel(seckill.LayerAdmitted), users*attempts, stock)
+	}
+	marked := funnel(seckill.LayerSoldOutMark)
+	for u := int64(1); funnel(seckill.LayerSoldOutMark) == marked; u++ {
+		if u > 5 {
+			t.Fatalf("five purchases after the sell-out, none answered by the sold-out mark (funnel %s: %.0f)", seckill.LayerSoldOutMark, marked)
+		}
+		if p, err := e.buy(nil, e.token(90_000+u, false), voucher); err != nil || p.Outcome != string(seckill.OutcomeSoldOut) {
+			t.Fatalf("a purchase after the sell-out: %+v, %v; want SOLD_OUT", p, err)
+		}
+	}
 
 	eventually(t, 60*time.Second, "200 orders in Postgres", func() bool { return e.rows(voucher) >= stock })
 	time.Sleep(200 * time.Millisecond) // anything beyond 200 would show now

@@ -112,7 +112,11 @@ type countOutcomes struct {
 func (o countOutcomes) Admit(ctx context.Context, voucherID, userID int64, t seckill.Ticket) (seckill.Outcome, seckill.Admission, error) {
 	out, adm, err := o.Admitter.Admit(ctx, voucherID, userID, t)
 	if err == nil {
-		o.c.Add(voucherID, out)
+		if seckill.FunnelLayer(out, adm) == seckill.LayerSoldOutMark {
+			o.c.Add(voucherID, seckill.OutcomeSoldOutMark)
+		} else {
+			o.c.Add(voucherID, out)
+		}
 	}
 	return out, adm, err
 }

@@ -7,22 +7,18 @@ import (
 	"seckill/internal/seckill"
 )
 
-// OutcomeLocalLimit counts, per campaign, the purchases the in-process
-// limit refused before they reached admission (they answer RATE_LIMITED,
-// as the shared limit's do).
-const OutcomeLocalLimit seckill.Outcome = "LOCAL_LIMIT"
-
-// Outcomes are the purchase outcomes the charts count, in their order: the
-// funnel's layers and admission's outcomes.
+// Outcomes are the purchase outcomes the charts count, in their order:
+// admission's outcomes and the names of the layers in front of it
+// (seckill.OutcomeLocalLimit, seckill.OutcomeSoldOutMark).
 var Outcomes = [nOutcomes]seckill.Outcome{
 	seckill.OutcomeAccepted, seckill.OutcomeSoldOut, seckill.OutcomeAlreadyPurchased,
 	seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomePaused,
-	OutcomeLocalLimit, seckill.OutcomeRateLimited, seckill.OutcomeChallengeRequired,
+	seckill.OutcomeLocalLimit, seckill.OutcomeRateLimited, seckill.OutcomeChallengeRequired,
 	seckill.OutcomeChallengeWrong, seckill.OutcomeChallengeExpired, seckill.OutcomeChallengeNotYours,
-	seckill.OutcomeChallengeUsed,
+	seckill.OutcomeChallengeUsed, seckill.OutcomeSoldOutMark,
 }
 
-const nOutcomes = 13
+const nOutcomes = 14
 
 // outcomeCounts are cumulative counts of each outcome, in Outcomes' order.
 type outcomeCounts [nOutcomes]int64

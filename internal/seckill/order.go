@@ -136,6 +136,10 @@ type Admission struct {
 	// admitted it, carried in the persistence task so that the write links
 	// back to that request's trace; empty when tracing is off. Opaque here.
 	Trace string `json:"trace,omitempty"`
+	// FromMemory is set on a refusal that Admit answered from the
+	// process's own memory (a sold-out or window mark) without asking
+	// Redis: the funnel counts those apart. Never stored or sent.
+	FromMemory bool `json:"-"`
 }
 
 // PurchaseResult is what a buyer is told.

@@ -65,7 +65,8 @@ type Admitter interface {
 	// ErrNotReplicated, with OutcomeAccepted and the admission, when Redis
 	// took it but fewer of its replicas than required confirmed it in
 	// time: a failover could still lose it, so the caller must make it
-	// durable another way or release it.
+	// durable another way or release it. A refusal comes with no
+	// admission, only FromMemory when the process answered it itself.
 	Admit(ctx context.Context, voucherID, userID int64, t Ticket) (Outcome, Admission, error)
 	// Remaining returns the live stock of the campaigns Redis holds.
 	Remaining(ctx context.Context, voucherIDs []int64) (map[int64]int64, error)
