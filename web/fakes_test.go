@@ -72,6 +72,15 @@ func (f *fakeService) AddSeckillVoucher(ctx context.Context, in seckill.NewSecki
 	}
 	f.record("create " + in.Title)
 	v := f.add(in.Title, in.BeginTime, in.EndTime)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v.Campaign.Challenge, v.Campaign.PoWBits, v.Campaign.Brake = in.Challenge, in.PoWBits, in.Brake
+	if in.Challenge == seckill.ChallengeQuiz {
+		if f.quiz == nil {
+			f.quiz = map[int64][]seckill.QuizQuestion{}
+		}
+		f.quiz[v.ID] = in.Quiz
+	}
 	return v, nil
 }
 

@@ -17,15 +17,17 @@ import (
 
 // formFields are the inputs of the campaign form, named as the GraphQL
 // input's fields so errors name the same field.
-var formFields = []string{"title", "subTitle", "rules", "shopId", "stock", "payValue", "actualValue", "payWindow", "beginTimeLocal", "endTimeLocal"}
+var formFields = []string{"title", "subTitle", "rules", "shopId", "stock", "payValue", "actualValue", "payWindow",
+	"beginTimeLocal", "endTimeLocal", "challenge", "powBits", "brake", "quiz"}
 
 // formLabels are the labels the form shows, by field.
 var formLabels = map[string]string{
 	"title": "Title", "subTitle": "Subtitle", "rules": "Rules", "shopId": "Shop id", "stock": "Stock",
 	"payValue": "Pays", "actualValue": "Worth", "beginTime": "Begins", "endTime": "Ends", "payWindow": "Pay window",
+	"challenge": "Challenge", "powBits": "Proof of work: zero bits", "brake": "Brake", "quiz": "Quiz questions",
 }
 
-var fieldName = regexp.MustCompile(`\b(title|subTitle|rules|shopId|stock|payValue|actualValue|beginTime|endTime|payWindow)\b`)
+var fieldName = regexp.MustCompile(`\b(title|subTitle|rules|shopId|stock|payValue|actualValue|beginTime|endTime|payWindow|challenge|powBits|brake|quiz)\b`)
 
 // labelled rewrites a domain message, which names the API's fields, in the
 // form's labels: "actualValue must be at least payValue" becomes
@@ -145,7 +147,8 @@ func (h *Handler) formError(w http.ResponseWriter, r *http.Request, p *views.For
 // summary above it.
 func (h *Handler) formErrors(w http.ResponseWriter, r *http.Request, p *views.FormPage) {
 	var names []string
-	for _, f := range []string{"title", "subTitle", "rules", "beginTime", "endTime", "shopId", "stock", "payValue", "actualValue"} {
+	for _, f := range []string{"title", "subTitle", "rules", "beginTime", "endTime", "shopId", "stock", "payValue", "actualValue",
+		"payWindow", "challenge", "powBits", "brake", "quiz"} {
 		if p.Errors[f] != "" {
 			names = append(names, formLabels[f])
 			p.Invalid = append(p.Invalid, views.InvalidField{Name: f, Label: formLabels[f]})
@@ -203,6 +206,14 @@ func standIn(in *seckill.NewSeckillVoucher, field string, now time.Time) {
 		in.ActualValue = max(in.PayValue, 0)
 	case "stock":
 		in.Stock = seckill.MinStock
+	case "payWindow":
+		in.PayWindow = 0
+	case "challenge", "quiz":
+		in.Challenge, in.PoWBits, in.Quiz = seckill.ChallengeNone, 0, nil
+	case "powBits":
+		in.PoWBits = 0
+	case "brake":
+		in.Brake = 0
 	case "beginTime":
 		in.BeginTime = now
 		if !in.EndTime.IsZero() {
@@ -268,7 +279,29 @@ func parseNewCampaign(r *http.Request, p *views.FormPage) seckill.NewSeckillVouc
 		}
 	}
 	parseTimes(r, p, &in.BeginTime, &in.EndTime)
+	parseGuard(r, p, &in)
 	return in
+}
+
+// parseGuard reads the create form's challenge and brake. The proof of
+// work's bits count only for PROOF_OF_WORK and the questions only for QUIZ:
+// what the form holds for another kind is ignored.
+func parseGuard(r *http.Request, p *views.FormPage, in *seckill.NewSeckillVoucher) {
+	in.Challenge = seckill.ChallengeKind(strings.TrimSpace(r.PostFormValue("challenge")))
+	var err error
+	if in.Brake, err = formInt(r, "brake", 0); err != nil {
+		p.Errors["brake"] = "“" + formLabels["brake"] + "” must be a whole number"
+	}
+	switch in.Challenge {
+	case seckill.ChallengePoW:
+		if in.PoWBits, err = formInt(r, "powBits", 0); err != nil {
+			p.Errors["powBits"] = "“" + formLabels["powBits"] + "” must be a whole number"
+		}
+	case seckill.ChallengeQuiz:
+		if in.Quiz, err = parseQuiz(r.PostFormValue("quiz")); err != nil {
+			p.Errors["quiz"] = labelled(seckill.ErrorMessage(err))
+		}
+	}
 }
 
 // parseTimes reads beginTime and endTime: the UTC instant the script put in

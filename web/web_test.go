@@ -430,16 +430,23 @@ func TestCreateCampaignForm(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		field, value, msg string
+		challenge         string // the challenge the form asks for, if any
 	}{
 		// The messages are the domain's, in the labels the form shows.
-		{"title", "  ", "“Title” is required"},
-		{"stock", "0", "“Stock” must be between 1 and 10000000"},
-		{"stock", "many", "“Stock” must be a whole number"},
-		{"shopId", "x", "“Shop id” must be a whole number"},
-		{"shopId", "0", "“Shop id” must be a positive integer"},
-		{"actualValue", "50", "“Worth” must be at least “Pays”"},
-		{"endTime", testNow.Add(-time.Hour).Format(time.RFC3339), "“Ends” must be after “Begins”"},
-		{"beginTime", "yesterday", "“Begins” must be a date and time"},
+		{"title", "  ", "“Title” is required", ""},
+		{"stock", "0", "“Stock” must be between 1 and 10000000", ""},
+		{"stock", "many", "“Stock” must be a whole number", ""},
+		{"shopId", "x", "“Shop id” must be a whole number", ""},
+		{"shopId", "0", "“Shop id” must be a positive integer", ""},
+		{"actualValue", "50", "“Worth” must be at least “Pays”", ""},
+		{"endTime", testNow.Add(-time.Hour).Format(time.RFC3339), "“Ends” must be after “Begins”", ""},
+		{"beginTime", "yesterday", "“Begins” must be a date and time", ""},
+		{"brake", "-1", "“Brake” must be between 0 (none) and 1000000 admissions a second", ""},
+		{"brake", "fast", "“Brake” must be a whole number", ""},
+		{"challenge", "CAPTCHA", "“Challenge” must be NONE, QUIZ or PROOF_OF_WORK", ""},
+		{"powBits", "40", "“Proof of work: zero bits” must be between 1 and 32", "PROOF_OF_WORK"},
+		{"quiz", "", "QUIZ needs at least one question", "QUIZ"},
+		{"quiz", "What is 2 + 2?", "line 1: write the question, then | and each accepted answer", "QUIZ"},
 	} {
 		t.Run(tt.field+"="+tt.value, func(t *testing.T) {
 			f := url.Values{}
@@ -447,6 +454,9 @@ func TestCreateCampaignForm(t *testing.T) {
 				f[k] = v
 			}
 			f.Set("title", "Sale")
+			if tt.challenge != "" {
+				f.Set("challenge", tt.challenge)
+			}
 			f.Set(tt.field, tt.value)
 			res := d.do("POST", "/admin/campaigns", f, c, nil)
 			if res.StatusCode != http.StatusUnprocessableEntity {
@@ -509,6 +519,37 @@ func TestCreateCampaignForm(t *testing.T) {
 	page = doc(t, d.do("GET", "/admin/campaigns/1?done=create", nil, c, nil))
 	if page.Find(`[data-testid="notice"]`).Length() != 1 {
 		t.Error("no notice after creating")
+	}
+
+	// The challenge and brake are set at creation; the questions of a quiz
+	// count only for a quiz.
+	for _, tt := range []struct {
+		challenge, powBits, quiz, brake string
+		want                            string // the campaign page's challenge
+	}{
+		{"QUIZ", "9", "What is 2 + 2? | 4 | four\n\nCapital of France? | Paris\n", "50", "quiz (2 questions, one at random per buyer)"},
+		{"PROOF_OF_WORK", "", "ignored", "", "proof of work, 20 zero bits"},
+		{"PROOF_OF_WORK", "12", "", "0", "proof of work, 12 zero bits"},
+	} {
+		f.Set("challenge", tt.challenge)
+		f.Set("powBits", tt.powBits)
+		f.Set("quiz", tt.quiz)
+		f.Set("brake", tt.brake)
+		res = d.do("POST", "/admin/campaigns", f, c, nil)
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("create with %s: %s", tt.challenge, res.Status)
+		}
+		page = doc(t, d.do("GET", res.Header.Get("Location"), nil, c, nil))
+		if got := strings.Join(strings.Fields(page.Find(`[data-testid="guard-challenge"]`).Text()), " "); got != tt.want {
+			t.Errorf("created with %s: the page says %q, want %q", tt.challenge, got, tt.want)
+		}
+		wantBrake := "none"
+		if tt.brake == "50" {
+			wantBrake = "at most 50 admissions a second"
+		}
+		if got := strings.Join(strings.Fields(page.Find(`[data-testid="guard-brake"]`).Text()), " "); got != wantBrake {
+			t.Errorf("created with brake %q: the page says %q", tt.brake, got)
+		}
 	}
 }
 

@@ -78,7 +78,7 @@ func ValidateChallenge(kind ChallengeKind, powBits int, quiz []QuizQuestion) err
 		return Invalidf("powBits", "powBits must be between %d and %d", MinPoWBits, MaxPoWBits)
 	}
 	if kind == ChallengeQuiz && len(quiz) == 0 {
-		return Invalidf("quiz", "a QUIZ challenge needs at least one question")
+		return Invalidf("quiz", "QUIZ needs at least one question")
 	}
 	if len(quiz) > MaxQuizQuestions {
 		return Invalidf("quiz", "at most %d questions", MaxQuizQuestions)
