@@ -1,7 +1,11 @@
 package app
 
 import (
+	"context"
+	"maps"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,4 +126,89 @@ func TestChallengeFlow(t *testing.T) {
 	if c := ask(alice, plain); c.Kind != "NONE" || c.Token != "" {
 		t.Errorf("a campaign without a challenge: %+v", c)
 	}
+}
+
+// readCounter counts the voucher reads of a store, and the most at once.
+type readCounter struct {
+	seckill.Store
+	reads, inflight, most atomic.Int64
+}
+
+func (c *readCounter) Voucher(ctx context.Context, id int64) (*seckill.Voucher, error) {
+	c.reads.Add(1)
+	n := c.inflight.Add(1)
+	defer c.inflight.Add(-1)
+	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
+	}
+	time.Sleep(5 * time.Millisecond) // a read that takes a while, so that callers overlap
+	return c.Store.Voucher(ctx, id)
+}
+
+// Asking for challenges costs Postgres one read a campaign and second,
+// however many ask at once, also for a voucher it does not know; and a
+// caller asking about many made-up vouchers at once reads at most a few of
+// them at a time.
+func TestChallengeSettingsReads(t *testing.T) {
+	e := newTestEnv(t, "")
+	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
+		ShopID: 1, Title: "challenged", PayValue: 100, ActualValue: 200, Stock: 5,
+		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour),
+		Challenge: seckill.ChallengePoW, PoWBits: 8,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pow := v.ID
+	ask := func(svc *seckill.Service, callers int, voucher func(i int) int64) map[string]int {
+		var mu sync.Mutex
+		codes := map[string]int{}
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				c, err := svc.Challenge(asUser(e.ctx, int64(1000+i), false), voucher(i))
+				code := seckill.ErrorCode(err)
+				if err == nil {
+					code = string(c.Kind)
+				}
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return codes
+	}
+	const callers = 300
+	for _, tt := range []struct {
+		name    string
+		voucher func(i int) int64
+		want    map[string]int
+	}{
+		{"a campaign", func(int) int64 { return pow }, map[string]int{"PROOF_OF_WORK": callers}},
+		{"a voucher Postgres does not know", func(int) int64 { return 987_654_321 }, map[string]int{seckill.ENOTFOUND: callers}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &readCounter{Store: e.app.Store}
+			svc := &seckill.Service{Store: store, Challenges: e.app.Service.Challenges, Logger: e.app.Logger}
+			if got := ask(svc, callers, tt.voucher); !maps.Equal(got, tt.want) {
+				t.Errorf("answers %v, want %v", got, tt.want)
+			}
+			// One read; a caller that missed the cache as the first read
+			// was storing it may start a second.
+			if n := store.reads.Load(); n < 1 || n > 2 {
+				t.Errorf("%d callers at once made %d Postgres reads, want 1 (2 at most)", callers, n)
+			}
+		})
+	}
+	t.Run("many made-up vouchers", func(t *testing.T) {
+		store := &readCounter{Store: e.app.Store}
+		svc := &seckill.Service{Store: store, Challenges: e.app.Service.Challenges, Logger: e.app.Logger}
+		got := ask(svc, callers, func(i int) int64 { return int64(900_000_000 + i) })
+		if got[seckill.ENOTFOUND]+got[seckill.EUNAVAILABLE] != callers || got[seckill.ENOTFOUND] == 0 {
+			t.Errorf("answers %v, want NOT_FOUND, or UNAVAILABLE beyond the reads allowed at once", got)
+		}
+		if m := store.most.Load(); m > 8 {
+			t.Errorf("%d Postgres reads at once, want at most 8", m)
+		}
+	})
 }

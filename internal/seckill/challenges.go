@@ -2,8 +2,11 @@ package seckill
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // settingsTTL is how long a process reuses a campaign's challenge settings
@@ -13,46 +16,97 @@ import (
 // script (which reads the live one), so a short staleness is harmless.
 const settingsTTL = time.Second
 
-// settings caches campaigns' challenge settings for Challenge.
+// How a process reads challenge settings from Postgres: one read a
+// campaign at a time, whoever waits for it (the refresh storm of one sale
+// costs one read a second), at most maxSettingsReads campaigns at once (a
+// caller who asks about many made-up vouchers, each a cache miss, gets
+// UNAVAILABLE beyond it instead of queueing reads on the database), each
+// within settingsReadTimeout.
+const (
+	maxSettingsReads    = 8
+	settingsReadTimeout = 5 * time.Second
+)
+
+// settings caches campaigns' challenge settings for Challenge, and for as
+// long the vouchers Postgres does not know.
 type settings struct {
-	mu sync.Mutex
-	m  map[int64]cachedSettings
+	mu     sync.Mutex
+	m      map[int64]cachedSettings
+	once   sync.Once
+	reads  chan struct{} // a slot per Postgres read under way
+	flight singleflight.Group
 }
 
 type cachedSettings struct {
-	at   time.Time
-	c    Campaign
-	quiz []QuizQuestion
+	at      time.Time
+	c       Campaign
+	quiz    []QuizQuestion
+	missing error // ENOTFOUND: no such campaign
 }
 
 func (s *Service) campaignSettings(ctx context.Context, voucherID int64) (Campaign, []QuizQuestion, error) {
 	now := s.now()
-	s.settings.mu.Lock()
-	cs, ok := s.settings.m[voucherID]
-	s.settings.mu.Unlock()
+	st := &s.settings
+	st.once.Do(func() { st.reads = make(chan struct{}, maxSettingsReads) })
+	st.mu.Lock()
+	cs, ok := st.m[voucherID]
+	st.mu.Unlock()
 	if ok && now.Sub(cs.at) < settingsTTL && now.Sub(cs.at) >= 0 {
-		return cs.c, cs.quiz, nil
+		return cs.c, cs.quiz, cs.missing
 	}
+	// The read is shared by every caller waiting for it, so it runs
+	// detached from the one that started it.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settingsReadTimeout)
+	defer cancel()
+	ch := st.flight.DoChan(strconv.FormatInt(voucherID, 10), func() (any, error) {
+		select {
+		case st.reads <- struct{}{}:
+			defer func() { <-st.reads }()
+		default:
+			return nil, Errorf(EUNAVAILABLE, "too many challenges asked for at once; try again in a moment")
+		}
+		cs, err := s.readSettings(rctx, voucherID)
+		if err != nil && ErrorCode(err) != ENOTFOUND {
+			return nil, err
+		}
+		cs.at, cs.missing = now, err
+		st.mu.Lock()
+		if st.m == nil || len(st.m) > 10000 {
+			st.m = map[int64]cachedSettings{}
+		}
+		st.m[voucherID] = cs
+		st.mu.Unlock()
+		return cs, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return Campaign{}, nil, r.Err
+		}
+		cs := r.Val.(cachedSettings)
+		return cs.c, cs.quiz, cs.missing
+	case <-ctx.Done():
+		return Campaign{}, nil, Errorf(EUNAVAILABLE, "the sale's challenge could not be read in time; try again")
+	}
+}
+
+// readSettings reads a campaign's challenge settings from Postgres.
+// ENOTFOUND for a voucher it does not know or one without a campaign.
+func (s *Service) readSettings(ctx context.Context, voucherID int64) (cachedSettings, error) {
 	v, err := s.Store.Voucher(ctx, voucherID)
 	if err != nil {
-		return Campaign{}, nil, err
+		return cachedSettings{}, err
 	}
 	if v.Campaign == nil {
-		return Campaign{}, nil, Errorf(ENOTFOUND, "voucher %d has no campaign", voucherID)
+		return cachedSettings{}, Errorf(ENOTFOUND, "voucher %d has no campaign", voucherID)
 	}
 	var quiz []QuizQuestion
 	if v.Campaign.Challenge == ChallengeQuiz {
 		if quiz, err = s.Store.CampaignQuiz(ctx, voucherID); err != nil {
-			return Campaign{}, nil, err
+			return cachedSettings{}, err
 		}
 	}
-	s.settings.mu.Lock()
-	if s.settings.m == nil || len(s.settings.m) > 10000 {
-		s.settings.m = map[int64]cachedSettings{}
-	}
-	s.settings.m[voucherID] = cachedSettings{at: now, c: *v.Campaign, quiz: quiz}
-	s.settings.mu.Unlock()
-	return *v.Campaign, quiz, nil
+	return cachedSettings{c: *v.Campaign, quiz: quiz}, nil
 }
 
 // Challenge hands the caller a challenge for a campaign: bound to them and
