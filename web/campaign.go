@@ -68,7 +68,7 @@ func (h *Handler) renderCampaign(w http.ResponseWriter, r *http.Request, id int6
 		Campaign: views.CampaignView{
 			ID: v.ID, ShopID: v.ShopID, Title: v.Title, SubTitle: v.SubTitle, Rules: v.Rules,
 			PayValue: v.PayValue, ActualValue: v.ActualValue, Status: string(c.StatusAt(now)),
-			Begin: c.BeginTime, End: c.EndTime, Paused: c.Paused,
+			Begin: c.BeginTime, End: c.EndTime, PayWindow: c.PayWindow, Paused: c.Paused,
 			Editable: now.Before(c.BeginTime), Ended: !now.Before(c.EndTime),
 		},
 		Live:       live,

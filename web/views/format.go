@@ -92,3 +92,27 @@ func oldestPayBy(t time.Time) string {
 	}
 	return "oldest pays by " + utc(t)
 }
+
+// window says a duration of whole seconds the way an operator reads it:
+// "15 minutes", "1 hour 30 minutes", "45 seconds".
+func window(d time.Duration) string {
+	d = d.Round(time.Second)
+	var parts []string
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "hour"}, {time.Minute, "minute"}, {time.Second, "second"}} {
+		if n := int64(d / u.d); n > 0 {
+			name := u.name
+			if n != 1 {
+				name += "s"
+			}
+			parts = append(parts, itoa(n)+" "+name)
+			d -= time.Duration(n) * u.d
+		}
+	}
+	if len(parts) == 0 {
+		return "0 seconds"
+	}
+	return strings.Join(parts, " ")
+}

@@ -147,6 +147,7 @@ type CampaignView struct {
 	Status      string
 	Begin       time.Time
 	End         time.Time
+	PayWindow   time.Duration // how long a buyer has to pay an order
 	Paused      bool
 	Editable    bool // it has not started: texts and times may change
 	Ended       bool

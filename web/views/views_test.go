@@ -111,8 +111,9 @@ func TestCampaignsPageIsLive(t *testing.T) {
 
 func TestCampaignPage(t *testing.T) {
 	p := views.CampaignPage{
-		Meta:     views.Meta{Title: "t", Admin: "alice"},
-		Campaign: views.CampaignView{ID: 9, Title: "Sale", Status: "PAUSED", Paused: true, Begin: at, End: at.Add(time.Hour)},
+		Meta: views.Meta{Title: "t", Admin: "alice"},
+		Campaign: views.CampaignView{ID: 9, Title: "Sale", Status: "PAUSED", Paused: true, Begin: at, End: at.Add(time.Hour),
+			PayWindow: 90*time.Minute + time.Second},
 		Live: views.CampaignLive{
 			Src: "/admin/campaigns/9/live", Status: "PAUSED", Initial: 10, Remaining: 4, Queued: 1, Sold: 5, Failed: 2, Known: true,
 			Awaiting: 3, Paid: 2, Revenue: 12345, Cancelled: 1, Expired: 4, Refunds: 1, OldestPayBy: at,
@@ -134,6 +135,7 @@ func TestCampaignPage(t *testing.T) {
 		"stat-awaiting": "3", "stat-paid": "2", "stat-revenue": "123.45", "stat-cancelled": "1", "stat-expired": "4",
 		"stat-refunds": "1", "funnel-admitted": "13", "funnel-created": "10", "funnel-paid": "2",
 		"consistency-state": "ok", "error-stock": p.StockError,
+		"campaign-pay-window": "1 hour 30 minutes 1 second to pay an order, or it expires",
 	} {
 		if got := text(doc.Find(byTestID(id))); got != want {
 			t.Errorf("%s = %q, want %q", id, got, want)
