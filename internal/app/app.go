@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		Campaigns:        a.Store,
 		CampaignAdmitter: a.Admitter,
 
-		Life:      a.Store,
+		Life:      a.Metrics.wrapLife(a.Store),
 		Returner:  a.Admitter,
 		Expiry:    jobs.NewExpiryScheduler(a.Queue),
 		PayWindow: cfg.PayWindow,

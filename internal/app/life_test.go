@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/admission"
@@ -192,6 +193,22 @@ func TestPayAndExpireRace(t *testing.T) {
 		t.Errorf("%d events recorded, want %d", got, n)
 	}
 	e.checkUnitsBack(v, expired)
+	// The metrics tell the same story.
+	m := e.app.Metrics
+	for _, c := range []struct {
+		name string
+		got  float64
+		want int
+	}{
+		{`seckill_orders_closed_total{status="PAID"}`, testutil.ToFloat64(m.OrdersClosed.WithLabelValues("PAID")), paid},
+		{`seckill_orders_closed_total{status="EXPIRED"}`, testutil.ToFloat64(m.OrdersClosed.WithLabelValues("EXPIRED")), expired},
+		{`seckill_payment_events_total{result="paid"}`, testutil.ToFloat64(m.PaymentEvents.WithLabelValues("paid")), paid},
+		{`seckill_payment_events_total{result="refund_needed"}`, testutil.ToFloat64(m.PaymentEvents.WithLabelValues("refund_needed")), expired},
+	} {
+		if int(c.got) != c.want {
+			t.Errorf("%s = %v, want %d", c.name, c.got, c.want)
+		}
+	}
 }
 
 // TestSameEventConcurrently applies one event 20 times at once: one PAID,

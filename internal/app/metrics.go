@@ -25,6 +25,8 @@ type Metrics struct {
 	Rewarmed         prometheus.Counter
 	Unreplicated     prometheus.Counter
 	Overloaded       prometheus.Counter
+	OrdersClosed     *prometheus.CounterVec
+	PaymentEvents    *prometheus.CounterVec
 
 	http        *requestMetrics
 	consistency *consistencyMetrics
@@ -75,9 +77,15 @@ func NewMetrics() *Metrics {
 		Overloaded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_overloaded_requests_total", Help: "Requests shed because too many were in flight.",
 		}),
+		OrdersClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_orders_closed_total", Help: "Orders that left CREATED, by the status they took: PAID, CANCELLED or EXPIRED (the unit goes back on sale).",
+		}, []string{"status"}),
+		PaymentEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_payment_events_total", Help: "Payment provider events applied, by result: paid, failed, refund_needed (paid after the order closed), duplicate, other, rejected (unknown payment, wrong amount or currency).",
+		}, []string{"result"}),
 	}
 	m.Registry.MustRegister(m.Purchases, m.Funnel, m.PurchaseDuration, m.OrdersPersisted, m.OrdersFailed, m.BatchSize,
-		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Unreplicated, m.Overloaded,
+		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Unreplicated, m.Overloaded, m.OrdersClosed, m.PaymentEvents,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		buildInfo())
 	// Exported at 0 from the start, so that rates and alerts see them.
@@ -86,6 +94,12 @@ func NewMetrics() *Metrics {
 	}
 	for _, reason := range []string{seckill.FailureLost, seckill.FailureConflict} {
 		m.OrdersFailed.WithLabelValues(failureLabel(reason))
+	}
+	for _, st := range []seckill.OrderStatus{seckill.OrderPaid, seckill.OrderCancelled, seckill.OrderExpired} {
+		m.OrdersClosed.WithLabelValues(string(st))
+	}
+	for _, r := range []string{paymentPaid, paymentFailed, paymentRefundNeeded, paymentDuplicate, paymentOther, paymentRejected} {
+		m.PaymentEvents.WithLabelValues(r)
 	}
 	m.http = newRequestMetrics(m.Registry, operationAllowlist())
 	m.consistency = newConsistencyMetrics(m.Registry)
@@ -213,4 +227,55 @@ func (s *storeMetrics) PersistOrders(ctx context.Context, adms []seckill.Admissi
 		}
 	}
 	return out, nil
+}
+
+// The results of a payment event, as seckill_payment_events_total labels.
+const (
+	paymentPaid         = "paid"
+	paymentFailed       = "failed"
+	paymentRefundNeeded = "refund_needed"
+	paymentDuplicate    = "duplicate"
+	paymentOther        = "other"
+	paymentRejected     = "rejected"
+)
+
+// lifeMetrics counts what happens to orders after CREATED: closes
+// (cancellations and expiries), payments and provider events.
+type lifeMetrics struct {
+	seckill.OrderLife
+	m *Metrics
+}
+
+func (m *Metrics) wrapLife(l seckill.OrderLife) seckill.OrderLife {
+	return &lifeMetrics{OrderLife: l, m: m}
+}
+
+func (l *lifeMetrics) CloseOrder(ctx context.Context, id int64, to seckill.OrderStatus, userID int64) (seckill.CloseResult, error) {
+	res, err := l.OrderLife.CloseOrder(ctx, id, to, userID)
+	if err == nil && res.Closed {
+		l.m.OrdersClosed.WithLabelValues(string(to)).Inc()
+	}
+	return res, err
+}
+
+func (l *lifeMetrics) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) (seckill.PaymentResult, error) {
+	res, err := l.OrderLife.ApplyPaymentEvent(ctx, ev)
+	result := paymentOther
+	switch {
+	case err != nil && (seckill.ErrorCode(err) == seckill.ENOTFOUND || seckill.ErrorCode(err) == seckill.EINVALID):
+		result = paymentRejected
+	case err != nil:
+		return res, err // not applied: the provider sends it again
+	case res.Duplicate:
+		result = paymentDuplicate
+	case res.Paid:
+		result = paymentPaid
+		l.m.OrdersClosed.WithLabelValues(string(seckill.OrderPaid)).Inc()
+	case res.Payment.Status == seckill.PaymentRefundNeeded:
+		result = paymentRefundNeeded
+	case res.Payment.Status == seckill.PaymentFailed:
+		result = paymentFailed
+	}
+	l.m.PaymentEvents.WithLabelValues(result).Inc()
+	return res, err
 }
