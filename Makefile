@@ -25,7 +25,7 @@ CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTa
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run test test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait test-faults clean
+.PHONY: run test test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
 
 ## run: start Postgres/Redis if needed, migrate, and serve API + worker on :8080
 run: build services
@@ -139,6 +139,13 @@ bench-wait: build
 	@mkdir -p .run
 	./bin/seckill-bench --url $(BENCH_URL) --duration 5s --concurrency 64 --warm \
 		--users 60000 --stock 60000 --compare wait --fsync-dir .run $(BENCH_ARGS)
+
+## bench-limit: the cost of the shared per-user and per-address limits on every purchase,
+##   in one run (a private redis-server per setting, the seckill binary on each)
+bench-limit: build
+	@mkdir -p .run
+	./bin/seckill-bench --url $(BENCH_URL) --duration 5s --concurrency 64 --warm \
+		--users 60000 --stock 60000 --compare limit --fsync-dir .run $(BENCH_ARGS)
 
 clean:
 	rm -rf bin playground/dist/assets

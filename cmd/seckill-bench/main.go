@@ -43,6 +43,14 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      SECKILL_REDIS_MIN_REPLICAS=1 (databases
                      seckill_bench_no_wait and seckill_bench_wait, recreated):
                      the cost of confirming every acceptance on a replica
+  --compare limit    also run it against the seckill binary on a private
+                     redis-server (appendfsync everysec) without the shared
+                     limits (SECKILL_USER_RATE=0, SECKILL_ADDRESS_RATE=0),
+                     then with both on at rates the load never reaches
+                     (databases seckill_bench_no_limit and
+                     seckill_bench_limit, recreated): the cost of checking
+                     them on every purchase; a RATE_LIMITED answer fails
+                     the run, as the ratio would then price refusals
 
   --pay-ratio 0.7 [--pay-delay 200ms] [--pay-window 5s]
                      accepted buyers open their payment (createPayment) and
@@ -150,10 +158,10 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", bench.DefaultMaxInFlight, "open model: outstanding requests at most; more are dropped and counted")
 	fs.DurationVar(&cfg.Timeout, "timeout", bench.DefaultTimeout, "timeout of one request")
 	fs.DurationVar(&cfg.PersistTimeout, "persist-timeout", bench.DefaultPersistTimeout, "how long to wait for accepted orders to reach Postgres")
-	fs.Var(&compare, "compare", "sync, ceiling, fsync and/or wait (comma-separated or repeated): run the same load against them too")
-	fs.StringVar(&cfg.Fsync.SeckillBin, "seckill", "", "--compare fsync and wait: the seckill binary (default: seckill beside seckill-bench, else on PATH)")
-	fs.StringVar(&cfg.Fsync.RedisBin, "redis-server", "redis-server", "--compare fsync and wait: the redis-server binary")
-	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync and wait: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
+	fs.Var(&compare, "compare", "sync, ceiling, fsync, wait and/or limit (comma-separated or repeated): run the same load against them too")
+	fs.StringVar(&cfg.Fsync.SeckillBin, "seckill", "", "--compare fsync, wait and limit: the seckill binary (default: seckill beside seckill-bench, else on PATH)")
+	fs.StringVar(&cfg.Fsync.RedisBin, "redis-server", "redis-server", "--compare fsync, wait and limit: the redis-server binary")
+	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync, wait and limit: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
 	fs.StringVar(&cfg.Challenge, "challenge", "", "pow or quiz: give the campaign the bench creates this challenge; every buyer asks for theirs and solves it before buying (the report shows how the purchases spread)")
 	fs.IntVar(&cfg.PoWBits, "pow-bits", 0, "--challenge pow: leading zero bits (default: the server's, 20)")
 	fs.Float64Var(&cfg.Pay.Ratio, "pay-ratio", 0, "share (0 to 1) of accepted buyers who pay through the signed webhook; the others let their orders expire")

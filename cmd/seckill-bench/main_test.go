@@ -15,7 +15,7 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	cfg, asJSON, err := parseFlags([]string{"--rate", "500", "--duration", "3s", "--compare", "sync,ceiling", "--compare", "fsync",
+	cfg, asJSON, err := parseFlags([]string{"--rate", "500", "--duration", "3s", "--compare", "sync,ceiling", "--compare", "fsync,limit",
 		"--seckill", "/opt/seckill", "--fsync-dir", "/var/tmp", "--json"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func TestParseFlags(t *testing.T) {
 	if !asJSON || cfg.Rate != 500 || cfg.Duration != 3*time.Second || cfg.Fsync.SeckillBin != "/opt/seckill" || cfg.Fsync.Dir != "/var/tmp" {
 		t.Errorf("parsed %+v, json %v", cfg, asJSON)
 	}
-	if diff := cmp.Diff([]string{bench.CompareSync, bench.CompareCeiling, bench.CompareFsync}, cfg.Compare); diff != "" {
+	if diff := cmp.Diff([]string{bench.CompareSync, bench.CompareCeiling, bench.CompareFsync, bench.CompareLimit}, cfg.Compare); diff != "" {
 		t.Errorf("compare (-want +got):\n%s", diff)
 	}
 }
@@ -68,7 +68,7 @@ func TestCommandErrors(t *testing.T) {
 	}
 	var help bytes.Buffer
 	if err := run(context.Background(), []string{"--help"}, &bytes.Buffer{}, &help); !errors.Is(err, flag.ErrHelp) ||
-		!strings.Contains(help.String(), "--compare fsync") {
+		!strings.Contains(help.String(), "--compare fsync") || !strings.Contains(help.String(), "--compare limit") {
 		t.Errorf("--help: %v\n%s", err, help.String())
 	}
 }

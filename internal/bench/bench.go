@@ -10,7 +10,9 @@
 // admission script; "fsync", the real seckill binary on two private
 // Redis servers, one with appendfsync everysec and one with always; and
 // "wait", the seckill binary on a private master with a replica, without
-// and with WAIT for that replica.
+// and with WAIT for that replica; and "limit", the seckill binary on a
+// private Redis without and with the shared per-user and per-address
+// limits (at rates that never refuse the load).
 //
 // The work is split by job: load generates the requests, report turns
 // them into figures and text, verify checks the books, compare holds the
@@ -38,6 +40,7 @@ const (
 	CompareCeiling = report.TargetCeiling
 	CompareFsync   = "fsync" // report.TargetEverysec and report.TargetAlways
 	CompareWait    = "wait"  // report.TargetNoWait and report.TargetWait
+	CompareLimit   = "limit" // report.TargetNoLimit and report.TargetLimit
 )
 
 // DefaultURL is where `seckill serve` answers GraphQL by default.
@@ -89,7 +92,7 @@ type Config struct {
 	Pay PayConfig
 
 	PersistTimeout time.Duration // how long to wait for accepted orders to be persisted
-	Compare        []string      // CompareSync, CompareCeiling, CompareFsync, CompareWait
+	Compare        []string      // CompareSync, CompareCeiling, CompareFsync, CompareWait, CompareLimit
 
 	// Secrets and services, normally from the server's configuration.
 	JWTSecret     string
@@ -102,7 +105,7 @@ type Config struct {
 	// the bench recreate compare.SyncDatabase on the server at DatabaseURL.
 	SyncDatabaseURL string
 
-	// Fsync is how --compare fsync and --compare wait start their servers.
+	// Fsync is how --compare fsync, wait and limit start their servers.
 	Fsync FsyncConfig
 
 	Progress    io.Writer // progress and status lines; nil for none
@@ -133,8 +136,8 @@ func (cfg *Config) spec() (load.Spec, error) {
 		return s, err
 	}
 	for _, c := range cfg.Compare {
-		if c != CompareSync && c != CompareCeiling && c != CompareFsync && c != CompareWait {
-			return s, fmt.Errorf("--compare: unknown target %q (want sync, ceiling, fsync or wait)", c)
+		if c != CompareSync && c != CompareCeiling && c != CompareFsync && c != CompareWait && c != CompareLimit {
+			return s, fmt.Errorf("--compare: unknown target %q (want sync, ceiling, fsync, wait or limit)", c)
 		}
 	}
 	switch {
@@ -231,6 +234,8 @@ func Run(ctx context.Context, cfg Config) (*report.Result, error) {
 			other, err = r.runFsync(ctx)
 		case CompareWait:
 			other, err = r.runWait(ctx)
+		case CompareLimit:
+			other, err = r.runLimit(ctx)
 		}
 		res.Runs = append(res.Runs, other...)
 		if err != nil {

@@ -62,9 +62,10 @@ func buildSeckill(t *testing.T) string {
 }
 
 // TestBurstWithComparisons runs the seed's experiment, scaled down, against
-// the real server, both comparison servers and the seckill binary on a
-// private Redis with each appendfsync setting, and checks that each run's
-// books balance. Speed is reported, never asserted: the machine is shared.
+// the real server, both comparison servers and the seckill binary on
+// private Redis servers (each appendfsync setting, without and with WAIT
+// for a replica, without and with the shared limits), and checks that
+// each run's books balance. Speed is reported, never asserted: the machine is shared.
 func TestBurstWithComparisons(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres and Redis")
@@ -83,13 +84,14 @@ func TestBurstWithComparisons(t *testing.T) {
 	var progress bytes.Buffer
 	res, err := bench.Run(ctx, bench.Config{
 		URL: endpoint, Users: 200, Stock: 50,
-		Compare:   []string{bench.CompareSync, bench.CompareCeiling, bench.CompareFsync, bench.CompareWait},
+		Compare:   []string{bench.CompareSync, bench.CompareCeiling, bench.CompareFsync, bench.CompareWait, bench.CompareLimit},
 		JWTSecret: secret, JWTIssuer: "seckill",
 		DatabaseURL: dsn, RedisURL: redisURL, SyncDatabaseURL: storetest.NewEmptyDSN(t),
 		PersistTimeout: 30 * time.Second, Progress: &progress,
 		Fsync: bench.FsyncConfig{SeckillBin: seckillBin, RedisBin: redisServer, Dir: t.TempDir(), DatabaseURLs: map[string]string{
 			compare.FsyncEverysec: storetest.NewEmptyDSN(t), compare.FsyncAlways: storetest.NewEmptyDSN(t),
 			report.TargetNoWait: storetest.NewEmptyDSN(t), report.TargetWait: storetest.NewEmptyDSN(t),
+			report.TargetNoLimit: storetest.NewEmptyDSN(t), report.TargetLimit: storetest.NewEmptyDSN(t),
 		}},
 	})
 	if err != nil {
@@ -100,7 +102,7 @@ func TestBurstWithComparisons(t *testing.T) {
 		targets = append(targets, r.Target)
 	}
 	want := []string{report.TargetSeckill, report.TargetSync, report.TargetCeiling, report.TargetEverysec, report.TargetAlways,
-		report.TargetNoWait, report.TargetWait}
+		report.TargetNoWait, report.TargetWait, report.TargetNoLimit, report.TargetLimit}
 	if diff := cmp.Diff(want, targets); diff != "" {
 		t.Fatalf("targets (-want +got):\n%s", diff)
 	}
@@ -138,12 +140,19 @@ func TestBurstWithComparisons(t *testing.T) {
 			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
 		}
 	}
-	for i, r := range res.Runs[5:] {
+	for i, r := range res.Runs[5:7] {
 		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, fmt.Sprintf("SECKILL_REDIS_MIN_REPLICAS=%d ", i)) {
 			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
 		}
 	}
-	if len(res.Comparisons) != 4 {
+	for _, r := range res.Runs[7:] {
+		wantEnv := map[string]string{report.TargetNoLimit: "SECKILL_USER_RATE=0 SECKILL_ADDRESS_RATE=0 ",
+			report.TargetLimit: "SECKILL_USER_RATE=5 SECKILL_USER_BURST=10 SECKILL_ADDRESS_RATE=1000000 SECKILL_ADDRESS_BURST=1000000 "}[r.Target]
+		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, wantEnv) {
+			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
+		}
+	}
+	if len(res.Comparisons) != 5 {
 		t.Errorf("comparisons: %+v", res.Comparisons)
 	}
 	var text bytes.Buffer
@@ -151,7 +160,7 @@ func TestBurstWithComparisons(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + text.String())
-	for _, want := range []string{"of the ceiling's throughput", "appendfsync always: ", "WAIT for 1 replica: ", "1 (its own database)"} {
+	for _, want := range []string{"of the ceiling's throughput", "appendfsync always: ", "WAIT for 1 replica: ", "shared limit per user and per address: ", "1 (its own database)"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report lacks %q", want)
 		}

@@ -127,14 +127,15 @@ func (r *runner) runCeiling(ctx context.Context, stock int64) (*report.Report, e
 	return rep, nil
 }
 
-// FsyncConfig is how --compare fsync starts its servers.
+// FsyncConfig is how --compare fsync, wait and limit start their servers.
 type FsyncConfig struct {
 	SeckillBin string // the seckill binary; "": seckill beside the running program, else on PATH
 	RedisBin   string // "": redis-server on PATH
 	Dir        string // where the private Redis servers keep their AOF; "": the system's temp directory
-	// DatabaseURLs are empty databases for the servers, by appendfsync
-	// setting; a missing one makes the bench recreate
-	// seckill_bench_fsync_<setting> on the server at Config.DatabaseURL.
+	// DatabaseURLs are empty databases for the servers, by target
+	// (report.TargetEverysec, TargetNoWait, TargetLimit, ...); a missing one
+	// makes the bench recreate seckill_bench_fsync_<setting> or
+	// seckill_bench_<target> on the server at Config.DatabaseURL.
 	DatabaseURLs map[string]string
 }
 
@@ -143,19 +144,27 @@ type FsyncConfig struct {
 // always: the cost of losing nothing acknowledged when the host crashes.
 // Each gets a campaign of Config.Stock units.
 func (r *runner) runFsync(ctx context.Context) ([]*report.Report, error) {
-	seckillBin, redisBin, dir, err := r.privateBinaries("fsync")
+	return r.runPrivates(ctx, "fsync", []string{report.TargetEverysec, report.TargetAlways}, r.runOnRedis)
+}
+
+// runPrivates measures one private server per label, one after the other:
+// run starts each with the seckill and redis-server binaries, its files
+// under dir (named after name, removed at the end), and measures it.
+func (r *runner) runPrivates(ctx context.Context, name string, labels []string,
+	run func(ctx context.Context, seckillBin, redisBin, dir, label string) (*report.Report, error)) ([]*report.Report, error) {
+	seckillBin, redisBin, dir, err := r.privateBinaries(name)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	var out []*report.Report
-	for _, setting := range []string{compare.FsyncEverysec, compare.FsyncAlways} {
+	for _, label := range labels {
 		if ctx.Err() != nil {
 			break
 		}
-		rep, err := r.runOnRedis(ctx, seckillBin, redisBin, dir, setting)
+		rep, err := run(ctx, seckillBin, redisBin, dir, label)
 		if err != nil {
-			return out, fmt.Errorf("appendfsync %s: %w", setting, err)
+			return out, fmt.Errorf("%s: %w", label, err)
 		}
 		out = append(out, rep)
 	}
@@ -163,7 +172,7 @@ func (r *runner) runFsync(ctx context.Context) ([]*report.Report, error) {
 }
 
 // privateBinaries finds the seckill and redis-server binaries that --compare
-// fsync and wait run, and makes a directory for their files (the caller
+// fsync, wait and limit run, and makes a directory for their files (the caller
 // removes it).
 func (r *runner) privateBinaries(name string) (seckillBin, redisBin, dir string, err error) {
 	fc := r.cfg.Fsync
@@ -177,12 +186,13 @@ func (r *runner) privateBinaries(name string) (seckillBin, redisBin, dir string,
 	return seckillBin, redisBin, dir, err
 }
 
-// runOnRedis starts a private Redis with appendfsync setting and a seckill
-// server on it and an empty database, and measures that server.
-func (r *runner) runOnRedis(ctx context.Context, seckillBin, redisBin, dir, setting string) (*report.Report, error) {
+// runOnRedis starts a private Redis with the appendfsync setting of label
+// (report.TargetEverysec or TargetAlways) and a seckill server on it and
+// an empty database, and measures that server.
+func (r *runner) runOnRedis(ctx context.Context, seckillBin, redisBin, dir, label string) (*report.Report, error) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	label := map[string]string{compare.FsyncEverysec: report.TargetEverysec, compare.FsyncAlways: report.TargetAlways}[setting]
+	setting := map[string]string{report.TargetEverysec: compare.FsyncEverysec, report.TargetAlways: compare.FsyncAlways}[label]
 	rs, err := compare.StartRedis(sctx, redisBin, dir, setting)
 	if err != nil {
 		return nil, err
@@ -198,28 +208,17 @@ func (r *runner) runOnRedis(ctx context.Context, seckillBin, redisBin, dir, sett
 // cost of losing nothing accepted when the master dies. Both use
 // appendfsync everysec, so that the disk does not hide the network.
 func (r *runner) runWait(ctx context.Context) ([]*report.Report, error) {
-	seckillBin, redisBin, dir, err := r.privateBinaries("wait")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	var out []*report.Report
-	for i, label := range []string{report.TargetNoWait, report.TargetWait} {
-		if ctx.Err() != nil {
-			break
-		}
-		rep, err := r.runReplicated(ctx, seckillBin, redisBin, dir, label, i)
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", label, err)
-		}
-		out = append(out, rep)
-	}
-	return out, nil
+	return r.runPrivates(ctx, "wait", []string{report.TargetNoWait, report.TargetWait}, r.runReplicated)
 }
 
 // runReplicated starts a private master and replica and a seckill server
-// on them that waits for minReplicas replicas, and measures that server.
-func (r *runner) runReplicated(ctx context.Context, seckillBin, redisBin, dir, label string, minReplicas int) (*report.Report, error) {
+// on them that waits for the replica if label is report.TargetWait, and
+// measures that server.
+func (r *runner) runReplicated(ctx context.Context, seckillBin, redisBin, dir, label string) (*report.Report, error) {
+	minReplicas := 0
+	if label == report.TargetWait {
+		minReplicas = 1
+	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	master, err := compare.StartRedis(sctx, redisBin, dir, compare.FsyncEverysec, "--repl-diskless-sync-delay", "0")
@@ -235,6 +234,43 @@ func (r *runner) runReplicated(ctx context.Context, seckillBin, redisBin, dir, l
 	return r.runPrivate(ctx, seckillBin, dir, label, "seckill_bench_"+strings.ReplaceAll(label, "-", "_"), master.URL,
 		[]string{"SECKILL_REDIS_MIN_REPLICAS=" + strconv.Itoa(minReplicas)},
 		fmt.Sprintf("seckill serve with SECKILL_REDIS_MIN_REPLICAS=%d on a private redis-server master with one replica, appendfsync everysec", minReplicas))
+}
+
+// limitEnv is the seckill server's limits for each target of --compare
+// limit. With the limits on, each bench user buys once (a burst of 10 at 5
+// a second allows ten attempts) and all the bench's traffic comes from
+// 127.0.0.1, whose limit of a million a second, a million at once, the
+// bench never reaches: every purchase pays for both checks (the in-memory
+// one and the GCRA cells in the admission script) and none is refused.
+// Every variable is set on both sides, so that the operator's environment
+// decides nothing.
+var limitEnv = map[string][]string{
+	report.TargetNoLimit: {"SECKILL_USER_RATE=0", "SECKILL_ADDRESS_RATE=0"},
+	report.TargetLimit: {"SECKILL_USER_RATE=5", "SECKILL_USER_BURST=10",
+		"SECKILL_ADDRESS_RATE=1000000", "SECKILL_ADDRESS_BURST=1000000"},
+}
+
+// runLimit measures the real seckill server on a private Redis, first
+// without the shared per-user and per-address limits, then with both on at
+// rates that never refuse the bench's load: the cost of checking the limits
+// on every purchase. Both use appendfsync everysec, as wait does.
+func (r *runner) runLimit(ctx context.Context) ([]*report.Report, error) {
+	return r.runPrivates(ctx, "limit", []string{report.TargetNoLimit, report.TargetLimit}, r.runLimited)
+}
+
+// runLimited starts a private Redis and a seckill server on it with the
+// limits of label, and measures that server.
+func (r *runner) runLimited(ctx context.Context, seckillBin, redisBin, dir, label string) (*report.Report, error) {
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	rs, err := compare.StartRedis(sctx, redisBin, dir, compare.FsyncEverysec)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	env := limitEnv[label]
+	return r.runPrivate(ctx, seckillBin, dir, label, "seckill_bench_"+strings.ReplaceAll(label, "-", "_"), rs.URL, env,
+		fmt.Sprintf("seckill serve with %s on a private redis-server, appendfsync everysec", strings.Join(env, " ")))
 }
 
 // runPrivate starts a seckill server on redisURL, an empty database (from

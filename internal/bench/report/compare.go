@@ -4,7 +4,8 @@ import "fmt"
 
 // Compare relates the runs that have something to say to each other:
 // seckill to the sync design and to the ceiling, Redis's appendfsync
-// always to everysec, and WAIT for a replica to none, in the order of runs.
+// always to everysec, WAIT for a replica to none, and the shared limit to
+// none, in the order of runs.
 func Compare(runs []*Report) []Comparison {
 	byTarget := map[string]*Report{}
 	for _, r := range runs {
@@ -23,6 +24,10 @@ func Compare(runs []*Report) []Comparison {
 			}
 		case TargetWait:
 			if base := byTarget[TargetNoWait]; base != nil {
+				out = append(out, relate(o, base))
+			}
+		case TargetLimit:
+			if base := byTarget[TargetNoLimit]; base != nil {
 				out = append(out, relate(o, base))
 			}
 		}
@@ -53,6 +58,14 @@ func relate(base, o *Report) Comparison {
 	case TargetNoWait:
 		c.Text = fmt.Sprintf("WAIT for 1 replica: %.2f× the throughput without, p50 %.2f×, p99 %.2f× (%s; p50 %s vs %s)",
 			c.ThroughputRatio, c.P50Ratio, c.P99Ratio, figures, Millis(base.Latency.P50), Millis(o.Latency.P50))
+	case TargetNoLimit:
+		c.Text = fmt.Sprintf("shared limit per user and per address: %.2f× the throughput without, p50 %.2f×, p99 %.2f× (%s; p50 %s vs %s)",
+			c.ThroughputRatio, c.P50Ratio, c.P99Ratio, figures, Millis(base.Latency.P50), Millis(o.Latency.P50))
+		// The comparison prices the check, not its refusals: a refused
+		// purchase is cheaper than an accepted one.
+		if n := base.Outcomes["RATE_LIMITED"]; n > 0 {
+			c.Text += fmt.Sprintf("; NOT A MEASURE OF THE CHECK: %s purchases were RATE_LIMITED", Number(n))
+		}
 	default:
 		c.Text = fmt.Sprintf("%s serves %.1f× the throughput of %s (%s)", base.Target, c.ThroughputRatio, o.Target, figures)
 	}

@@ -63,6 +63,13 @@ func (r *Report) Judge() {
 			notes = append(notes, fmt.Sprintf("%s accepted orders FAILED in persistence", Number(p.FailedOrders)))
 		}
 	}
+	// --compare limit measures what the check costs a purchase that passes
+	// it: a refusal on either side means the limits were not as set (the
+	// bench's rates are meant never to refuse its load), and the ratio
+	// prices something else.
+	if n := r.Outcomes["RATE_LIMITED"]; n > 0 && (r.Target == TargetLimit || r.Target == TargetNoLimit) {
+		fails = append(fails, fmt.Sprintf("RATE_LIMITED: %s purchases refused by the shared limit, which this comparison sets never to refuse: the measurement is wrong", Number(n)))
+	}
 	if n := r.Failed + r.Dropped; n > 0 {
 		notes = append(notes, fmt.Sprintf("%s requests unanswered", Number(n)))
 	}

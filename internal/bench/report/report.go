@@ -27,6 +27,8 @@ const (
 	TargetAlways   = "always"   // seckill on a private Redis with appendfsync always
 	TargetNoWait   = "no-wait"  // seckill on a private Redis master with a replica, no WAIT
 	TargetWait     = "wait"     // the same, each admission confirmed by the replica (WAIT)
+	TargetNoLimit  = "no-limit" // seckill on a private Redis without the shared per-user and per-address limits
+	TargetLimit    = "limit"    // the same with both limits on, at rates that never refuse the load
 )
 
 // Where a run's orders were verified.

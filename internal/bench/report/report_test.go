@@ -48,6 +48,10 @@ func TestJudge(t *testing.T) {
 		{"rows of timed-out requests", func(r *Report) { r.Persistence.Unexpected, r.Failed = 2, 5 }, true, "2 rows belong to requests whose answer was lost"},
 		{"unanswered", func(r *Report) { r.Failed = 7 }, true, "7 requests unanswered"},
 		{"unsold", func(r *Report) { r.Accepted, r.Persistence.Rows = 190, 190 }, true, "10 units unsold although SOLD_OUT was answered"},
+		{"rate limited with the limits compared", func(r *Report) { r.Target, r.Outcomes["RATE_LIMITED"] = TargetLimit, 3 }, false,
+			"RATE_LIMITED: 3 purchases refused by the shared limit, which this comparison sets never to refuse: the measurement is wrong"},
+		{"rate limited without the limit", func(r *Report) { r.Target, r.Outcomes["RATE_LIMITED"] = TargetNoLimit, 1 }, false, "RATE_LIMITED: 1 purchases"},
+		{"rate limited elsewhere", func(r *Report) { r.Outcomes["RATE_LIMITED"] = 3 }, true, "OK: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := clean()
@@ -235,6 +239,25 @@ func TestCompareFsync(t *testing.T) {
 		Text: "appendfsync always: 0.75× the throughput of everysec, p50 1.50×, p99 2.50× (6,000 vs 8,000 requests/s; p99 25.0 ms vs 10.0 ms; p50 6.00 ms vs 4.00 ms)"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("comparisons (-want +got):\n%s", diff)
+	}
+}
+
+// TestCompareLimit checks that the shared limit is related to none, and
+// that a RATE_LIMITED answer says the ratio is not the check's cost.
+func TestCompareLimit(t *testing.T) {
+	runs := []*Report{
+		{Target: TargetSeckill, Throughput: 9000, Latency: Latency{P50: 4, P99: 10}},
+		{Target: TargetNoLimit, Throughput: 8000, Latency: Latency{P50: 4, P99: 10}},
+		{Target: TargetLimit, Throughput: 7200, Latency: Latency{P50: 5, P99: 12}, Outcomes: map[string]int64{"ACCEPTED": 100}},
+	}
+	want := []Comparison{{Base: TargetLimit, Other: TargetNoLimit, ThroughputRatio: 0.9, P50Ratio: 1.25, P99Ratio: 1.2,
+		Text: "shared limit per user and per address: 0.90× the throughput without, p50 1.25×, p99 1.20× (7,200 vs 8,000 requests/s; p99 12.0 ms vs 10.0 ms; p50 5.00 ms vs 4.00 ms)"}}
+	if diff := cmp.Diff(want, Compare(runs)); diff != "" {
+		t.Errorf("comparisons (-want +got):\n%s", diff)
+	}
+	runs[2].Outcomes["RATE_LIMITED"] = 1200
+	if got := Compare(runs); len(got) != 1 || !strings.HasSuffix(got[0].Text, "; NOT A MEASURE OF THE CHECK: 1,200 purchases were RATE_LIMITED") {
+		t.Errorf("with refusals: %+v", got)
 	}
 }
 
