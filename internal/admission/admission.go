@@ -391,8 +391,7 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 	if err != nil {
 		return false, redisError("warm: add buyers", err, nil)
 	}
-	n, err := warmScript.Run(ctx, a.rdb, []string{a.keys.campaign(id)},
-		c.Stock, c.Epoch, c.BeginTime.UnixMilli(), c.EndTime.UnixMilli(), boolArg(c.Paused)).Int64()
+	n, err := warmScript.Run(ctx, a.rdb, []string{a.keys.campaign(id)}, campaignArgs(c)...).Int64()
 	if err != nil {
 		return false, redisError("warm", err, nil)
 	}
@@ -424,10 +423,9 @@ func validWarmState(st seckill.WarmState) error {
 		return seckill.Invalidf("stock", "stock must be 0 or more")
 	case c.Epoch < 0 || c.Epoch > seckill.MaxEpoch:
 		return seckill.Invalidf("epoch", "epoch %d out of range", c.Epoch)
-	case c.BeginTime.UnixMilli() < 0:
-		return seckill.Invalidf("beginTime", "beginTime is required")
-	case c.EndTime.UnixMilli() <= c.BeginTime.UnixMilli():
-		return seckill.Invalidf("endTime", "endTime must be after beginTime")
+	}
+	if err := validWindow(c.BeginTime, c.EndTime); err != nil {
+		return err
 	}
 	for _, u := range st.Buyers {
 		if u <= 0 {
@@ -435,6 +433,29 @@ func validWarmState(st seckill.WarmState) error {
 		}
 	}
 	return nil
+}
+
+// validWindow checks a sale window before a script is given it: EINVALID
+// for one that does not begin or that ends before it begins.
+func validWindow(begin, end time.Time) error {
+	if begin.UnixMilli() < 0 {
+		return seckill.Invalidf("beginTime", "beginTime is required")
+	}
+	if end.UnixMilli() <= begin.UnixMilli() {
+		return seckill.Invalidf("endTime", "endTime must be after beginTime")
+	}
+	return nil
+}
+
+// windowArgs and campaignArgs are a sale window and a campaign as the
+// scripts take them in ARGV, in the order lua/prelude.lua's window and
+// campaign read them.
+func windowArgs(begin, end time.Time, paused bool) []any {
+	return []any{begin.UnixMilli(), end.UnixMilli(), boolArg(paused)}
+}
+
+func campaignArgs(c seckill.Campaign) []any {
+	return append([]any{c.Stock, c.Epoch}, windowArgs(c.BeginTime, c.EndTime, c.Paused)...)
 }
 
 func boolArg(b bool) string {
@@ -723,14 +744,10 @@ func (a *Admitter) UpdateCampaign(ctx context.Context, voucherID int64, begin, e
 	if !validVoucherID(voucherID) {
 		return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
 	}
-	if begin.UnixMilli() < 0 {
-		return seckill.Invalidf("beginTime", "beginTime is required")
+	if err := validWindow(begin, end); err != nil {
+		return err
 	}
-	if end.UnixMilli() <= begin.UnixMilli() {
-		return seckill.Invalidf("endTime", "endTime must be after beginTime")
-	}
-	n, err := updateScript.Run(ctx, a.rdb, []string{a.keys.campaign(voucherID)},
-		begin.UnixMilli(), end.UnixMilli(), boolArg(paused)).Int64()
+	n, err := updateScript.Run(ctx, a.rdb, []string{a.keys.campaign(voucherID)}, windowArgs(begin, end, paused)...).Int64()
 	if err != nil {
 		return redisError("update campaign", err, nil)
 	}

@@ -150,8 +150,7 @@ func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.W
 		return false, redisError("rebuild: stage buyers", err, nil)
 	}
 	keys := append(a.keys.admit(id), a.keys.rebuild(id), staged)
-	n, err := rebuildScript.Run(ctx, a.rdb, keys, token, c.Stock, c.Epoch,
-		c.BeginTime.UnixMilli(), c.EndTime.UnixMilli(), boolArg(c.Paused)).Int64()
+	n, err := rebuildScript.Run(ctx, a.rdb, keys, append([]any{token}, campaignArgs(c)...)...).Int64()
 	if err != nil {
 		return false, redisError("rebuild", err, nil)
 	}

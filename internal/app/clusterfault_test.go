@@ -155,48 +155,29 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 		faultAt   time.Time
 		resumedAt time.Time
 		resumedOn = map[int64]time.Time{} // the first ACCEPTED after the fault, by affected campaign
-		stop      = make(chan struct{})
-		wg        sync.WaitGroup
 	)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: buyers}, Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
-	for b := range buyers {
+	stop := startBuyers(buyers, func(b int) func(k, user int64) answer {
 		api := []*testEnv{api1, api2}[b%2]
-		wg.Go(func() {
-			for k := int64(0); ; k++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				user := int64(1_000_000+b*100_000) + k
-				voucher := s.vouchers[int(k)%len(s.vouchers)]
-				began := time.Now()
-				p, err := api.buy(client, api.token(user, false), voucher)
-				a := answer{user: user, outcome: p.Outcome, took: time.Since(began)}
-				if err != nil {
-					a.err = errorCode(err)
-				} else if p.OrderID != nil {
-					a.orderID, _ = strconv.ParseInt(*p.OrderID, 10, 64)
-				}
-				if a.err == "NETWORK" {
-					api = api1
-				}
-				s.mu.Lock()
-				answers[voucher] = append(answers[voucher], a)
-				if a.outcome == "ACCEPTED" && s.affected[voucher] && !faultAt.IsZero() && began.After(faultAt) && resumedOn[voucher].IsZero() {
-					resumedOn[voucher] = time.Now()
-					if resumedAt.IsZero() {
-						resumedAt = resumedOn[voucher]
-					}
-				}
-				s.mu.Unlock()
-				if a.err != "" {
-					time.Sleep(20 * time.Millisecond) // a client backing off
+		return func(k, user int64) answer {
+			voucher := s.vouchers[int(k)%len(s.vouchers)]
+			a := api.attempt(client, user, voucher)
+			if a.err == "NETWORK" {
+				api = api1
+			}
+			s.mu.Lock()
+			answers[voucher] = append(answers[voucher], a)
+			if a.outcome == "ACCEPTED" && s.affected[voucher] && !faultAt.IsZero() && a.began.After(faultAt) && resumedOn[voucher].IsZero() {
+				resumedOn[voucher] = time.Now()
+				if resumedAt.IsZero() {
+					resumedAt = resumedOn[voucher]
 				}
 			}
-		})
-	}
+			s.mu.Unlock()
+			return a
+		}
+	})
 
 	time.Sleep(1500 * time.Millisecond)
 	s.mu.Lock()
@@ -204,8 +185,7 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 	s.mu.Unlock()
 	fault(s)
 	time.Sleep(1500 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	stop()
 	loadEnd := time.Now()
 
 	// want counts the ACCEPTED answers of each campaign; maybe the

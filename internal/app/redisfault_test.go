@@ -78,7 +78,52 @@ type answer struct {
 	outcome string
 	orderID int64
 	err     string        // the error code, when the purchase failed
+	began   time.Time     // when the buyer asked
 	took    time.Duration // how long the answer took
+}
+
+// attempt buys one unit of voucher as user through client and returns what
+// the buyer was told.
+func (e *testEnv) attempt(client *http.Client, user, voucher int64) answer {
+	tok := e.token(user, false)
+	began := time.Now()
+	p, err := e.buy(client, tok, voucher)
+	a := answer{user: user, outcome: p.Outcome, began: began, took: time.Since(began)}
+	if err != nil {
+		a.err = errorCode(err)
+	} else if p.OrderID != nil {
+		a.orderID, _ = strconv.ParseInt(*p.OrderID, 10, 64)
+	}
+	return a
+}
+
+// startBuyers starts n buyers that buy at once and again and again, each
+// time as a new user: buyer b's kth attempt is user 1_000_000+b*100_000+k.
+// newBuyer(b) returns buyer b's attempt, which buys and returns what the
+// buyer was told; a buyer told an error backs off 20 ms before the next
+// one. The returned stop ends the buyers and waits for them.
+func startBuyers(n int, newBuyer func(b int) func(k, user int64) answer) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for b := range n {
+		attempt := newBuyer(b)
+		wg.Go(func() {
+			for k := int64(0); ; k++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if a := attempt(k, int64(1_000_000+b*100_000)+k); a.err != "" {
+					time.Sleep(20 * time.Millisecond) // a client backing off
+				}
+			}
+		})
+	}
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // saleUnderFault runs a sale of stock units with concurrent buyers, each
@@ -104,52 +149,31 @@ func saleUnderFault(t *testing.T, stock int, fault func(t *testing.T, e *testEnv
 		lastError time.Time
 		faultAt   time.Time
 		firstOK   time.Time // first ACCEPTED after the fault
-		stop      = make(chan struct{})
-		wg        sync.WaitGroup
 	)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: buyers}, Timeout: 10 * time.Second}
-	for b := range buyers {
-		wg.Go(func() {
-			for k := int64(0); ; k++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				user := int64(1_000_000+b*100_000) + k
-				tok := e.token(user, false)
-				began := time.Now()
-				p, err := e.buy(client, tok, voucher)
-				a := answer{user: user, outcome: p.Outcome, took: time.Since(began)}
-				if err != nil {
-					a.err = errorCode(err)
-				} else if p.OrderID != nil {
-					a.orderID, _ = strconv.ParseInt(*p.OrderID, 10, 64)
-				}
-				mu.Lock()
-				answers = append(answers, a)
-				now := time.Now()
-				if a.err != "" {
-					lastError = now
-				}
-				if a.outcome == "ACCEPTED" && !faultAt.IsZero() && firstOK.IsZero() {
-					firstOK = now
-				}
-				mu.Unlock()
-				if a.err != "" {
-					time.Sleep(20 * time.Millisecond) // a client backing off
-				}
+	stop := startBuyers(buyers, func(int) func(k, user int64) answer {
+		return func(_, user int64) answer {
+			a := e.attempt(client, user, voucher)
+			mu.Lock()
+			answers = append(answers, a)
+			now := time.Now()
+			if a.err != "" {
+				lastError = now
 			}
-		})
-	}
+			if a.outcome == "ACCEPTED" && !faultAt.IsZero() && firstOK.IsZero() {
+				firstOK = now
+			}
+			mu.Unlock()
+			return a
+		}
+	})
 	time.Sleep(1500 * time.Millisecond)
 	fault(t, e, r)
 	mu.Lock()
 	faultAt = time.Now()
 	mu.Unlock()
 	time.Sleep(3 * time.Second)
-	close(stop)
-	wg.Wait()
+	stop()
 
 	// Let every admission reach Postgres and every campaign be restored.
 	settled := time.Now()
