@@ -179,6 +179,11 @@ type ServerStats struct {
 	GoroutinesEnd   int64   `json:"goroutines_end"`
 	GoroutinesMax   int64   `json:"goroutines_max"`
 	Samples         int     `json:"samples"`
+	// Funnel is what the server's funnel (seckill_purchase_funnel_total)
+	// counted during the run, by layer: the share of attempts each layer
+	// stopped. Nil when the server exports none. It counts every client of
+	// the server, not only the bench.
+	Funnel map[string]int64 `json:"funnel,omitempty"`
 }
 
 // Comparison relates one run to another: seckill to a compared server, or

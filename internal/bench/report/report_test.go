@@ -109,7 +109,8 @@ func sampleResult() *Result {
 			Latency: Latency{P50: 5, P90: 8, P99: 12, Max: 20}, Outcomes: map[string]int64{"ACCEPTED": 200, "SOLD_OUT": 800},
 			Stock: 200, Accepted: 200, Persistence: &Persistence{Source: "postgres", Complete: true, Rows: 200,
 				PostgresStock: Ptr(int64(0)), RedisRemaining: Ptr(int64(0)), LastCreatedAfterMs: Ptr(35.0), PersistedPerS: Ptr(5000.0), MaxQueueDepth: Ptr(int64(120))},
-			Server: &ServerStats{HeapStartMB: 10, HeapEndMB: 12, HeapMaxMB: 14}},
+			Server: &ServerStats{HeapStartMB: 10, HeapEndMB: 12, HeapMaxMB: 14,
+				Funnel: map[string]int64{"admitted": 200, "sold_out_mark": 600, "sold_out": 200, "shared_limit": 0}}},
 		{Target: TargetSync, VoucherID: 1, VoucherOf: "its own database", Sent: 1000, Answered: 990, Failed: 10, ElapsedS: 2, Throughput: 495,
 			Latency: Latency{P50: 900, P90: 1500, P99: 1900, Max: 2000}, Outcomes: map[string]int64{"ACCEPTED": 200, "SOLD_OUT": 790},
 			Errors: map[string]ErrorStat{"timeout": {Count: 10, Example: "context deadline exceeded"}},
@@ -167,6 +168,9 @@ func TestWriteText(t *testing.T) {
 		// A synchronous design writes before it answers: words, not a
 		// negative latency.
 		"129 ms before last ACCEPTED", "last row written \"before\"",
+		// The server's funnel: the share each layer stopped, in the order
+		// a purchase meets them; a layer that stopped nothing is left out.
+		"server funnel (share of attempts)", "  sold out mark", "600 (60.0%)", "  admitted", "200 (20.0%)",
 		// The ceiling persists nothing and says so.
 		"nothing (by design)", "verdict ceiling: OK: 200 accepted of 200 units, all pending in Redis (nothing persisted)",
 	} {
@@ -174,7 +178,10 @@ func TestWriteText(t *testing.T) {
 			t.Errorf("text report lacks %q:\n%s", want, out)
 		}
 	}
-	for _, never := range []string{"-129", "−129"} {
+	if i, j := strings.Index(out, "sold out mark"), strings.Index(out, "  admitted"); i < 0 || j < i {
+		t.Errorf("funnel rows out of the funnel's order:\n%s", out)
+	}
+	for _, never := range []string{"-129", "−129", "shared limit"} {
 		if strings.Contains(out, never) {
 			t.Errorf("text report contains %q:\n%s", never, out)
 		}

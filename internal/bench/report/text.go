@@ -212,6 +212,55 @@ func (t *runTable) serverRows() {
 	t.serverRow("server goroutines", func(s *ServerStats) string {
 		return fmt.Sprintf("%d→%d (max %d)", s.GoroutinesStart, s.GoroutinesEnd, s.GoroutinesMax)
 	})
+	t.funnelRows()
+}
+
+// funnelLayers orders the server's funnel layers as a purchase meets them
+// (seckill.Layers); a layer it does not know goes last.
+var funnelLayers = []string{"local_limit", "window", "sold_out_mark", "shared_limit", "challenge_missing",
+	"challenge_wrong", "sold_out", "already_purchased", "admitted"}
+
+// funnelRows: the share of attempts each layer of the server's funnel
+// stopped (or admitted) during the run; layers that counted nothing are
+// left out.
+func (t *runTable) funnelRows() {
+	if !t.any(func(r *Report) bool { return r.Server != nil && len(r.Server.Funnel) > 0 }) {
+		return
+	}
+	rank := func(l string) int {
+		if i := slices.Index(funnelLayers, l); i >= 0 {
+			return i
+		}
+		return len(funnelLayers)
+	}
+	layers := t.keys(func(r *Report) []string {
+		if r.Server == nil {
+			return nil
+		}
+		var out []string
+		for l, n := range r.Server.Funnel {
+			if n > 0 {
+				out = append(out, l)
+			}
+		}
+		return out
+	}, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
+	if len(layers) == 0 {
+		return
+	}
+	t.row("server funnel (share of attempts)", func(*Report) string { return "" })
+	for _, l := range layers {
+		t.serverRow("  "+strings.ReplaceAll(l, "_", " "), func(s *ServerStats) string {
+			total := int64(0)
+			for _, n := range s.Funnel {
+				total += n
+			}
+			if total == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%s (%.1f%%)", Number(s.Funnel[l]), 100*float64(s.Funnel[l])/float64(total))
+		})
+	}
 }
 
 // keys returns the union of every run's keys, sorted by order.

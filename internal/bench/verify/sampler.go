@@ -42,6 +42,7 @@ func StartSampler(ctx context.Context, q Queue, voucherID int64, metrics string)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	client := &http.Client{Timeout: 2 * time.Second}
+	var funnelStart map[string]float64 // the server's funnel at the first sample (under s.mu)
 	sampleMetrics := func(ctx context.Context) {
 		if metrics == "" {
 			return
@@ -57,6 +58,10 @@ func StartSampler(ctx context.Context, q Queue, voucherID int64, metrics string)
 			s.stats = &report.ServerStats{HeapStartMB: heap, RSSStartMB: rss, GoroutinesStart: gor}
 		}
 		st := s.stats
+		if funnelStart == nil {
+			funnelStart = funnelOf(m)
+		}
+		st.Funnel = funnelDelta(funnelStart, funnelOf(m))
 		st.HeapEndMB, st.RSSEndMB, st.GoroutinesEnd = heap, rss, gor
 		st.HeapMaxMB, st.RSSMaxMB, st.GoroutinesMax = max(st.HeapMaxMB, heap), max(st.RSSMaxMB, rss), max(st.GoroutinesMax, gor)
 		st.Samples++
@@ -121,8 +126,39 @@ func (s *Sampler) ServerStats() *report.ServerStats {
 	return &st
 }
 
-// scrape reads the numeric samples without labels of a Prometheus text
-// exposition.
+// funnelMetric is the server's count of purchase attempts by the funnel
+// layer that stopped them (or admitted them).
+const funnelMetric = "seckill_purchase_funnel_total"
+
+// funnelOf picks the funnel's layers out of a scrape.
+func funnelOf(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for name, v := range m {
+		if rest, ok := strings.CutPrefix(name, funnelMetric+`{layer="`); ok {
+			if layer, ok := strings.CutSuffix(rest, `"}`); ok {
+				out[layer] = v
+			}
+		}
+	}
+	return out
+}
+
+// funnelDelta is what each layer counted between two scrapes; nil when the
+// server exports no funnel.
+func funnelDelta(from, to map[string]float64) map[string]int64 {
+	if len(to) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(to))
+	for layer, v := range to {
+		out[layer] = int64(v - from[layer])
+	}
+	return out
+}
+
+// scrape reads the numeric samples of a Prometheus text exposition: those
+// without labels, and the funnel's by layer (named as exposed, labels
+// included).
 func scrape(ctx context.Context, client *http.Client, url string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -145,7 +181,7 @@ func scrape(ctx context.Context, client *http.Client, url string) (map[string]fl
 			continue
 		}
 		name, value, ok := strings.Cut(line, " ")
-		if !ok || strings.ContainsRune(name, '{') {
+		if !ok || (strings.ContainsRune(name, '{') && !strings.HasPrefix(name, funnelMetric+"{")) {
 			continue
 		}
 		if f, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
