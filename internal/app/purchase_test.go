@@ -491,6 +491,9 @@ func TestCampaignLostAlone(t *testing.T) {
 			t.Fatalf("admit: %s %v", o, err)
 		}
 	}
+	// Reconcile takes admissions strictly older than age by Redis's clock,
+	// in milliseconds: let the admissions' millisecond pass.
+	time.Sleep(5 * time.Millisecond)
 	if n, err := e.app.Service.Reconcile(e.ctx, 0, 100); err != nil || n != 2 {
 		t.Fatalf("Reconcile = %d, %v; want 2", n, err)
 	}
