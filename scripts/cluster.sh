@@ -49,11 +49,13 @@ start_node() {
 		--save '' >/dev/null
 }
 
+# stop_all shuts every node down; its arguments go to SHUTDOWN (nosave
+# force: even a node that cannot write its files).
 stop_all() {
 	for n in "${nodes[@]}"; do
 		if up "$n"; then
 			log "stopping $n"
-			cli "$n" shutdown >/dev/null 2>&1 || true
+			cli "$n" shutdown "$@" >/dev/null 2>&1 || true
 		fi
 	done
 	for n in "${nodes[@]}"; do
@@ -82,6 +84,20 @@ esac
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
 	die "redis-server and redis-cli are needed (Debian: apt-get install redis-server)"
 
+# A node whose directory is gone (the checkout that started it was
+# removed) cannot write its append-only file, and with appendfsync always it
+# exits at its next write: start the whole cluster anew here instead.
+for n in "${nodes[@]}"; do
+	if up "$n"; then
+		d=$(cli "$n" config get dir 2>/dev/null | sed -n 2p)
+		if [[ -z $d || ! -d $d ]]; then
+			log "$n keeps its files in ${d:-?}, which is gone: starting the cluster anew under $dir"
+			stop_all nosave force
+			rm -rf "$dir"
+			break
+		fi
+	fi
+done
 for n in "${nodes[@]}"; do
 	up "$n" || start_node "$n"
 done
