@@ -40,6 +40,15 @@ func newLiveAdmitter(tb testing.TB, voucherID, stock int64) (*admission.Admitter
 	return a, rdb
 }
 
+// stopCampaign stops a campaign as a change of Redis server does
+// (stamp.lua): it admits nobody until a rebuild installs it again.
+func stopCampaign(tb testing.TB, a *admission.Admitter, rdb redis.UniversalClient, voucherID int64) {
+	tb.Helper()
+	if err := rdb.HSet(context.Background(), admission.CampaignKey(a, voucherID), "state", "stale").Err(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // liveCampaign is a campaign that is on sale now.
 func liveCampaign(voucherID, stock int64) seckill.Campaign {
 	now := time.Now()
@@ -849,6 +858,15 @@ func TestRebuild(t *testing.T) {
 	if need, err := a.NeedsRebuild(ctx, []int64{1, 999}); err != nil || !slices.Equal(need, []int64{999}) {
 		t.Fatalf("NeedsRebuild = %v, %v; want [999]", need, err)
 	}
+	// A campaign installed and admitting is not rebuilt: nothing changes.
+	healthy := rdb.HGetAll(ctx, admission.CampaignKey(a, 1)).Val()
+	if _, ok, err := a.BeginRebuild(ctx, 1); err != nil || ok {
+		t.Fatalf("BeginRebuild of a campaign that needs none = %v, %v; want false", ok, err)
+	}
+	if diff := cmp.Diff(healthy, rdb.HGetAll(ctx, admission.CampaignKey(a, 1)).Val()); diff != "" {
+		t.Errorf("BeginRebuild of a campaign that needs none wrote (-before +after):\n%s", diff)
+	}
+	stopCampaign(t, a, rdb, 1)
 	token, ok, err := a.BeginRebuild(ctx, 1)
 	if err != nil || !ok {
 		t.Fatalf("BeginRebuild = %v, %v", ok, err)
@@ -897,9 +915,40 @@ func TestRebuild(t *testing.T) {
 	if rem, _ := a.Remaining(ctx, []int64{1}); rem[1] != 6 {
 		t.Errorf("remaining = %d, want 6", rem[1])
 	}
-	// The lock is free again.
+	// Installed: no rebuild now (a process that saw the campaign stopped
+	// before this one installed it must not rebuild it again), and the
+	// lock is free for the next time it is stopped.
+	if _, ok, err := a.BeginRebuild(ctx, 1); err != nil || ok {
+		t.Errorf("BeginRebuild right after the rebuild = %v, %v; want false", ok, err)
+	}
+	stopCampaign(t, a, rdb, 1)
 	if _, ok, err := a.BeginRebuild(ctx, 1); err != nil || !ok {
-		t.Errorf("BeginRebuild after = %v, %v", ok, err)
+		t.Errorf("BeginRebuild once stopped again = %v, %v", ok, err)
+	}
+}
+
+// TestBeginRebuildWhenNeeded: the rebuild lock is taken for a campaign
+// Redis lacks, one stopped, and one whose epoch's sequence is used up, as
+// NeedsRebuild says; never for one installed and admitting.
+func TestBeginRebuildWhenNeeded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	for id := int64(1); id <= 4; id++ {
+		mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(id, 10)})
+	}
+	rdb.Del(ctx, admission.CampaignKey(a, 2))                              // lost
+	stopCampaign(t, a, rdb, 3)                                             // stopped
+	rdb.HSet(ctx, admission.CampaignKey(a, 4), "seq", seckill.MaxEpochSeq) // used up
+	need, err := a.NeedsRebuild(ctx, []int64{1, 2, 3, 4})
+	if err != nil || !slices.Equal(need, []int64{2, 3, 4}) {
+		t.Fatalf("NeedsRebuild = %v, %v; want [2 3 4]", need, err)
+	}
+	for id := int64(1); id <= 4; id++ {
+		_, ok, err := a.BeginRebuild(ctx, id)
+		if err != nil || ok != slices.Contains(need, id) {
+			t.Errorf("BeginRebuild(%d) = %v, %v; want %v", id, ok, err, slices.Contains(need, id))
+		}
 	}
 }
 
@@ -958,7 +1007,8 @@ func TestRedisDown(t *testing.T) {
 func TestAbortRebuild(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, _ := newLiveAdmitter(t, 1, 10)
+	a, rdb := newLiveAdmitter(t, 1, 10)
+	stopCampaign(t, a, rdb, 1)
 	token, ok, err := a.BeginRebuild(ctx, 1)
 	if err != nil || !ok {
 		t.Fatalf("BeginRebuild = %v, %v", ok, err)
@@ -995,6 +1045,7 @@ func TestChangeWhileRebuilding(t *testing.T) {
 	a, rdb := newAdmitter(t, admission.Options{})
 	c := liveCampaign(1, 10)
 	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	stopCampaign(t, a, rdb, 1)
 	if _, ok, err := a.BeginRebuild(ctx, 1); err != nil || !ok {
 		t.Fatalf("BeginRebuild = %v, %v", ok, err)
 	}

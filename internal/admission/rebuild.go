@@ -61,8 +61,9 @@ func usedUp(seq any) bool {
 }
 
 // BeginRebuild takes the campaign's rebuild lock (for rebuildLockTTL) and
-// stops its admissions until FinishRebuild; ok is false while another
-// process holds the lock.
+// stops its admissions until FinishRebuild, if the campaign needs a rebuild
+// (as NeedsRebuild decides, in the same step); ok is false while another
+// process holds the lock, or when the campaign needs none.
 func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (string, bool, error) {
 	if !validVoucherID(voucherID) {
 		return "", false, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
@@ -71,7 +72,7 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (string, b
 	_, _ = rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
 	n, err := beginScript.Run(ctx, a.rdb, []string{a.keys.campaign(voucherID), a.keys.rebuild(voucherID)},
-		token, rebuildLockTTL.Milliseconds()).Int64()
+		token, rebuildLockTTL.Milliseconds(), seckill.MaxEpochSeq).Int64()
 	if err != nil {
 		return "", false, redisError("begin rebuild", err, nil)
 	}

@@ -53,6 +53,7 @@ func TestReturnUnit(t *testing.T) {
 		t.Fatalf("stock %s, want 0: nothing came back", stock())
 	}
 	// While the campaign is rebuilt: not now.
+	stopCampaign(t, a, rdb, 1)
 	token, ok, err := a.BeginRebuild(ctx, 1)
 	if err != nil || !ok {
 		t.Fatal(ok, err)

@@ -128,8 +128,9 @@ func (s *Service) runRebuild(voucherID int64, call *rebuildCall) {
 // rebuildIfNeeded is RebuildCampaign unless the campaign no longer needs
 // it: after a failover many purchases find it stopped at once, and one that
 // waited for a slot or for another process's lock would otherwise rebuild
-// it a second time, spending an epoch and stopping the sale again. (The
-// window between the check and the lock stays; a rebuild too many is safe.)
+// it a second time, spending an epoch and stopping the sale again. The
+// check here saves the Postgres read; BeginRebuild checks again, in the
+// same step as it takes the lock.
 func (s *Service) rebuildIfNeeded(ctx context.Context, voucherID int64) error {
 	if need, err := s.Admitter.NeedsRebuild(ctx, []int64{voucherID}); err == nil && len(need) == 0 {
 		return nil
@@ -169,6 +170,8 @@ func (s *Service) RebuildCampaign(ctx context.Context, voucherID int64) error {
 		return fmt.Errorf("begin rebuild: %w", err)
 	}
 	if !ok {
+		// Another process holds the lock, or has just installed the
+		// campaign (then the first look says so).
 		return s.awaitRebuild(ctx, voucherID)
 	}
 	return s.rebuildLocked(ctx, voucherID, token)
@@ -241,17 +244,17 @@ func (s *Service) awaitRebuild(ctx context.Context, voucherID int64) error {
 	t := time.NewTicker(rebuildPoll)
 	defer t.Stop()
 	for {
-		select {
-		case <-ctx.Done():
-			return Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
-		case <-t.C:
-		}
 		need, err := s.Admitter.NeedsRebuild(ctx, []int64{voucherID})
 		if err != nil {
 			return err
 		}
 		if len(need) == 0 {
 			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
+		case <-t.C:
 		}
 		// The holder may have died: its lock expires, and then this
 		// process takes over.

@@ -85,7 +85,9 @@ type Admitter interface {
 	// or holds in a state it must not admit from (see ErrRebuildNeeded).
 	NeedsRebuild(ctx context.Context, ids []int64) ([]int64, error)
 	// BeginRebuild takes the campaign's rebuild lock, across every process,
-	// and stops its admissions; ok is false while another process holds it.
+	// and stops its admissions, if the campaign needs a rebuild (decided in
+	// the same step as NeedsRebuild decides it); ok is false while another
+	// process holds the lock or when the campaign needs none.
 	BeginRebuild(ctx context.Context, voucherID int64) (token string, ok bool, err error)
 	// AbortRebuild releases the lock BeginRebuild took, if it is still
 	// token's, after a rebuild failed before FinishRebuild; the campaign
