@@ -426,12 +426,20 @@ func TestClusterProcessesKilled(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close()
 		cmd := exec.Command(bin, args...)
-		cmd.Env = os.Environ()
+		// The servers' settings are the test's alone: a SECKILL_* variable
+		// of the environment (make exports SECKILL_REDIS_URL) would name a
+		// second Redis topology.
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "SECKILL_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
 		for k, v := range s.vars {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 		cmd.Env = append(cmd.Env, "SECKILL_HTTP_ADDR="+addr, "SECKILL_METRICS_ADDR=", "SECKILL_PPROF_ADDR=")
-		log, err := os.Create(filepath.Join(t.TempDir(), args[0]+".log"))
+		logPath := filepath.Join(t.TempDir(), args[0]+".log")
+		log, err := os.Create(logPath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +448,15 @@ func TestClusterProcessesKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 		procs = append(procs, cmd)
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); log.Close() })
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			log.Close()
+			if t.Failed() {
+				out, _ := os.ReadFile(logPath)
+				t.Logf("seckill %s printed:\n%s", args[0], out)
+			}
+		})
 		return addr
 	}
 	cost := saleOnCluster(t, func(s *clusterSale) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"seckill/internal/seckill"
 	"seckill/internal/testenv"
 )
@@ -55,6 +57,23 @@ func TestUnreplicatedAdmission(t *testing.T) {
 	}
 	if r, s := e.remaining(voucher), e.pgStock(voucher); r != 8 || s != 9 {
 		t.Errorf("Redis remaining %d, Postgres stock %d; want 8 and 9", r, s)
+	}
+	if n := testutil.ToFloat64(e.app.Metrics.Funnel.WithLabelValues(seckill.LayerAdmitted)); n != 2 {
+		t.Errorf("funnel: %.0f admitted, want 2 (an admission its replica did not confirm counts too)", n)
+	}
+
+	// Postgres refuses what Redis admitted (here Redis forgot that user
+	// 1002 holds an order; as after a lost write): the buyer hears the
+	// refusal, not ACCEPTED for an order that reads FAILED, and the unit
+	// goes back on sale.
+	if err := e.app.Redis.SRem(ctx, fmt.Sprintf("seckill:{v%d}:buyers", voucher), 1002).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := buy(1002); err != nil || p.Outcome != "ALREADY_PURCHASED" || p.OrderID != nil {
+		t.Fatalf("a second order of user 1002, refused by Postgres: %+v, %v; want ALREADY_PURCHASED", p, err)
+	}
+	if r, s := e.remaining(voucher), e.pgStock(voucher); r != 8 || s != 9 {
+		t.Errorf("after the refusal: Redis remaining %d, Postgres stock %d; want 8 and 9", r, s)
 	}
 
 	// Postgres cannot take it either (its orders table is locked): the

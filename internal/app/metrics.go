@@ -146,7 +146,9 @@ func (a *admitterMetrics) Admit(ctx context.Context, voucherID, userID int64, t 
 	if errors.Is(err, seckill.ErrNotReplicated) {
 		a.m.Unreplicated.Inc()
 	}
-	if err == nil {
+	// An admission its replicas did not confirm was admitted all the same
+	// (the service then makes it durable in Postgres, or releases it).
+	if err == nil || errors.Is(err, seckill.ErrNotReplicated) {
 		if c, ok := a.layers[seckill.FunnelLayer(o, adm)]; ok {
 			c.Inc()
 		}

@@ -111,7 +111,7 @@ type countOutcomes struct {
 
 func (o countOutcomes) Admit(ctx context.Context, voucherID, userID int64, t seckill.Ticket) (seckill.Outcome, seckill.Admission, error) {
 	out, adm, err := o.Admitter.Admit(ctx, voucherID, userID, t)
-	if err == nil {
+	if err == nil || errors.Is(err, seckill.ErrNotReplicated) { // admitted, its replicas aside
 		if seckill.FunnelLayer(out, adm) == seckill.LayerSoldOutMark {
 			o.c.Add(voucherID, seckill.OutcomeSoldOutMark)
 		} else {

@@ -13,8 +13,10 @@ const fallbackPersistTimeout = 2 * time.Second
 // replicas did not confirm in time (ErrNotReplicated): a failover now could
 // forget it, and its unit and buyer slot with it, so it must not be
 // answered ACCEPTED on Redis's word. It is made durable in Postgres at once,
-// as a worker would, and then answered ACCEPTED (its order reads CREATED,
-// or FAILED with a reason as for any accepted order). If Postgres cannot
+// as a worker would, and then answered ACCEPTED; should Postgres refuse it
+// (the user holds an order already, no stock left, the sale's state was
+// lost since), the buyer hears that instead (refusedByPostgres), not
+// ACCEPTED for an order that reads FAILED. If Postgres cannot
 // take it, the admission is released in Redis (unit and buyer slot back)
 // and the buyer is told UNAVAILABLE: nothing was bought. So the admission
 // ends persisted or released, not both and not neither, except in two
@@ -34,6 +36,11 @@ func (s *Service) secureUnreplicated(ctx context.Context, adm Admission) (Purcha
 			// reconciler, which persists the pending admission again.
 			s.Logger.WarnContext(ctx, "settle a synchronously persisted admission", "order_id", adm.OrderID, "err", err)
 		}
+		if len(outcomes) == 1 && outcomes[0].Status == OrderFailed {
+			// Postgres refused it before anyone was told: the buyer hears
+			// why, not ACCEPTED for an order that reads FAILED.
+			return refusedByPostgres(outcomes[0].Reason)
+		}
 		return PurchaseResult{Outcome: OutcomeAccepted, OrderID: adm.OrderID}, nil
 	}
 	released, rerr := s.Admitter.Release(ctx, adm, false)
@@ -48,4 +55,19 @@ func (s *Service) secureUnreplicated(ctx context.Context, adm Admission) (Purcha
 			"order_id", adm.OrderID, "err", err)
 	}
 	return PurchaseResult{}, ErrNotReplicated
+}
+
+// refusedByPostgres is the answer to an admission that Postgres failed
+// while its buyer waited (the synchronous write above): the user holds an
+// order already, or no stock is left, as the store decided; for any other
+// reason (Redis lost the sale's state since, an id conflict) the buyer may
+// try again, and a retry is admitted anew.
+func refusedByPostgres(reason string) (PurchaseResult, error) {
+	switch reason {
+	case FailureUserHasOrder:
+		return PurchaseResult{Outcome: OutcomeAlreadyPurchased}, nil
+	case FailureNoStock:
+		return PurchaseResult{Outcome: OutcomeSoldOut}, nil
+	}
+	return PurchaseResult{}, Errorf(EUNAVAILABLE, "the order could not be made durable; try again in a moment")
 }
