@@ -430,23 +430,22 @@ func TestCreateCampaignForm(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		field, value, msg string
-		challenge         string // the challenge the form asks for, if any
 	}{
 		// The messages are the domain's, in the labels the form shows.
-		{"title", "  ", "“Title” is required", ""},
-		{"stock", "0", "“Stock” must be between 1 and 10000000", ""},
-		{"stock", "many", "“Stock” must be a whole number", ""},
-		{"shopId", "x", "“Shop id” must be a whole number", ""},
-		{"shopId", "0", "“Shop id” must be a positive integer", ""},
-		{"actualValue", "50", "“Worth” must be at least “Pays”", ""},
-		{"endTime", testNow.Add(-time.Hour).Format(time.RFC3339), "“Ends” must be after “Begins”", ""},
-		{"beginTime", "yesterday", "“Begins” must be a date and time", ""},
-		{"brake", "-1", "“Brake” must be between 0 (none) and 1000000 admissions a second", ""},
-		{"brake", "fast", "“Brake” must be a whole number", ""},
-		{"challenge", "CAPTCHA", "“Challenge” must be NONE, QUIZ or PROOF_OF_WORK", ""},
-		{"powBits", "40", "“Proof of work: zero bits” must be between 1 and 32", "PROOF_OF_WORK"},
-		{"quiz", "", "QUIZ needs at least one question", "QUIZ"},
-		{"quiz", "What is 2 + 2?", "line 1: write the question, then | and each accepted answer", "QUIZ"},
+		{"title", "  ", "“Title” is required"},
+		{"stock", "0", "“Stock” must be between 1 and 10000000"},
+		{"stock", "many", "“Stock” must be a whole number"},
+		{"shopId", "x", "“Shop id” must be a whole number"},
+		{"shopId", "0", "“Shop id” must be a positive integer"},
+		{"actualValue", "50", "“Worth” must be at least “Pays”"},
+		{"endTime", testNow.Add(-time.Hour).Format(time.RFC3339), "“Ends” must be after “Begins”"},
+		{"beginTime", "yesterday", "“Begins” must be a date and time"},
+		{"brake", "-1", "“Brake” must be between 0 (none) and 1000000 admissions a second"},
+		{"brake", "fast", "“Brake” must be a whole number"},
+		{"challenge", "CAPTCHA", "“Challenge” must be NONE, QUIZ or PROOF_OF_WORK"},
+		{"powBits", "40", "“Proof of work: zero bits” must be between 1 and 32"},
+		{"quiz", "", "QUIZ needs at least one question"},
+		{"quiz", "What is 2 + 2?", "line 1: write the question, then | and each accepted answer"},
 	} {
 		t.Run(tt.field+"="+tt.value, func(t *testing.T) {
 			f := url.Values{}
@@ -454,8 +453,12 @@ func TestCreateCampaignForm(t *testing.T) {
 				f[k] = v
 			}
 			f.Set("title", "Sale")
-			if tt.challenge != "" {
-				f.Set("challenge", tt.challenge)
+			// The bits count for a proof of work, the questions for a quiz.
+			switch tt.field {
+			case "powBits":
+				f.Set("challenge", "PROOF_OF_WORK")
+			case "quiz":
+				f.Set("challenge", "QUIZ")
 			}
 			f.Set(tt.field, tt.value)
 			res := d.do("POST", "/admin/campaigns", f, c, nil)
