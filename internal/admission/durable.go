@@ -24,7 +24,9 @@ import (
 // batch. A batch whose calls all refused (sold out, bought before, ...)
 // sends no WAIT, and in a batch that wrote, the refusals are answered as
 // soon as the scripts' replies are read, before the WAIT: a rejection stays
-// one round trip. On a cluster the admissions of one batch live on
+// one round trip. The WAIT runs outside the batch's flush slot, so a
+// lagging replica slows only the acceptances that wait for it, never the
+// batches behind them. On a cluster the admissions of one batch live on
 // different masters, so the batch is split by master, and each part is a
 // pipeline of its own, with its own WAIT, on a connection to that master;
 // the parts run at once.
@@ -99,7 +101,9 @@ func (p *pipeline) runDurable(ctx context.Context, keys []string, args []any) pi
 			failed <- err
 			return
 		}
-		deliver(call, out[0]) // a no-op when send delivered it already
+		if !out[0].deferred { // a deferred reply comes when its WAIT ends
+			deliver(call, out[0]) // a no-op when send delivered it already
+		}
 	}()
 	select {
 	case r := <-call.reply:
@@ -186,6 +190,11 @@ func (p *pipeline) byMaster(ctx context.Context, calls []pipeCall, out []pipeRep
 
 // sendNode runs one part of a batch on a connection of its own to its
 // master: the scripts (one pipeline), then, if any of them wrote, one WAIT.
+// The refusals are answered as soon as the scripts' replies are read. The
+// WAIT holds the connection for up to the timeout while a replica lags or
+// stalls, so it runs after sendNode returns, outside the batch's flush
+// slot: the next batches, and their refusals, go out at once instead of
+// queueing behind it; the acceptances are answered when it ends.
 func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCall, out []pipeReply) {
 	sub := make([]pipeCall, len(part.idx))
 	res := make([]pipeReply, len(part.idx))
@@ -193,30 +202,40 @@ func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCal
 		sub[j] = calls[i]
 	}
 	cn := part.node.Conn()
-	defer cn.Close()
 	p.exec(ctx, cn, sub, res)
+	p.reloadIfUnreachable(ctx, res)
 
-	wrote := 0
+	var writers []int // positions in sub of the calls that wrote
 	for j, r := range res {
 		if r.err == nil && p.dur.wrote(r.res) {
-			wrote++
+			writers = append(writers, j)
+			out[part.idx[j]] = pipeReply{deferred: true}
 			continue
 		}
 		out[part.idx[j]] = r
 		deliver(sub[j], r)
 	}
-	if wrote > 0 {
-		n, err := cn.Wait(ctx, p.dur.replicas, p.dur.timeout).Result()
+	if len(writers) == 0 {
+		_ = cn.Close()
+		return
+	}
+	wctx := context.WithoutCancel(ctx) // the callers wait on it, whoever sent the batch
+	go func() {
+		defer cn.Close()
+		n, err := cn.Wait(wctx, p.dur.replicas, p.dur.timeout).Result()
 		unconfirmed := err != nil || n < int64(p.dur.replicas)
 		p.dur.noteShortfall(unconfirmed, n, err)
-		for j, r := range res {
-			if r.err == nil && p.dur.wrote(r.res) {
-				r.unconfirmed = unconfirmed
-				out[part.idx[j]] = r
-				deliver(sub[j], r)
-			}
+		for _, j := range writers {
+			r := res[j]
+			r.unconfirmed = unconfirmed
+			deliver(sub[j], r)
 		}
-	}
+	}()
+}
+
+// reloadIfUnreachable asks a cluster client to reload its slot map when a
+// part's master could not be reached.
+func (p *pipeline) reloadIfUnreachable(ctx context.Context, res []pipeReply) {
 	if cc, ok := p.rdb.(*redis.ClusterClient); ok && slices.ContainsFunc(res, func(r pipeReply) bool { return r.err != nil && unreachable(r.err) }) {
 		// This part bypassed the cluster client's routing, which reloads
 		// the slot map when a node fails: ask for that reload here, or the

@@ -205,6 +205,24 @@ func TestDurableAdmitReplicaStalled(t *testing.T) {
 	}
 	t.Logf("%d WAITs for 20 acceptances under a stalled replica", waits(t, rdb)-w)
 
+	// Acceptances in batches of their own, enough to fill every pipeline
+	// in flight, all waiting for the stalled replica: a refusal still goes
+	// out at once, since a WAIT does not hold its pipeline's place.
+	var waiting sync.WaitGroup
+	for u := int64(41); u <= 48; u++ {
+		waiting.Go(func() { _, _, _ = a.Admit(ctx, voucher, u, seckill.Ticket{}) })
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	began = time.Now()
+	if o, _, err := a.Admit(ctx, voucher, 1, seckill.Ticket{}); o != seckill.OutcomeAlreadyPurchased || err != nil {
+		t.Errorf("a refusal behind waiting acceptances: %s, %v; want ALREADY_PURCHASED", o, err)
+	}
+	if took := time.Since(began); took > timeout/3 {
+		t.Errorf("a refusal took %s while acceptances waited for the stalled replica; want well under the WAIT timeout %s", took, timeout)
+	}
+	waiting.Wait()
+
 	replica.Resume()
 	if o, _, err := a.Admit(ctx, voucher, 200, seckill.Ticket{}); o != seckill.OutcomeAccepted || err != nil {
 		t.Fatalf("admit with the replica back: %s, %v; want ACCEPTED, confirmed", o, err)

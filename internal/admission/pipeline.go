@@ -56,6 +56,9 @@ type pipeReply struct {
 	// unconfirmed is set when the call wrote but fewer replicas than
 	// required acknowledged its batch in time (durable pipelines only).
 	unconfirmed bool
+	// deferred marks, in a durable batch's results, a call that wrote: its
+	// reply is delivered once the batch's WAIT ends, after the batch.
+	deferred bool
 }
 
 func newPipeline(rdb redis.UniversalClient, script *redis.Script, inFlight, maxBatch, backlog int) *pipeline {
