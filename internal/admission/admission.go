@@ -171,7 +171,7 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 	admits := newPipeline(rdb, admitScript, defaultPipelines, defaultMaxPipeline, defaultBacklog)
 	if opts.MinReplicas > 0 {
 		admits.dur = &durability{replicas: opts.MinReplicas, timeout: cmp.Or(opts.WaitTimeout, DefaultWaitTimeout),
-			wrote: admitWrote, logger: logger}
+			wrote: admitWrote, logger: logger, waits: make(chan struct{}, maxWaits)}
 	}
 	a := &Admitter{
 		rdb:       rdb,

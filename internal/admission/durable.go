@@ -45,6 +45,12 @@ import (
 
 // Defaults for durable acceptance.
 const (
+	// maxWaits bounds the WAITs under way at once, each holding a pooled
+	// connection for up to its timeout, so that the pool keeps connections
+	// for everything else while a replica stalls: a batch that wrote waits
+	// for a place before it lets go of its pipeline. Refusals are held up
+	// only once every place is taken.
+	maxWaits = 2 * defaultPipelines
 	// DefaultWaitTimeout bounds a WAIT: a replica on the same network
 	// acknowledges in well under a millisecond, so reaching it means the
 	// replica is stalled or gone, and the buyer should not wait much longer.
@@ -62,6 +68,7 @@ type durability struct {
 	// not once per admission.
 	logger *slog.Logger
 	short  atomic.Bool
+	waits  chan struct{} // a place per WAIT under way (maxWaits)
 }
 
 // noteShortfall logs a change between replicas confirming in time and not.
@@ -220,7 +227,9 @@ func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCal
 		return
 	}
 	wctx := context.WithoutCancel(ctx) // the callers wait on it, whoever sent the batch
+	p.dur.waits <- struct{}{}
 	go func() {
+		defer func() { <-p.dur.waits }()
 		defer cn.Close()
 		n, err := cn.Wait(wctx, p.dur.replicas, p.dur.timeout).Result()
 		unconfirmed := err != nil || n < int64(p.dur.replicas)
