@@ -163,6 +163,10 @@ func (s *memStore) PersistOrders(_ context.Context, adms []seckill.Admission) ([
 
 func (s *memStore) LiveCampaigns(context.Context) ([]int64, error) { return nil, nil }
 
+func (s *memStore) CampaignsEndedBetween(context.Context, time.Time, time.Time) ([]int64, error) {
+	return nil, nil
+}
+
 func (s *memStore) CampaignsEndingAfter(context.Context, time.Time) ([]int64, error) {
 	return nil, nil
 }
@@ -311,6 +315,9 @@ func (a *memAdmitter) Stale(context.Context, []int64, time.Duration, int) ([]sec
 	return nil, nil
 }
 func (a *memAdmitter) NeedsRebuild(context.Context, []int64) ([]int64, error) { return nil, nil }
+func (a *memAdmitter) Retire(context.Context, []int64, time.Duration) (int, error) {
+	return 0, nil
+}
 func (a *memAdmitter) BeginRebuild(context.Context, int64) (string, bool, error) {
 	return "", false, nil
 }

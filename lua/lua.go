@@ -95,6 +95,11 @@ var Rebuild = withPrelude(rebuildSrc)
 //go:embed stamp.lua
 var Stamp string
 
+// Retire trims a campaign that ended long ago to its hash and guard.
+//
+//go:embed retire.lua
+var Retire string
+
 // Login takes one sign-in attempt from several budgets at once (GCRA).
 //
 //go:embed login.lua
@@ -114,5 +119,6 @@ var All = map[string]string{
 	"rebuild_abort.lua": RebuildAbort,
 	"rebuild.lua":       Rebuild,
 	"stamp.lua":         Stamp,
+	"retire.lua":        Retire,
 	"login.lua":         Login,
 }

@@ -70,9 +70,10 @@ var (
 	rebuildScript  = redis.NewScript(lua.Rebuild)
 	stampScript    = redis.NewScript(lua.Stamp)
 	liveScript     = redis.NewScript(lua.Live)
+	retireScript   = redis.NewScript(lua.Retire)
 
 	allScripts = []*redis.Script{admitScript, warmScript, releaseScript, ackScript, updateScript, addStockScript,
-		beginScript, abortScript, rebuildScript, stampScript, liveScript, returnScript}
+		beginScript, abortScript, rebuildScript, stampScript, liveScript, returnScript, retireScript}
 )
 
 // DefaultSoldOutTTL is how long a process answers SOLD_OUT or ENDED for a
@@ -783,6 +784,37 @@ func (a *Admitter) AddStock(ctx context.Context, voucherID, n int64) error {
 	}
 	a.stockReturned(ctx, voucherID)
 	return nil
+}
+
+// Retire trims each campaign of ids that ended more than after ago, has no
+// pending admission and is not being rebuilt, down to its hash and guard:
+// its buyers and returned orders (one member per buyer) leave Redis, which
+// otherwise keeps every campaign it ever sold. Purchases of it still hear
+// ENDED from Redis. It returns how many it trimmed now; a campaign trimmed
+// before is left as it is.
+func (a *Admitter) Retire(ctx context.Context, ids []int64, after time.Duration) (int, error) {
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return !validVoucherID(id) })
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	cmds := make([]*redis.Cmd, len(ids))
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = retireScript.Eval(ctx, p, []string{a.keys.campaign(id), a.keys.buyers(id), a.keys.pending(id),
+				a.keys.returned(id)}, after.Milliseconds())
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, redisError("retire", err, nil)
+	}
+	n := 0
+	for _, c := range cmds {
+		if v, err := c.Int64(); err == nil && v == 1 {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Forget deletes a campaign from Redis: its hash, buyers and pending

@@ -1186,3 +1186,51 @@ func failover(t *testing.T, cc *redis.ClusterClient, key, to string) {
 		}
 	}
 }
+
+// TestRetire: a campaign that ended long enough ago loses its buyers and
+// returned orders, and still answers ENDED; one with a pending admission,
+// one being rebuilt, one not ended long enough and one on sale keep
+// everything.
+func TestRetire(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	now := time.Now()
+	ended := func(id int64, ago time.Duration) {
+		mustWarm(t, a, seckill.WarmState{Campaign: seckill.Campaign{VoucherID: id, InitialStock: 10, Stock: 8,
+			BeginTime: now.Add(-ago - time.Hour), EndTime: now.Add(-ago)}, Buyers: []int64{1, 2}})
+		rdb.SAdd(ctx, admission.ReturnedKey(a, id), "12345")
+	}
+	ended(1, 3*time.Hour) // trimmed
+	ended(2, 3*time.Hour) // an admission still pending
+	rdb.HSet(ctx, admission.PendingKey(a, 2), "7", "3:1")
+	ended(3, 3*time.Hour) // stopped for a rebuild
+	stopCampaign(t, a, rdb, 3)
+	ended(4, 30*time.Minute) // not ended long enough
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(5, 10), Buyers: []int64{1}})
+
+	keep := func(id int64) bool {
+		return rdb.Exists(ctx, admission.BuyersKey(a, id)).Val() == 1
+	}
+	n, err := a.Retire(ctx, []int64{1, 2, 3, 4, 5, 6}, time.Hour)
+	if err != nil || n != 1 {
+		t.Fatalf("Retire = %d, %v; want 1", n, err)
+	}
+	if keep(1) || rdb.Exists(ctx, admission.ReturnedKey(a, 1)).Val() != 0 {
+		t.Error("campaign 1 kept its buyers or returned orders")
+	}
+	for _, id := range []int64{2, 3, 4, 5} {
+		if !keep(id) {
+			t.Errorf("campaign %d lost its buyers", id)
+		}
+	}
+	// What answering needs stays: an earlier buyer hears ENDED, and the
+	// campaign needs no rebuild.
+	wantOutcome(t, a, 1, 1, seckill.OutcomeEnded, "after it was trimmed")
+	if need, _ := a.NeedsRebuild(ctx, []int64{1}); len(need) != 0 {
+		t.Errorf("a trimmed campaign needs a rebuild: %v", need)
+	}
+	if n, err := a.Retire(ctx, []int64{1}, time.Hour); err != nil || n != 0 {
+		t.Errorf("Retire again = %d, %v; want 0", n, err)
+	}
+}

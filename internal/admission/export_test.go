@@ -21,6 +21,10 @@ func BuyersKey(a *Admitter, voucherID int64) string { return a.keys.buyers(vouch
 // PendingAtKey returns the key of a campaign's pending_at sorted set.
 func PendingAtKey(a *Admitter, voucherID int64) string { return a.keys.pendingAt(voucherID) }
 
+func PendingKey(a *Admitter, voucherID int64) string { return a.keys.pending(voucherID) }
+
+func ReturnedKey(a *Admitter, voucherID int64) string { return a.keys.returned(voucherID) }
+
 // ListenerDone is closed when the stock_returned listener has stopped.
 func ListenerDone(a *Admitter) <-chan struct{} { return a.subDone }
 

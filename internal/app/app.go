@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -45,7 +46,11 @@ type App struct {
 	traceShutdown func(context.Context) error // nil: no tracer provider of ours
 	outcomes      *sampler.OutcomeCounter     // per-campaign outcomes for the dashboard
 	dashboard     *dashboard
+	retiredAt     atomic.Int64 // when reconcileOnce last retired campaigns (Unix ns)
 }
+
+// retireEvery is how often the reconciler trims ended campaigns from Redis.
+const retireEvery = time.Minute
 
 // NewLogger returns the process logger: JSON in production, text in
 // development, at the configured level. Records logged with a context get
@@ -248,6 +253,15 @@ func (a *App) reconcileOnce(ctx context.Context) {
 		}
 	} else if expired+returned > 0 {
 		a.Logger.InfoContext(ctx, "swept orders", "expired", expired, "units_returned", returned)
+	}
+	if last := a.retiredAt.Load(); time.Since(time.Unix(0, last)) >= retireEvery && a.retiredAt.CompareAndSwap(last, time.Now().UnixNano()) {
+		if n, err := a.Service.RetireCampaigns(ctx); err != nil {
+			if ctx.Err() == nil {
+				a.Logger.ErrorContext(ctx, "retire ended campaigns", "err", err)
+			}
+		} else if n > 0 {
+			a.Logger.InfoContext(ctx, "trimmed ended campaigns in redis", "count", n)
+		}
 	}
 }
 

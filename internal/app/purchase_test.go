@@ -516,3 +516,43 @@ func TestCampaignLostAlone(t *testing.T) {
 
 // campaignKey matches the keys of one campaign.
 var campaignKey = regexp.MustCompile(`^seckill:\{v[0-9]+\}:[a-z_]+(:[0-9a-zA-Z_-]+)?$`)
+
+// TestRetireEndedCampaigns: the reconciler trims a campaign that ended
+// RetireAfter ago from Redis, once its orders are persisted: its buyers go,
+// its hash stays, a purchase still hears ENDED and Redis still agrees with
+// Postgres about its stock.
+func TestRetireEndedCampaigns(t *testing.T) {
+	e := newTestEnv(t, "")
+	e.worker()
+	voucher := e.createCampaign(5)
+	if p, err := e.buy(nil, e.token(700, false), voucher); err != nil || p.Outcome != "ACCEPTED" {
+		t.Fatalf("buy: %+v %v", p, err)
+	}
+	eventually(t, 20*time.Second, "the order persisted", func() bool {
+		q, err := e.app.Admitter.Queued(e.ctx, []int64{voucher})
+		return e.rows(voucher) == 1 && err == nil && q[voucher] == 0
+	})
+	// The sale ended long ago, in both stores.
+	end := time.Now().Add(-seckill.RetireAfter - time.Hour)
+	if _, err := e.app.DB.NewRaw(`UPDATE seckill_campaign SET begin_time = ?, end_time = ? WHERE voucher_id = ?`,
+		end.Add(-time.Hour), end, voucher).Exec(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	campaign := fmt.Sprintf("seckill:{v%d}:campaign", voucher)
+	if err := e.app.Redis.HSet(e.ctx, campaign, "begin_ms", end.Add(-time.Hour).UnixMilli(), "end_ms", end.UnixMilli()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.app.reconcileOnce(e.ctx)
+	if n := e.app.Redis.Exists(e.ctx, fmt.Sprintf("seckill:{v%d}:buyers", voucher)).Val(); n != 0 {
+		t.Error("the ended campaign's buyers are still in Redis")
+	}
+	if n := e.app.Redis.Exists(e.ctx, campaign).Val(); n != 1 {
+		t.Error("the ended campaign's hash left Redis")
+	}
+	if p, err := e.buy(nil, e.token(700, false), voucher); err != nil || p.Outcome != "ENDED" {
+		t.Errorf("a purchase after the trim: %+v %v; want ENDED", p, err)
+	}
+	if r, s := e.remaining(voucher), e.pgStock(voucher); r != s || r != 4 {
+		t.Errorf("Redis remaining %d, Postgres stock %d; want 4 and 4", r, s)
+	}
+}

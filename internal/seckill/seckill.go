@@ -37,6 +37,9 @@ type Store interface {
 	// CampaignsEndingAfter returns the ids of the campaigns that have not
 	// ended or ended after t.
 	CampaignsEndingAfter(ctx context.Context, t time.Time) ([]int64, error)
+	// CampaignsEndedBetween returns the ids of the campaigns whose end is
+	// in [from, to), in id order.
+	CampaignsEndedBetween(ctx context.Context, from, to time.Time) ([]int64, error)
 	// RebuildCampaign moves a campaign to its next epoch and returns its
 	// state in it: what Redis needs to admit again after losing data. It
 	// holds the campaign's row lock while it reads, so no order from an
@@ -84,6 +87,10 @@ type Admitter interface {
 	// NeedsRebuild returns those of ids whose campaign Redis does not hold
 	// or holds in a state it must not admit from (see ErrRebuildNeeded).
 	NeedsRebuild(ctx context.Context, ids []int64) ([]int64, error)
+	// Retire trims those of ids that ended more than after ago, have no
+	// pending admission and are not being rebuilt, to what answering ENDED
+	// needs; it returns how many it trimmed.
+	Retire(ctx context.Context, ids []int64, after time.Duration) (int, error)
 	// BeginRebuild takes the campaign's rebuild lock, across every process,
 	// and stops its admissions, if the campaign needs a rebuild (decided in
 	// the same step as NeedsRebuild decides it); ok is false while another

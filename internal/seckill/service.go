@@ -401,6 +401,35 @@ func (s *Service) publish(ctx context.Context, evs ...StatusEvent) {
 	}
 }
 
+// Retiring ended campaigns from Redis (RetireCampaigns). A campaign is
+// trimmed RetireAfter after its end: past PendingHorizon (no admission of
+// it is searched for since) and past the longest pay window (no unit of it
+// comes back since). The sweep looks at the campaigns that ended within
+// RetireLookback before that, so a reconciler that was down for less than
+// that catches up.
+const (
+	RetireAfter    = PendingHorizon + MaxPayWindow
+	RetireLookback = 7 * 24 * time.Hour
+)
+
+// RetireCampaigns trims from Redis the campaigns that ended RetireAfter ago
+// (within RetireLookback before that) to what answering ENDED needs: their
+// buyers and returned orders leave Redis, which otherwise keeps every
+// campaign ever sold. A campaign with an admission still pending is left
+// until it is persisted. It returns how many it trimmed.
+func (s *Service) RetireCampaigns(ctx context.Context) (int, error) {
+	to := s.now().Add(-RetireAfter)
+	ids, err := s.Store.CampaignsEndedBetween(ctx, to.Add(-RetireLookback), to)
+	if err != nil {
+		return 0, fmt.Errorf("campaigns to retire: %w", err)
+	}
+	n, err := s.Admitter.Retire(ctx, ids, RetireAfter)
+	if err != nil {
+		return 0, fmt.Errorf("retire campaigns: %w", err)
+	}
+	return n, nil
+}
+
 // PendingHorizon is how long after its end a campaign is still searched for
 // admissions pending too long: every campaign that Postgres holds as not
 // ended, or ended since, is; no Redis index decides which.

@@ -24,6 +24,18 @@ func (s *Store) CampaignsEndingAfter(ctx context.Context, t time.Time) ([]int64,
 	return ids, nil
 }
 
+// CampaignsEndedBetween returns the ids of the campaigns whose end is in
+// [from, to), in id order.
+func (s *Store) CampaignsEndedBetween(ctx context.Context, from, to time.Time) ([]int64, error) {
+	var ids []int64
+	err := s.db.NewSelect().Model((*campaignRow)(nil)).Column("c.voucher_id").
+		Where("c.end_time >= ? AND c.end_time < ?", from, to).OrderExpr("c.voucher_id").Scan(ctx, &ids)
+	if err != nil {
+		return nil, fmt.Errorf("store: select campaigns ended between %s and %s: %w", from.Format(time.RFC3339), to.Format(time.RFC3339), err)
+	}
+	return ids, nil
+}
+
 // LiveCampaigns returns the ids of the campaigns whose end is in the future,
 // in id order.
 func (s *Store) LiveCampaigns(ctx context.Context) ([]int64, error) {
