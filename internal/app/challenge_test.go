@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strconv"
 	"sync"
@@ -200,6 +201,28 @@ func TestChallengeSettingsReads(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the asker who started the read leaves", func(t *testing.T) {
+		store := &readCounter{Store: e.app.Store}
+		svc := &seckill.Service{Store: store, Challenges: e.app.Service.Challenges, Logger: e.app.Logger}
+		first, leave := context.WithCancel(asUser(e.ctx, 2000, false))
+		left := make(chan error, 1)
+		go func() { _, err := svc.Challenge(first, pow); left <- err }()
+		time.Sleep(time.Millisecond) // the first asker's read is under way (it takes 5 ms)
+		second := make(chan error, 1)
+		go func() {
+			c, err := svc.Challenge(asUser(e.ctx, 2001, false), pow)
+			if err == nil && c.Kind != seckill.ChallengePoW {
+				err = fmt.Errorf("kind %s", c.Kind)
+			}
+			second <- err
+		}()
+		time.Sleep(time.Millisecond)
+		leave()
+		<-left
+		if err := <-second; err != nil {
+			t.Errorf("the second asker, after the first left: %v; want its challenge", err)
+		}
+	})
 	t.Run("many made-up vouchers", func(t *testing.T) {
 		store := &readCounter{Store: e.app.Store}
 		svc := &seckill.Service{Store: store, Challenges: e.app.Service.Challenges, Logger: e.app.Logger}

@@ -54,11 +54,11 @@ func (s *Service) campaignSettings(ctx context.Context, voucherID int64) (Campai
 	if ok && now.Sub(cs.at) < settingsTTL && now.Sub(cs.at) >= 0 {
 		return cs.c, cs.quiz, cs.missing
 	}
-	// The read is shared by every caller waiting for it, so it runs
-	// detached from the one that started it.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settingsReadTimeout)
-	defer cancel()
 	ch := st.flight.DoChan(strconv.FormatInt(voucherID, 10), func() (any, error) {
+		// The read is shared by every caller waiting for it, so it runs
+		// detached from the one that started it, who may leave first.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settingsReadTimeout)
+		defer cancel()
 		select {
 		case st.reads <- struct{}{}:
 			defer func() { <-st.reads }()
