@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"seckill/internal/seckill"
 )
 
 // WriteJSON writes res as indented JSON.
@@ -215,11 +217,6 @@ func (t *runTable) serverRows() {
 	t.funnelRows()
 }
 
-// funnelLayers orders the server's funnel layers as a purchase meets them
-// (seckill.Layers); a layer it does not know goes last.
-var funnelLayers = []string{"local_limit", "window", "sold_out_mark", "shared_limit", "challenge_missing",
-	"challenge_wrong", "sold_out", "already_purchased", "admitted"}
-
 // funnelRows: the share of attempts each layer of the server's funnel
 // stopped (or admitted) during the run; layers that counted nothing are
 // left out.
@@ -228,10 +225,12 @@ func (t *runTable) funnelRows() {
 		return
 	}
 	rank := func(l string) int {
-		if i := slices.Index(funnelLayers, l); i >= 0 {
+		// As a purchase meets them; a layer this build does not know
+		// (another server version) goes last.
+		if i := slices.Index(seckill.Layers, l); i >= 0 {
 			return i
 		}
-		return len(funnelLayers)
+		return len(seckill.Layers)
 	}
 	layers := t.keys(func(r *Report) []string {
 		if r.Server == nil {
