@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -69,10 +67,8 @@ func (s *Store) CampaignTotals(ctx context.Context, voucherID int64) (seckill.Ca
 				min(pay_by) FILTER (WHERE status = 'CREATED') AS oldest_pay_by
 			FROM voucher_order WHERE voucher_id = c.voucher_id) AS o
 		WHERE c.voucher_id = ?`, voucherID).Scan(ctx, &t)
-	if errors.Is(err, sql.ErrNoRows) {
-		return seckill.CampaignTotals{}, seckill.Errorf(seckill.ENOTFOUND, "campaign %d not found", voucherID)
-	} else if err != nil {
-		return seckill.CampaignTotals{}, fmt.Errorf("store: campaign totals of %d: %w", voucherID, err)
+	if err := oneRow(err, "store: totals of", "campaign", voucherID); err != nil {
+		return seckill.CampaignTotals{}, err
 	}
 	return seckill.CampaignTotals{
 		InitialStock: t.InitialStock, Stock: t.Stock, Orders: t.Awaiting + t.Paid, Failures: t.Failures,

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -154,10 +152,8 @@ type lockedOrder struct {
 func lockOrder(ctx context.Context, tx bun.Tx, id int64) (*lockedOrder, error) {
 	var o lockedOrder
 	err := tx.NewRaw(`SELECT id, user_id, status, amount, pay_by FROM voucher_order WHERE id = ? FOR UPDATE`, id).Scan(ctx, &o)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %d not found", id)
-	} else if err != nil {
-		return nil, fmt.Errorf("lock order %d: %w", id, err)
+	if err := oneRow(err, "lock", "order", id); err != nil {
+		return nil, err
 	}
 	return &o, nil
 }
@@ -220,10 +216,8 @@ func (s *Store) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) 
 		res = seckill.PaymentResult{}
 		var orderID int64
 		err := tx.NewRaw(`SELECT order_id FROM payment WHERE id = ?`, ev.PaymentID).Scan(ctx, &orderID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return seckill.Errorf(seckill.ENOTFOUND, "payment %s not found", ev.PaymentID)
-		} else if err != nil {
-			return fmt.Errorf("select payment: %w", err)
+		if err := oneRow(err, "select", "payment", ev.PaymentID); err != nil {
+			return err
 		}
 		o, err := lockOrder(ctx, tx, orderID)
 		if err != nil {

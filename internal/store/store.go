@@ -86,6 +86,20 @@ const (
 	codeCheckViolation      = "23514"
 )
 
+// oneRow maps the error of a query that reads one row, of what (as
+// "voucher") with id: no row is ENOTFOUND, any other error is wrapped as
+// "doing what id: err".
+func oneRow(err error, doing, what string, id any) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return seckill.Errorf(seckill.ENOTFOUND, "%s %v not found", what, id)
+	default:
+		return fmt.Errorf("%s %s %v: %w", doing, what, id, err)
+	}
+}
+
 // sqlState returns the SQLSTATE of a Postgres error in err's chain, or "".
 func sqlState(err error) string {
 	var pgErr pgdriver.Error

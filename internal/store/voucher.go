@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -94,10 +92,8 @@ func (s *Store) Voucher(ctx context.Context, id int64) (*seckill.Voucher, error)
 func findVoucher(ctx context.Context, db bun.IDB, id int64) (*seckill.Voucher, error) {
 	var row voucherRow
 	err := db.NewSelect().Model(&row).Relation("Campaign").Where("v.id = ?", id).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", id)
-	} else if err != nil {
-		return nil, fmt.Errorf("store: select voucher %d: %w", id, err)
+	if err := oneRow(err, "store: select", "voucher", id); err != nil {
+		return nil, err
 	}
 	return toDomainVoucher(&row), nil
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -53,10 +52,8 @@ func (s *Store) CampaignEpoch(ctx context.Context, voucherID int64) (int64, erro
 	var epoch int64
 	err := s.db.NewSelect().Model((*campaignRow)(nil)).Column("c.epoch").
 		Where("c.voucher_id = ?", voucherID).Scan(ctx, &epoch)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
-	} else if err != nil {
-		return 0, fmt.Errorf("store: select epoch of campaign %d: %w", voucherID, err)
+	if err := oneRow(err, "store: select epoch of", "voucher", voucherID); err != nil {
+		return 0, err
 	}
 	return epoch, nil
 }
@@ -75,10 +72,8 @@ func (s *Store) RebuildCampaign(ctx context.Context, voucherID int64) (seckill.W
 	err := s.db.RunInTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(ctx context.Context, tx bun.Tx) error {
 		var row campaignRow
 		err := tx.NewSelect().Model(&row).Where("c.voucher_id = ?", voucherID).For("UPDATE").Scan(ctx)
-		if errors.Is(err, sql.ErrNoRows) {
-			return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
-		} else if err != nil {
-			return fmt.Errorf("lock campaign: %w", err)
+		if err := oneRow(err, "lock", "voucher", voucherID); err != nil {
+			return err
 		}
 		if row.Epoch >= seckill.MaxEpoch {
 			return seckill.Errorf(seckill.EUNAVAILABLE, "campaign %d has used all its order id epochs", voucherID)
