@@ -377,20 +377,10 @@ func int64At(res []any, i int) (int64, bool) {
 // is harmless), then creates the campaign hash, so the campaign never admits
 // before its buyers are known. EINVALID for a campaign Redis cannot hold.
 func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error) {
-	if err := validWarmState(st); err != nil {
-		return false, err
-	}
 	c := st.Campaign
 	id := c.VoucherID
-
-	buyers := a.keys.buyers(id)
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		addBuyers(ctx, p, buyers, st.Buyers)
-		a.setGuard(ctx, p, c)
-		return nil
-	})
-	if err != nil {
-		return false, redisError("warm: add buyers", err, nil)
+	if err := a.writeBuyers(ctx, st, a.keys.buyers(id), 0); err != nil {
+		return false, err
 	}
 	n, err := warmScript.Run(ctx, a.rdb, []string{a.keys.campaign(id)}, campaignArgs(c)...).Int64()
 	if err != nil {
@@ -402,15 +392,32 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 	return n == 1, nil
 }
 
-// addBuyers queues SADDs of user ids to key on p, in chunks of buyersChunk.
-func addBuyers(ctx context.Context, p redis.Pipeliner, key string, users []int64) {
-	for chunk := range slices.Chunk(users, buyersChunk) {
-		members := make([]any, len(chunk))
-		for i, u := range chunk {
-			members[i] = u
-		}
-		p.SAdd(ctx, key, members...)
+// writeBuyers checks st, then writes, in one round trip, the campaign's
+// guard settings and its buyers added to key (in chunks: there may be
+// many). A staging key (ttl > 0) is emptied first and expires after ttl,
+// so one left by a process that died goes away.
+func (a *Admitter) writeBuyers(ctx context.Context, st seckill.WarmState, key string, ttl time.Duration) error {
+	if err := validWarmState(st); err != nil {
+		return err
 	}
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if ttl > 0 {
+			p.Del(ctx, key)
+		}
+		for chunk := range slices.Chunk(st.Buyers, buyersChunk) {
+			members := make([]any, len(chunk))
+			for i, u := range chunk {
+				members[i] = u
+			}
+			p.SAdd(ctx, key, members...)
+		}
+		if ttl > 0 {
+			p.Expire(ctx, key, ttl)
+		}
+		a.setGuard(ctx, p, st.Campaign)
+		return nil
+	})
+	return redisError("write buyers", err, nil)
 }
 
 // validWarmState checks a state before Warm or FinishRebuild writes any of

@@ -132,23 +132,13 @@ func (a *Admitter) AbortRebuild(ctx context.Context, voucherID int64, token stri
 // process that the campaign may admit again. It reports false, changing
 // nothing, when the lock is no longer token's.
 func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.WarmState) (bool, error) {
-	if err := validWarmState(st); err != nil {
-		return false, err
-	}
 	c := st.Campaign
 	id := c.VoucherID
-	// The buyers go to a staging set first (in chunks: there may be many),
-	// which the script renames into place only if the lock is still ours.
+	// The buyers go to a staging set first, which the script renames into
+	// place only if the lock is still ours.
 	staged := a.keys.buyersStaged(id)
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, staged)
-		addBuyers(ctx, p, staged, st.Buyers)
-		p.Expire(ctx, staged, rebuildLockTTL)
-		a.setGuard(ctx, p, c)
-		return nil
-	})
-	if err != nil {
-		return false, redisError("rebuild: stage buyers", err, nil)
+	if err := a.writeBuyers(ctx, st, staged, rebuildLockTTL); err != nil {
+		return false, err
 	}
 	keys := append(a.keys.admit(id), a.keys.rebuild(id), staged)
 	n, err := rebuildScript.Run(ctx, a.rdb, keys, append([]any{token}, campaignArgs(c)...)...).Int64()
