@@ -5,6 +5,7 @@
 --
 -- KEYS[1] -> <p>seckill:{v<voucher>}:campaign   hash: stock, ...
 -- KEYS[2] -> <p>seckill:{v<voucher>}:pending    hash: id -> "<user>:<admitted_ms>"
+-- ARGV: none
 --
 -- Returns: { stock or -1 when Redis does not hold the campaign, pending count }
 local stock = redis.call('HGET', KEYS[1], 'stock')

@@ -121,4 +121,5 @@ var All = map[string]string{
 	"stamp.lua":         Stamp,
 	"retire.lua":        Retire,
 	"login.lua":         Login,
+	"live.lua":          Live,
 }

@@ -59,22 +59,28 @@ import (
 // Scripts are shared by every Admitter: a Script holds only its source and
 // its SHA1.
 var (
-	admitScript    = redis.NewScript(lua.Admit)
-	warmScript     = redis.NewScript(lua.Warm)
-	releaseScript  = redis.NewScript(lua.Release)
-	ackScript      = redis.NewScript(lua.Ack)
-	updateScript   = redis.NewScript(lua.Update)
-	addStockScript = redis.NewScript(lua.AddStock)
-	beginScript    = redis.NewScript(lua.RebuildBegin)
-	abortScript    = redis.NewScript(lua.RebuildAbort)
-	rebuildScript  = redis.NewScript(lua.Rebuild)
-	stampScript    = redis.NewScript(lua.Stamp)
-	liveScript     = redis.NewScript(lua.Live)
-	retireScript   = redis.NewScript(lua.Retire)
-
-	allScripts = []*redis.Script{admitScript, warmScript, releaseScript, ackScript, updateScript, addStockScript,
-		beginScript, abortScript, rebuildScript, stampScript, liveScript, returnScript, retireScript}
+	admitScript    = newScript(lua.Admit)
+	warmScript     = newScript(lua.Warm)
+	releaseScript  = newScript(lua.Release)
+	ackScript      = newScript(lua.Ack)
+	updateScript   = newScript(lua.Update)
+	addStockScript = newScript(lua.AddStock)
+	beginScript    = newScript(lua.RebuildBegin)
+	abortScript    = newScript(lua.RebuildAbort)
+	rebuildScript  = newScript(lua.Rebuild)
+	stampScript    = newScript(lua.Stamp)
+	liveScript     = newScript(lua.Live)
+	retireScript   = newScript(lua.Retire)
 )
+
+// allScripts lists every script newScript made, for Load.
+var allScripts []*redis.Script
+
+func newScript(src string) *redis.Script {
+	s := redis.NewScript(src)
+	allScripts = append(allScripts, s)
+	return s
+}
 
 // DefaultSoldOutTTL is how long a process answers SOLD_OUT or ENDED for a
 // campaign on its own, without asking Redis, unless told sooner that the

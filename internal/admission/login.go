@@ -20,7 +20,7 @@ import (
 // we use elsewhere for the same algorithm, checks one key a call and puts
 // its own "rate:" in front of every key: it could neither take from two
 // budgets at once nor keep the keys under Options.Prefix.
-var loginScript = redis.NewScript(lua.Login)
+var loginScript = newScript(lua.Login)
 
 // LoginLimiter limits sign-in attempts in Redis, so every instance shares
 // the budgets (it implements the dashboard's web.LoginLimiter). One script

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-
 	"seckill/internal/seckill"
 	"seckill/lua"
 )
 
-var returnScript = redis.NewScript(lua.Return)
+var returnScript = newScript(lua.Return)
 
 var _ seckill.UnitReturner = (*Admitter)(nil)
 
