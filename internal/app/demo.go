@@ -92,21 +92,14 @@ func serverURL(cmd string, cfg *config.Config, raw string) (*url.URL, error) {
 func demoGraphQL(ctx context.Context, endpoint, token, query string, vars map[string]any, data any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := gqlclient.NewRequest(ctx, endpoint, token, query, vars)
-	if err != nil {
+	answer, err := gqlclient.Post(ctx, http.DefaultClient, endpoint, token, query, vars, 1<<20)
+	switch {
+	case errors.Is(err, gqlclient.ErrRequest):
 		return err
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("demo: is the server running (make run)? %w", err)
-	}
-	defer res.Body.Close()
-	answer, err := gqlclient.ReadAnswer(res, 1<<20)
-	if err == nil {
-		err = answer.NotJSON
-	}
-	if err != nil {
-		return fmt.Errorf("demo: %s answered %s, not GraphQL: %w", endpoint, res.Status, err)
+	case answer.NotJSON != nil:
+		return fmt.Errorf("demo: %s answered %s, not GraphQL: %w", endpoint, answer.Status, answer.NotJSON)
 	}
 	if len(answer.Errors) > 0 {
 		e := answer.Errors[0]

@@ -43,33 +43,28 @@ func (r *runner) solver(endpoint string, voucherID int64) func(ctx context.Conte
 	client := &http.Client{Transport: load.NewTransport(max(r.spec.Concurrency, 64))}
 	vid := strconv.FormatInt(voucherID, 10)
 	return func(ctx context.Context, user int) ([]byte, error) {
-		req, err := gqlclient.NewRequest(ctx, endpoint, strings.TrimPrefix(r.auth[user], "Bearer "),
-			`query($v: ID!) { seckillChallenge(voucherId: $v) { kind token bits } }`, map[string]any{"v": vid})
+		ans, err := gqlclient.Post(ctx, client, endpoint, strings.TrimPrefix(r.auth[user], "Bearer "),
+			`query($v: ID!) { seckillChallenge(voucherId: $v) { kind token bits } }`, map[string]any{"v": vid}, 1<<16)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err
+		if ans.NotJSON != nil {
+			return nil, fmt.Errorf("challenge: %s answered %s: %w", endpoint, ans.Status, ans.NotJSON)
 		}
-		defer resp.Body.Close()
-		var out struct {
-			Data *struct {
-				SeckillChallenge struct {
-					Kind  string
-					Token *string
-					Bits  *int
-				}
+		if len(ans.Errors) > 0 || ans.Data == nil {
+			return nil, fmt.Errorf("challenge: %v", ans.Errors)
+		}
+		var data struct {
+			SeckillChallenge struct {
+				Kind  string
+				Token *string
+				Bits  *int
 			}
-			Errors []gqlclient.Error
 		}
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		if err := json.Unmarshal(ans.Data, &data); err != nil {
 			return nil, fmt.Errorf("challenge: %w", err)
 		}
-		if len(out.Errors) > 0 || out.Data == nil {
-			return nil, fmt.Errorf("challenge: %v", out.Errors)
-		}
-		c := out.Data.SeckillChallenge
+		c := data.SeckillChallenge
 		answer := map[string]any(nil)
 		switch seckill.ChallengeKind(c.Kind) {
 		case seckill.ChallengePoW:

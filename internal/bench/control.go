@@ -48,22 +48,15 @@ func (c *controlClient) do(ctx context.Context, query string, vars map[string]an
 
 // doAs runs one GraphQL operation with token and decodes data into out.
 func (c *controlClient) doAs(ctx context.Context, token, query string, vars map[string]any, out any) error {
-	req, err := gqlclient.NewRequest(ctx, c.endpoint, token, query, vars)
-	if err != nil {
+	r, err := gqlclient.Post(ctx, c.http, c.endpoint, token, query, vars, 8<<20)
+	if errors.Is(err, gqlclient.ErrRequest) {
 		return fmt.Errorf("bad --url %q: %w", c.endpoint, err)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return reachError(c.endpoint, err)
-	}
-	defer resp.Body.Close()
-	r, err := gqlclient.ReadAnswer(resp, 8<<20)
-	if err != nil {
+	} else if err != nil {
 		return reachError(c.endpoint, err)
 	}
 	if r.NotJSON != nil || (r.Data == nil && r.Errors == nil) {
 		return fmt.Errorf("%s answered %s with %s: not a GraphQL endpoint (the default is %s)",
-			c.endpoint, resp.Status, describeBody(resp.Header.Get("Content-Type"), r.Body), DefaultURL)
+			c.endpoint, r.Status, describeBody(r.ContentType, r.Body), DefaultURL)
 	}
 	if len(r.Errors) > 0 {
 		e := r.Errors[0]
@@ -83,8 +76,8 @@ func (c *controlClient) doAs(ctx context.Context, token, query string, vars map[
 		}
 		return &answerError{endpoint: c.endpoint, msg: msg, Code: e.Extensions.Code}
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s answered %s", c.endpoint, resp.Status)
+	if r.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s", c.endpoint, r.Status)
 	}
 	if out != nil {
 		if err := json.Unmarshal(r.Data, out); err != nil {

@@ -1,8 +1,8 @@
 package gqlclient_test
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -33,16 +33,7 @@ func TestRoundTrip(t *testing.T) {
 
 	do := func(path string, vars map[string]any) gqlclient.Answer {
 		t.Helper()
-		req, err := gqlclient.NewRequest(context.Background(), srv.URL+path, "tok", "query { x }", vars)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		a, err := gqlclient.ReadAnswer(res, 1<<20)
+		a, err := gqlclient.Post(t.Context(), http.DefaultClient, srv.URL+path, "tok", "query { x }", vars, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,8 +64,38 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("body without variables = %q, %v", got["body"], err)
 	}
 
+	if a.Status != "200 OK" || a.StatusCode != http.StatusOK || a.ContentType == "" {
+		t.Errorf("status %q %d, content type %q", a.Status, a.StatusCode, a.ContentType)
+	}
+
 	a = do("/missing", nil)
 	if a.NotJSON == nil || a.Data != nil || a.Errors != nil || string(a.Body) != "404 page not found\n" {
 		t.Errorf("not JSON: %+v", a)
+	}
+	if a.StatusCode != http.StatusNotFound || a.Status != "404 Not Found" {
+		t.Errorf("not found: status %q %d", a.Status, a.StatusCode)
+	}
+}
+
+// TestPostFails tells a request that cannot be built from one that got no
+// answer.
+func TestPostFails(t *testing.T) {
+	post := func(endpoint string, vars map[string]any) error {
+		_, err := gqlclient.Post(t.Context(), http.DefaultClient, endpoint, "tok", "query { x }", vars, 1<<20)
+		return err
+	}
+	for name, err := range map[string]error{
+		"bad endpoint":  post("http://bad host/graphql", nil),
+		"bad variables": post("http://127.0.0.1:1/graphql", map[string]any{"f": func() {}}),
+	} {
+		if !errors.Is(err, gqlclient.ErrRequest) {
+			t.Errorf("%s: err = %v, want ErrRequest", name, err)
+		}
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	endpoint := srv.URL + "/graphql"
+	srv.Close()
+	if err := post(endpoint, nil); err == nil || errors.Is(err, gqlclient.ErrRequest) {
+		t.Errorf("closed server: err = %v, want a failure to reach it", err)
 	}
 }
