@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -384,69 +385,60 @@ func TestWarmInvalid(t *testing.T) {
 	}
 }
 
-func TestReleaseConcurrent(t *testing.T) {
+// TestRelease releases one admission from 50 goroutines at once: it is
+// released once, its unit is back and it is no longer pending. A user who
+// holds another order (keepBuyer) stays a buyer; any other may buy again,
+// with a new order id.
+func TestRelease(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	const voucherID = 13
-	a, rdb := newLiveAdmitter(t, voucherID, 1)
-	_, adm := mustAdmit(t, a, voucherID, 5)
+	for i, keepBuyer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keepBuyer=%v", keepBuyer), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			voucherID := int64(13 + i)
+			a, rdb := newLiveAdmitter(t, voucherID, 1)
+			_, adm := mustAdmit(t, a, voucherID, 5)
 
-	var released atomic.Int64
-	var wg sync.WaitGroup
-	for range 50 {
-		wg.Go(func() {
-			ok, err := a.Release(ctx, adm, false)
-			if err != nil {
-				t.Error(err)
+			var released atomic.Int64
+			var wg sync.WaitGroup
+			for range 50 {
+				wg.Go(func() {
+					ok, err := a.Release(ctx, adm, keepBuyer)
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						released.Add(1)
+					}
+				})
 			}
-			if ok {
-				released.Add(1)
+			wg.Wait()
+			if n := released.Load(); n != 1 {
+				t.Errorf("released %d times, want 1", n)
+			}
+			rem, _ := a.Remaining(ctx, []int64{voucherID})
+			if diff := cmp.Diff(map[int64]int64{voucherID: 1}, rem); diff != "" {
+				t.Errorf("remaining (-want +got):\n%s", diff)
+			}
+			if got := rdb.SIsMember(ctx, admission.BuyersKey(a, voucherID), 5).Val(); got != keepBuyer {
+				t.Errorf("user 5 a buyer: %v, want %v", got, keepBuyer)
+			}
+			if _, err := a.Pending(ctx, adm.OrderID); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+				t.Errorf("pending after release: %v, want NOT_FOUND", err)
+			}
+			if n := rdb.ZCard(ctx, admission.PendingAtKey(a, voucherID)).Val(); n != 0 {
+				t.Errorf("pending_at holds %d", n)
+			}
+			if keepBuyer {
+				wantOutcome(t, a, voucherID, 5, seckill.OutcomeAlreadyPurchased, "again")
+				return
+			}
+			o, again := mustAdmit(t, a, voucherID, 5)
+			if o != seckill.OutcomeAccepted || again.OrderID == adm.OrderID {
+				t.Errorf("buy again: %s %d (first %d)", o, again.OrderID, adm.OrderID)
 			}
 		})
 	}
-	wg.Wait()
-	if n := released.Load(); n != 1 {
-		t.Errorf("released %d times, want 1", n)
-	}
-	rem, _ := a.Remaining(ctx, []int64{voucherID})
-	if diff := cmp.Diff(map[int64]int64{voucherID: 1}, rem); diff != "" {
-		t.Errorf("remaining (-want +got):\n%s", diff)
-	}
-	if rdb.SIsMember(ctx, admission.BuyersKey(a, voucherID), 5).Val() {
-		t.Error("user 5 still a buyer")
-	}
-	if _, err := a.Pending(ctx, adm.OrderID); seckill.ErrorCode(err) != seckill.ENOTFOUND {
-		t.Errorf("pending after release: %v, want NOT_FOUND", err)
-	}
-	if n := rdb.ZCard(ctx, admission.PendingAtKey(a, voucherID)).Val(); n != 0 {
-		t.Errorf("pending_at holds %d", n)
-	}
-	// The buyer slot is back: the same user may buy again, with a new id.
-	o, again := mustAdmit(t, a, voucherID, 5)
-	if o != seckill.OutcomeAccepted || again.OrderID == adm.OrderID {
-		t.Errorf("buy again: %s %d (first %d)", o, again.OrderID, adm.OrderID)
-	}
-}
-
-// TestReleaseKeepBuyer: a user who holds another order gets the unit back
-// but stays a buyer.
-func TestReleaseKeepBuyer(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	const voucherID = 14
-	a, rdb := newLiveAdmitter(t, voucherID, 2)
-	_, adm := mustAdmit(t, a, voucherID, 5)
-	if ok, err := a.Release(ctx, adm, true); err != nil || !ok {
-		t.Fatalf("Release = %v, %v", ok, err)
-	}
-	rem, _ := a.Remaining(ctx, []int64{voucherID})
-	if rem[voucherID] != 2 {
-		t.Errorf("remaining %d, want the unit back (2)", rem[voucherID])
-	}
-	if !rdb.SIsMember(ctx, admission.BuyersKey(a, voucherID), 5).Val() {
-		t.Error("user 5 lost their buyer slot")
-	}
-	wantOutcome(t, a, voucherID, 5, seckill.OutcomeAlreadyPurchased, "again")
 }
 
 func TestReleaseOtherUser(t *testing.T) {
