@@ -51,29 +51,40 @@ func (r *runner) solver(endpoint string, voucherID int64) func(ctx context.Conte
 		if ans.NotJSON != nil {
 			return nil, fmt.Errorf("challenge: %s answered %s: %w", endpoint, ans.Status, ans.NotJSON)
 		}
-		if len(ans.Errors) > 0 || ans.Data == nil {
+		if len(ans.Errors) > 0 {
 			return nil, fmt.Errorf("challenge: %v", ans.Errors)
 		}
-		var data struct {
+		var data *struct {
 			SeckillChallenge struct {
 				Kind  string
 				Token *string
 				Bits  *int
 			}
 		}
-		if err := json.Unmarshal(ans.Data, &data); err != nil {
-			return nil, fmt.Errorf("challenge: %w", err)
+		if ans.Data != nil {
+			if err := json.Unmarshal(ans.Data, &data); err != nil {
+				return nil, fmt.Errorf("challenge: %w", err)
+			}
+		}
+		if data == nil {
+			return nil, fmt.Errorf("challenge: %s answered %s without data", endpoint, ans.Status)
 		}
 		c := data.SeckillChallenge
 		answer := map[string]any(nil)
 		switch seckill.ChallengeKind(c.Kind) {
 		case seckill.ChallengePoW:
 			if c.Token == nil || c.Bits == nil {
-				return nil, fmt.Errorf("challenge without a token")
+				return nil, fmt.Errorf("challenge: proof of work without a token or bits")
 			}
 			answer = map[string]any{"token": *c.Token, "solution": seckill.SolvePoW(*c.Token, *c.Bits)}
 		case seckill.ChallengeQuiz:
+			if c.Token == nil {
+				return nil, fmt.Errorf("challenge: quiz without a token")
+			}
 			answer = map[string]any{"token": *c.Token, "solution": "four"}
+		case seckill.ChallengeNone:
+		default:
+			return nil, fmt.Errorf("challenge: unknown kind %q", c.Kind)
 		}
 		return json.Marshal(gqlclient.Request{Query: answerQuery,
 			Variables: map[string]any{"voucherId": vid, "answer": answer}})
