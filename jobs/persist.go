@@ -55,8 +55,9 @@ func (h *PersistHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 }
 
 // Register adds every handler to mux.
-func Register(mux *asynq.ServeMux, persist *PersistHandler, expire *ExpireHandler) {
+func Register(mux *asynq.ServeMux, persist *PersistHandler, expire *ExpireHandler, refund *RefundHandler) {
 	mux.Handle(TypeOrderPersist, persist)
 	mux.Handle(TypeOrderPersistBatch, persist)
 	mux.Handle(TypeOrderExpire, expire)
+	mux.Handle(TypeRefundSend, refund)
 }

@@ -30,6 +30,8 @@ Usage:
                                     a campaign on sale now on a running server, and shell commands that buy, query and follow an order
   seckill payments simulate --order ID [--url URL] [--fail]
                                     play the payment provider: open the order's payment, sign and send its webhook event
+  seckill payments provider [--listen 127.0.0.1:8090] [--webhook URL] [--refuse] [--delay 200ms]
+                                    a development payment provider: answers the refund call, confirms each refund by webhook
 
 Configuration comes from SECKILL_* environment variables; see the README.
 The load test is its own program: seckill-bench --help.
@@ -172,7 +174,10 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func payments(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, args, err := actionFlags(args, "payments", "simulate", "--order ID [--url URL] [--fail]", stderr)
+	if len(args) > 0 && args[0] == "provider" {
+		return provider(ctx, args[1:], stdout, stderr)
+	}
+	fs, args, err := actionFlags(args, "payments", "simulate", "--order ID [--url URL] [--fail] | provider [--listen ADDR]", stderr)
 	if err != nil {
 		return err
 	}
@@ -187,6 +192,27 @@ func payments(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	return app.SimulatePayment(ctx, cfg, app.SimulateOptions{URL: *url, OrderID: *order, Fail: *fail}, stdout)
+}
+
+func provider(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("payments provider", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts app.ProviderOptions
+	fs.StringVar(&opts.Listen, "listen", "127.0.0.1:8090", "the address to serve the refund call on (SECKILL_PAYMENT_REFUND_URL is http://ADDR/refunds)")
+	fs.StringVar(&opts.Webhook, "webhook", "", "the server's payment webhook (default: /webhooks/payments at SECKILL_HTTP_ADDR on this machine)")
+	fs.BoolVar(&opts.Refuse, "refuse", false, "refuse every refund (a refund.failed event), to try the failure path")
+	fs.DurationVar(&opts.Delay, "delay", 200*time.Millisecond, "how long after a refund call its confirmation is sent")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("payments provider: unexpected argument %q", fs.Arg(0))
+	}
+	cfg, err := config.Load(nil)
+	if err != nil {
+		return err
+	}
+	return app.RunDevProvider(ctx, cfg, opts, app.NewLogger(cfg), stdout)
 }
 
 // actionFlags checks that args start with the one action a subcommand such

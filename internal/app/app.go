@@ -20,6 +20,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/config"
 	"seckill/internal/obs"
+	"seckill/internal/payhook"
 	"seckill/internal/sampler"
 	"seckill/internal/seckill"
 	"seckill/internal/store"
@@ -40,6 +41,7 @@ type App struct {
 	Enqueuer *jobs.Enqueuer
 	Tokens   *auth.Tokens
 	Service  *seckill.Service
+	Refunds  *seckill.Refunds
 
 	redisPoolSize int                         // connections per Redis server
 	live          *liveCampaigns              // what Postgres says is live, for the Redis guard
@@ -117,6 +119,18 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.Queue = asynq.NewClientFromRedisClient(a.Redis)
 	a.Enqueuer = jobs.NewEnqueuer(a.Queue, cfg.BatchSize, logger)
 	a.Tokens = auth.NewTokens([]byte(cfg.JWTSecret), cfg.JWTIssuer)
+	var provider seckill.PaymentProvider = seckill.NoPaymentProvider{}
+	if cfg.PaymentRefundURL != "" {
+		provider = payhook.NewRefundClient(cfg.PaymentRefundURL, cfg.PaymentWebhookSecret)
+	} else {
+		logger.Warn("SECKILL_PAYMENT_REFUND_URL is not set: payments owed back are not refunded through the provider (they stay REFUND_NEEDED and alert after an hour)")
+	}
+	a.Refunds, err = seckill.NewRefunds(a.Store, provider, jobs.NewRefundScheduler(a.Queue), a.Store.AddAudit, logger,
+		seckill.RefundConfig{ConfirmWait: cfg.RefundConfirmWait, MaxSends: cfg.RefundMaxSends})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.Service = &seckill.Service{
 		Store:    traceStore{a.Metrics.wrapStore(a.Store)},
 		Admitter: a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes}),
@@ -136,6 +150,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 		Expiry:    jobs.NewExpiryScheduler(a.Queue),
 		PayWindow: cfg.PayWindow,
 		Currency:  cfg.PaymentCurrency,
+		Refunds:   a.Refunds,
 	}
 	a.dashboard = a.newDashboard()
 	a.registerCollectors()
@@ -181,7 +196,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	// rounds of writes wait for room within their own timeout.
 	coalescer := jobs.NewCoalescer(persist, a.Config.BatchSize, a.Config.PersistWriters, 2*a.Config.BatchSize*a.Config.PersistWriters)
 	mux := asynq.NewServeMux()
-	jobs.Register(mux, jobs.NewPersistHandler(coalescer), jobs.NewExpireHandler(a.Service))
+	jobs.Register(mux, jobs.NewPersistHandler(coalescer), jobs.NewExpireHandler(a.Service), jobs.NewRefundHandler(a.Refunds))
 	srv := asynq.NewServerFromRedisClient(a.Redis, asynq.Config{
 		Concurrency: a.Config.WorkerConcurrency,
 		Queues:      map[string]int{jobs.QueueOrders: 1},
@@ -253,6 +268,13 @@ func (a *App) reconcileOnce(ctx context.Context) {
 		}
 	} else if expired+returned > 0 {
 		a.Logger.InfoContext(ctx, "swept orders", "expired", expired, "units_returned", returned)
+	}
+	if n, err := a.Refunds.Sweep(ctx, 1000); err != nil {
+		if ctx.Err() == nil {
+			a.Logger.ErrorContext(ctx, "sweep refunds", "err", err)
+		}
+	} else if n > 0 {
+		a.Logger.InfoContext(ctx, "scheduled refunds whose send was due", "count", n)
 	}
 	if last := a.retiredAt.Load(); time.Since(time.Unix(0, last)) >= retireEvery && a.retiredAt.CompareAndSwap(last, time.Now().UnixNano()) {
 		if n, err := a.Service.RetireCampaigns(ctx); err != nil {

@@ -222,7 +222,7 @@ func TestSameEventConcurrently(t *testing.T) {
 		switch {
 		case err != nil:
 			return "", err
-		case res.Paid:
+		case res.Paid():
 			return "applied", nil
 		case res.Duplicate:
 			return "duplicate", nil
@@ -316,13 +316,14 @@ func TestCancelOtherUsersOrder(t *testing.T) {
 	if st := e.status(id); st != seckill.OrderCreated {
 		t.Fatalf("status %s", st)
 	}
-	// The buyer may cancel, once; then buy again.
+	// The buyer may cancel, once (a second time is CONFLICT); then buy
+	// again.
 	o, err := e.app.Service.CancelOrder(asUser(e.ctx, 11, false), id)
 	if err != nil || o.Status != seckill.OrderCancelled || o.ClosedAt.IsZero() {
 		t.Fatalf("cancel: %+v, %v", o, err)
 	}
-	if _, err := e.app.Service.CancelOrder(asUser(e.ctx, 11, false), id); err != nil {
-		t.Fatalf("second cancel: %v", err)
+	if _, err := e.app.Service.CancelOrder(asUser(e.ctx, 11, false), id); seckill.ErrorCode(err) != seckill.ECONFLICT {
+		t.Fatalf("second cancel: %v, want CONFLICT", err)
 	}
 	e.checkUnits(v)
 	again := e.buyCreated(v, 11)

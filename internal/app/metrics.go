@@ -81,7 +81,7 @@ func NewMetrics() *Metrics {
 			Name: "seckill_orders_closed_total", Help: "Orders that left CREATED, by the status they took: PAID, CANCELLED or EXPIRED (the unit goes back on sale).",
 		}, []string{"status"}),
 		PaymentEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_payment_events_total", Help: "Payment provider events applied, by result: paid, failed, refund_needed (paid after the order closed), duplicate, other, rejected (unknown payment, wrong amount or currency).",
+			Name: "seckill_payment_events_total", Help: "Payment provider events, by result: paid, failed, refund_needed (a success for an order that cannot take it: owed back), refunded, refund_failed (the provider refused a refund), duplicate, other (changed nothing), rejected (unknown payment, wrong amount or currency).",
 		}, []string{"result"}),
 	}
 	m.Registry.MustRegister(m.Purchases, m.Funnel, m.PurchaseDuration, m.OrdersPersisted, m.OrdersFailed, m.BatchSize,
@@ -98,7 +98,7 @@ func NewMetrics() *Metrics {
 	for _, st := range []seckill.OrderStatus{seckill.OrderPaid, seckill.OrderCancelled, seckill.OrderExpired} {
 		m.OrdersClosed.WithLabelValues(string(st))
 	}
-	for _, r := range []string{paymentPaid, paymentFailed, paymentRefundNeeded, paymentDuplicate, paymentOther, paymentRejected} {
+	for _, r := range paymentResults {
 		m.PaymentEvents.WithLabelValues(r)
 	}
 	m.http = newRequestMetrics(m.Registry, operationAllowlist())
@@ -231,15 +231,17 @@ func (s *storeMetrics) PersistOrders(ctx context.Context, adms []seckill.Admissi
 	return out, nil
 }
 
-// The results of a payment event, as seckill_payment_events_total labels.
+// The results of a payment event, as seckill_payment_events_total labels:
+// what the event did (seckill.EventOutcome) unless it was a duplicate or
+// refused.
 const (
-	paymentPaid         = "paid"
-	paymentFailed       = "failed"
-	paymentRefundNeeded = "refund_needed"
-	paymentDuplicate    = "duplicate"
-	paymentOther        = "other"
-	paymentRejected     = "rejected"
+	paymentDuplicate = "duplicate"
+	paymentOther     = "other"
+	paymentRejected  = "rejected"
 )
+
+var paymentResults = []string{string(seckill.AppliedPaid), string(seckill.AppliedFailed), string(seckill.AppliedOwed),
+	string(seckill.AppliedRefunded), string(seckill.AppliedRefundFailed), paymentDuplicate, paymentOther, paymentRejected}
 
 // lifeMetrics counts what happens to orders after CREATED: closes
 // (cancellations and expiries), payments and provider events.
@@ -270,13 +272,12 @@ func (l *lifeMetrics) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentE
 		return res, err // not applied: the provider sends it again
 	case res.Duplicate:
 		result = paymentDuplicate
-	case res.Paid:
-		result = paymentPaid
-		l.m.OrdersClosed.WithLabelValues(string(seckill.OrderPaid)).Inc()
-	case res.Payment.Status == seckill.PaymentRefundNeeded:
-		result = paymentRefundNeeded
-	case res.Payment.Status == seckill.PaymentFailed:
-		result = paymentFailed
+	case res.Outcome == seckill.AppliedIgnored:
+	default:
+		result = string(res.Outcome)
+		if res.Paid() {
+			l.m.OrdersClosed.WithLabelValues(string(seckill.OrderPaid)).Inc()
+		}
 	}
 	l.m.PaymentEvents.WithLabelValues(result).Inc()
 	return res, err

@@ -78,10 +78,14 @@ func TestWebhookRefusesBadInput(t *testing.T) {
 		{"two events", "POST", payhook.Sign(secret, now, append(body, body...)), append(body, body...), 400, "JSON"},
 		{"unknown payment", "POST", signed, good(func(ev *seckill.PaymentEvent) { ev.PaymentID = "pay_" + strings.Repeat("0", 32) }), 404, "not found"},
 		{"malformed payment id", "POST", signed, good(func(ev *seckill.PaymentEvent) { ev.PaymentID = "pay_1" }), 400, "payment_id"},
-		{"wrong amount", "POST", signed, good(func(ev *seckill.PaymentEvent) { ev.Amount = 99 }), 400, "not 99 CNY"},
-		{"wrong currency", "POST", signed, good(func(ev *seckill.PaymentEvent) { ev.Currency = "USD" }), 400, "not 100 USD"},
+		{"wrong amount", "POST", signed, good(func(ev *seckill.PaymentEvent) { ev.Amount = 99 }), 400, "not 0.99 CNY"},
+		{"wrong currency", "POST", signed, good(func(ev *seckill.PaymentEvent) { ev.Currency = "USD" }), 400, "not 1.00 USD"},
 		{"unknown type", "POST", signed, good(func(ev *seckill.PaymentEvent) { ev.Type = "payment.refunded" }), 400, "type"},
 		{"no event id", "POST", signed, good(func(ev *seckill.PaymentEvent) { ev.ID = "" }), 400, "id"},
+		{"event id not ASCII", "POST", signed, good(func(ev *seckill.PaymentEvent) { ev.ID = "evt_\u00e9" }), 400, "printable ASCII"},
+		{"event id with a space", "POST", signed, good(func(ev *seckill.PaymentEvent) { ev.ID = "evt 1" }), 400, "printable ASCII"},
+		{"body not UTF-8", "POST", signed, []byte("{\"id\":\"evt_\xff\",\"type\":\"payment.succeeded\"}"), 400, "UTF-8"},
+		{"event id a lone surrogate", "POST", signed, []byte(`{"id":"evt_\ud800","type":"payment.succeeded"}`), 400, "printable ASCII"},
 		{"too large", "POST", payhook.Sign(secret, now, big), big, 413, "larger"},
 	}
 	for _, tc := range tests {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -61,7 +63,7 @@ func SimulatePayment(ctx context.Context, cfg *config.Config, opts SimulateOptio
 		return fmt.Errorf("payments simulate: %w", err)
 	}
 	p := data.CreatePayment
-	fmt.Fprintf(out, "payment %s: %d %s, %s, pay by %s\n", p.ID, p.Amount, p.Currency, p.Status, p.PayBy)
+	fmt.Fprintf(out, "payment %s: %s, %s, pay by %s\n", p.ID, seckill.FormatAmount(p.Amount, p.Currency), p.Status, p.PayBy)
 	typ := seckill.EventPaymentSucceeded
 	if opts.Fail {
 		typ = seckill.EventPaymentFailed
@@ -80,6 +82,58 @@ func SimulatePayment(ctx context.Context, cfg *config.Config, opts SimulateOptio
 	fmt.Fprintf(out, "event %s %s: %d %s\n", ev.ID, ev.Type, status, strings.TrimSpace(string(body)))
 	if status != http.StatusOK {
 		return fmt.Errorf("payments simulate: the webhook answered %d", status)
+	}
+	return nil
+}
+
+// ProviderOptions say where the development payment provider listens and
+// what it does.
+type ProviderOptions struct {
+	Listen string // the address to serve the refund call on
+	// Webhook is the server's payment webhook; empty: the configured
+	// SECKILL_HTTP_ADDR on this machine.
+	Webhook string
+	Refuse  bool          // refuse every refund
+	Delay   time.Duration // from a refund call to its confirmation
+}
+
+// RunDevProvider serves the development payment provider until ctx ends: it
+// answers the server's refund calls (SECKILL_PAYMENT_REFUND_URL) and
+// confirms each refund with a webhook event signed with
+// SECKILL_PAYMENT_WEBHOOK_SECRET, as a real provider would. It prints where
+// it listens to out once it does.
+func RunDevProvider(ctx context.Context, cfg *config.Config, opts ProviderOptions, logger *slog.Logger, out io.Writer) error {
+	if cfg.PaymentWebhookSecret == "" {
+		return errors.New("payments provider: SECKILL_PAYMENT_WEBHOOK_SECRET is not set (the server's secret)")
+	}
+	webhook := opts.Webhook
+	if webhook == "" {
+		base, err := serverURL("payments provider", cfg, "")
+		if err != nil {
+			return err
+		}
+		webhook = base.String() + "/webhooks/payments"
+	}
+	p, err := payhook.NewDevProvider(payhook.DevProviderOptions{Secret: cfg.PaymentWebhookSecret, Webhook: webhook,
+		Refuse: opts.Refuse, Delay: opts.Delay, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("payments provider: %w", err)
+	}
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 5 * time.Second}
+	go p.Run(ctx)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	fmt.Fprint(out, payhook.DevProviderBanner(localAddr(ln.Addr().String()), webhook, opts.Refuse))
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("payments provider: %w", err)
 	}
 	return nil
 }

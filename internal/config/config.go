@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"seckill/internal/clientaddr"
+	"seckill/internal/seckill"
 )
 
 // DevJWTSecret signs tokens in development when no secret is configured.
@@ -96,6 +97,15 @@ type Config struct {
 	// PaymentWebhookSecret signs the payment provider's webhook calls;
 	// empty: POST /webhooks/payments refuses every call.
 	PaymentWebhookSecret string
+	// PaymentRefundURL is the built-in provider's refund call (signed with
+	// PaymentWebhookSecret); empty: refunds owed are not sent (they stay
+	// REFUND_NEEDED, which alerts).
+	PaymentRefundURL string
+	// RefundConfirmWait is how long a refund sent waits for the provider's
+	// confirmation before it is sent again; RefundMaxSends how many sends
+	// it gets before it is REFUND_FAILED.
+	RefundConfirmWait time.Duration
+	RefundMaxSends    int
 
 	MaxInFlight     int
 	AllowedOrigins  []string
@@ -153,6 +163,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		PayWindow:            p.duration("SECKILL_PAY_WINDOW", 15*time.Minute),
 		PaymentCurrency:      p.str("SECKILL_PAYMENT_CURRENCY", "CNY"),
 		PaymentWebhookSecret: p.str("SECKILL_PAYMENT_WEBHOOK_SECRET", ""),
+		PaymentRefundURL:     p.str("SECKILL_PAYMENT_REFUND_URL", ""),
+		RefundConfirmWait:    p.duration("SECKILL_REFUND_CONFIRM_WAIT", seckill.DefaultRefundConfirmWait),
+		RefundMaxSends:       p.int("SECKILL_REFUND_MAX_SENDS", seckill.DefaultRefundMaxSends, 1, 100),
 
 		UserRate:  p.float("SECKILL_USER_RATE", 5),
 		UserBurst: p.int("SECKILL_USER_BURST", 10, 1, 1000000),
@@ -174,7 +187,15 @@ func Load(getenv func(string) string) (*Config, error) {
 	if c.PayWindow < time.Second || c.PayWindow > 24*time.Hour || c.PayWindow%time.Second != 0 {
 		p.errf("SECKILL_PAY_WINDOW must be whole seconds between 1s and 24h, not %v", c.PayWindow)
 	}
-	if !validCurrency(c.PaymentCurrency) {
+	if c.RefundConfirmWait < time.Second || c.RefundConfirmWait > 24*time.Hour {
+		p.errf("SECKILL_REFUND_CONFIRM_WAIT must be between 1s and 24h, not %v", c.RefundConfirmWait)
+	}
+	if u := c.PaymentRefundURL; u != "" {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			p.errf("SECKILL_PAYMENT_REFUND_URL must be an http or https URL, not %q", u)
+		}
+	}
+	if !seckill.ValidCurrency(c.PaymentCurrency) {
 		p.errf("SECKILL_PAYMENT_CURRENCY must be three capital letters (ISO 4217), not %q", c.PaymentCurrency)
 	}
 	if c.Env != "dev" && c.Env != "prod" {
@@ -455,16 +476,4 @@ func (p *parser) duration(key string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-func validCurrency(c string) bool {
-	if len(c) != 3 {
-		return false
-	}
-	for i := range len(c) {
-		if c[i] < 'A' || c[i] > 'Z' {
-			return false
-		}
-	}
-	return true
 }

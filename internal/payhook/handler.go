@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"seckill/internal/seckill"
 )
@@ -75,6 +76,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		write(w, http.StatusUnauthorized, answer{Status: "refused", Error: err.Error()})
+		return
+	}
+	// Checked on the raw bytes: the JSON decoder would turn bytes that are
+	// not UTF-8 into U+FFFD, and two different event ids into one.
+	if !utf8.Valid(body) {
+		write(w, http.StatusBadRequest, answer{Status: "refused", Error: "body must be UTF-8"})
 		return
 	}
 	var ev seckill.PaymentEvent

@@ -2,8 +2,6 @@ package seckill
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -22,7 +20,6 @@ const (
 	DefaultPayWindow = 15 * time.Minute
 	MinPayWindow     = time.Second
 	MaxPayWindow     = 24 * time.Hour
-	DefaultCurrency  = "CNY"
 )
 
 // UnitReturn is the unit of a cancelled or expired order, to be given back
@@ -44,109 +41,16 @@ type CloseResult struct {
 	Return UnitReturn // the unit to give back to Redis, when Closed
 }
 
-// PaymentStatus is where a payment stands.
-type PaymentStatus string
-
-const (
-	PaymentPending   PaymentStatus = "PENDING"
-	PaymentSucceeded PaymentStatus = "SUCCEEDED"
-	PaymentFailed    PaymentStatus = "FAILED"
-	// PaymentRefundNeeded: the provider took the money after the order had
-	// expired or been cancelled; it must be given back.
-	PaymentRefundNeeded PaymentStatus = "REFUND_NEEDED"
-)
-
-// Payment is what a buyer's app hands to the payment provider.
-type Payment struct {
-	ID        string
-	OrderID   int64
-	Amount    int64 // cents
-	Currency  string
-	Status    PaymentStatus
-	PayBy     time.Time
-	CreatedAt time.Time
-}
-
-// Payment event types, as the provider's webhook sends them.
-const (
-	EventPaymentSucceeded = "payment.succeeded"
-	EventPaymentFailed    = "payment.failed"
-)
-
-// PaymentEvent is one event of the payment provider.
-type PaymentEvent struct {
-	ID        string `json:"id"`
-	Type      string `json:"type"`
-	PaymentID string `json:"payment_id"`
-	Amount    int64  `json:"amount"`
-	Currency  string `json:"currency"`
-}
-
-// Validate checks an event's fields. EINVALID naming the field.
-func (ev PaymentEvent) Validate() error {
-	if ev.ID == "" || len(ev.ID) > 128 {
-		return Invalidf("id", "id must have 1 to 128 bytes")
-	}
-	if err := checkText("id", ev.ID, false); err != nil {
-		return err
-	}
-	if ev.Type != EventPaymentSucceeded && ev.Type != EventPaymentFailed {
-		return Invalidf("type", "type must be %s or %s", EventPaymentSucceeded, EventPaymentFailed)
-	}
-	if !ValidPaymentID(ev.PaymentID) {
-		return Invalidf("payment_id", "payment_id is malformed")
-	}
-	if ev.Amount < 0 {
-		return Invalidf("amount", "amount must be 0 or more")
-	}
-	if !validCurrency(ev.Currency) {
-		return Invalidf("currency", "currency must be three capital letters")
-	}
-	return nil
-}
-
-// ValidPaymentID reports whether id has the form of our payment ids:
-// "pay_" and 32 lower-case hex digits.
-func ValidPaymentID(id string) bool {
-	if len(id) != 36 || id[:4] != "pay_" {
-		return false
-	}
-	for _, c := range []byte(id[4:]) {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-func validCurrency(c string) bool {
-	if len(c) != 3 {
-		return false
-	}
-	for _, b := range []byte(c) {
-		if b < 'A' || b > 'Z' {
-			return false
-		}
-	}
-	return true
-}
-
-// PaymentResult is what applying a payment event did.
-type PaymentResult struct {
-	Duplicate bool // the event was applied before; nothing changed now
-	Payment   Payment
-	Order     *Order
-	Paid      bool // this event moved the order to PAID
-}
-
 // OrderLife is what the order's life after the purchase needs from the
 // system of record (Postgres).
 type OrderLife interface {
-	// CloseOrder moves a CREATED order to to (CANCELLED or EXPIRED) and
-	// gives its unit back to the campaign's stock, in one transaction.
-	// userID > 0 limits it to that user's order. EXPIRED happens only
-	// once pay_by has passed on the database's clock. An order in another
-	// status is left as it is (Closed false). ENOTFOUND.
+	// CloseOrder moves a CREATED order to to (CANCELLED or EXPIRED), gives
+	// its unit back to the campaign's stock and cancels its payments still
+	// PENDING, in one transaction. userID > 0 limits it to that user's
+	// order. EXPIRED happens only once pay_by has passed on the database's
+	// clock. An order in another status is left as it is (Closed false).
+	// ENOTFOUND for an order it does not hold (QUEUED and FAILED ones
+	// included).
 	CloseOrder(ctx context.Context, id int64, to OrderStatus, userID int64) (CloseResult, error)
 	// UnitReturned records that admission took back the unit of a closed
 	// order.
@@ -157,15 +61,25 @@ type OrderLife interface {
 	// DueOrders returns up to limit ids of CREATED orders past pay_by,
 	// oldest first.
 	DueOrders(ctx context.Context, limit int) ([]int64, error)
-	// CreatePayment returns the open (or succeeded) payment of a CREATED
-	// order of userID (any user when 0), or opens one with id newID.
-	// ENOTFOUND; ECONFLICT when the order is not awaiting payment.
+	// CreatePayment returns the open (PENDING) payment of a CREATED order
+	// of userID (any user when 0) whose pay_by has not passed on the
+	// database's clock, or opens one with id newID. ENOTFOUND for an order
+	// it does not hold (or another user's); ECONFLICT, saying why, for an
+	// order not awaiting payment or whose time to pay ran out.
 	CreatePayment(ctx context.Context, orderID, userID int64, currency, newID string) (*Payment, error)
-	// ApplyPaymentEvent applies a provider's event once per event id. A
-	// success pays a CREATED order; one for an order that expired or was
-	// cancelled marks the payment REFUND_NEEDED and changes nothing else.
+	// ApplyPaymentEvent applies a provider's event once per event id,
+	// under the order's lock:
+	//   - payment.succeeded of a payment not confirmed before (PENDING,
+	//     FAILED, CANCELLED) pays its order if it is CREATED (the order's
+	//     other PENDING payments are CANCELLED), else makes the payment
+	//     REFUND_NEEDED (owed back); of one confirmed before, nothing;
+	//   - payment.failed fails a PENDING payment, nothing else;
+	//   - refund.succeeded makes a payment owed back REFUNDED;
+	//     refund.failed makes one REFUND_NEEDED or REFUNDING REFUND_FAILED;
+	//     either changes nothing for a payment not owed back.
 	// ENOTFOUND for an unknown payment, EINVALID when the amount or the
-	// currency differ from the payment's; nothing is recorded then.
+	// currency differ from the payment's, ECONFLICT for an event id applied
+	// to another payment; nothing is recorded then.
 	ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (PaymentResult, error)
 }
 
@@ -186,17 +100,10 @@ type ExpiryScheduler interface {
 	ScheduleExpiry(ctx context.Context, orders []Order) error
 }
 
-func (s *Service) currency() string {
-	if s.Currency != "" {
-		return s.Currency
-	}
-	return DefaultCurrency
-}
-
-// CancelOrder cancels the caller's own order while it awaits payment, and
-// puts its unit back on sale. Someone else's order is ENOTFOUND; an order
-// that is not awaiting payment is ECONFLICT (one cancelled before is
-// returned as it is).
+// CancelOrder cancels the caller's own order while it awaits payment
+// (CREATED), puts its unit back on sale and cancels its open payment.
+// Someone else's order is ENOTFOUND; an order in any other status
+// (QUEUED, PAID, CANCELLED, EXPIRED, FAILED) is ECONFLICT, saying why.
 func (s *Service) CancelOrder(ctx context.Context, id int64) (*Order, error) {
 	u, err := requireUser(ctx)
 	if err != nil {
@@ -228,14 +135,18 @@ func (s *Service) cancel(ctx context.Context, id, userID int64) (*Order, error) 
 		return nil, Errorf(ENOTFOUND, "order %d not found", id)
 	}
 	res, err := s.Life.CloseOrder(ctx, id, OrderCancelled, userID)
+	if ErrorCode(err) == ENOTFOUND {
+		retry, nerr := s.notPersisted(ctx, UserFromContext(ctx), id, "cancelled", err)
+		if !retry {
+			return nil, nerr
+		}
+		res, err = s.Life.CloseOrder(ctx, id, OrderCancelled, userID)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !res.Closed {
-		if res.Order.Status == OrderCancelled {
-			return res.Order, nil
-		}
-		return nil, Errorf(ECONFLICT, "order %d is %s: only an order awaiting payment can be cancelled", id, res.Order.Status)
+		return nil, Errorf(ECONFLICT, "order %d is %s: only an order awaiting payment (CREATED) can be cancelled", id, res.Order.Status)
 	}
 	s.closed(ctx, res)
 	return res.Order, nil
@@ -312,71 +223,6 @@ func (s *Service) SweepOrders(ctx context.Context, limit int) (expired, returned
 		returned++
 	}
 	return expired, returned, nil
-}
-
-// CreatePayment answers what the buyer's app hands to the payment provider
-// for the caller's order awaiting payment: a payment id, the amount, the
-// currency and the time to pay by. Asking again returns the same payment
-// while it is open. Someone else's order is ENOTFOUND; an order not
-// awaiting payment ECONFLICT.
-func (s *Service) CreatePayment(ctx context.Context, orderID int64) (*Payment, error) {
-	u, err := requireUser(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if orderID <= 0 {
-		return nil, Errorf(ENOTFOUND, "order %d not found", orderID)
-	}
-	userID := u.ID
-	if u.Admin {
-		userID = 0
-	}
-	id, err := NewPaymentID()
-	if err != nil {
-		return nil, err
-	}
-	p, err := s.Life.CreatePayment(ctx, orderID, userID, s.currency(), id)
-	if ErrorCode(err) == ENOTFOUND {
-		// Not persisted yet: say so rather than "not found", to the buyer.
-		if adm, perr := s.Admitter.Pending(ctx, orderID); perr == nil && (u.Admin || adm.UserID == u.ID) {
-			return nil, Errorf(ECONFLICT, "order %d is QUEUED: it can be paid once it is CREATED", orderID)
-		}
-		// A worker may have persisted it between the two reads (it
-		// commits before it takes the admission out of Redis): if so,
-		// Postgres has it now.
-		p, err = s.Life.CreatePayment(ctx, orderID, userID, s.currency(), id)
-	}
-	return p, err
-}
-
-// ApplyPaymentEvent applies an event of the payment provider, whose
-// signature the edge has checked. It is idempotent per event id. EINVALID,
-// ENOTFOUND: see OrderLife.ApplyPaymentEvent; nothing changed then.
-func (s *Service) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (PaymentResult, error) {
-	if err := ev.Validate(); err != nil {
-		return PaymentResult{}, err
-	}
-	res, err := s.Life.ApplyPaymentEvent(ctx, ev)
-	if err != nil {
-		return res, err
-	}
-	switch {
-	case res.Paid:
-		s.publish(ctx, StatusEvent{OrderID: res.Order.ID, Status: OrderPaid, At: res.Order.PaidAt})
-	case res.Payment.Status == PaymentRefundNeeded && !res.Duplicate:
-		s.Logger.WarnContext(ctx, "payment succeeded after its order closed; refund needed",
-			"payment_id", res.Payment.ID, "order_id", res.Payment.OrderID, "order_status", res.Order.Status)
-	}
-	return res, nil
-}
-
-// NewPaymentID returns a fresh random payment id.
-func NewPaymentID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("payment id: %w", err)
-	}
-	return "pay_" + hex.EncodeToString(b[:]), nil
 }
 
 // scheduleExpiry schedules the expiry of the orders this persistence

@@ -37,6 +37,8 @@ type Service struct {
 	Expiry    ExpiryScheduler
 	PayWindow time.Duration
 	Currency  string
+	// Refunds sends payments owed back to the provider (refund.go).
+	Refunds *Refunds
 
 	recovery recovery // campaigns being restored from Postgres
 	settings settings // campaigns' challenge settings, for issuing

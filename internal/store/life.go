@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -54,6 +55,11 @@ func (s *Store) CloseOrder(ctx context.Context, id int64, to seckill.OrderStatus
 			}
 			if _, err := tx.NewRaw(`UPDATE voucher_order SET return_epoch = ? WHERE id = ?`, epoch, id).Exec(ctx); err != nil {
 				return fmt.Errorf("record return epoch: %w", err)
+			}
+			// Nothing may pay a closed order: its open payment is
+			// cancelled (a success that still comes is owed back).
+			if err := cancelPending(ctx, tx, id, ""); err != nil {
+				return err
 			}
 			res.Closed = true
 			res.Return = seckill.UnitReturn{OrderID: id, VoucherID: closed[0].VoucherID, UserID: closed[0].UserID, Epoch: epoch}
@@ -142,24 +148,57 @@ func toDomainPayment(r *paymentRow, payBy time.Time) seckill.Payment {
 
 // lockedOrder is an order row locked for a change.
 type lockedOrder struct {
-	ID     int64     `bun:"id"`
-	UserID int64     `bun:"user_id"`
-	Status string    `bun:"status"`
-	Amount int64     `bun:"amount"`
-	PayBy  time.Time `bun:"pay_by"`
+	ID       int64     `bun:"id"`
+	UserID   int64     `bun:"user_id"`
+	Status   string    `bun:"status"`
+	Amount   int64     `bun:"amount"`
+	PayBy    time.Time `bun:"pay_by"`
+	ClosedAt time.Time `bun:"closed_at"`
+	Due      bool      `bun:"due"` // pay_by has passed on the database's clock
 }
 
 func lockOrder(ctx context.Context, tx bun.Tx, id int64) (*lockedOrder, error) {
 	var o lockedOrder
-	err := tx.NewRaw(`SELECT id, user_id, status, amount, pay_by FROM voucher_order WHERE id = ? FOR UPDATE`, id).Scan(ctx, &o)
+	err := tx.NewRaw(`SELECT id, user_id, status, amount, pay_by, closed_at, pay_by <= now() AS due
+		FROM voucher_order WHERE id = ? FOR UPDATE`, id).Scan(ctx, &o)
 	if err := oneRow(err, "lock", "order", id); err != nil {
 		return nil, err
 	}
 	return &o, nil
 }
 
-// CreatePayment returns the open or succeeded payment of an order, or opens
-// one for a CREATED order; see seckill.OrderLife.
+// cancelPending cancels the PENDING payments of an order (but except):
+// the order closed, or except paid it.
+func cancelPending(ctx context.Context, tx bun.Tx, orderID int64, except string) error {
+	_, err := tx.NewRaw(`UPDATE payment SET status = 'CANCELLED', updated_at = now()
+		WHERE order_id = ? AND status = 'PENDING' AND id <> ?`, orderID, except).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("cancel open payments: %w", err)
+	}
+	return nil
+}
+
+// notPayable says why an order cannot be paid now, or nil when it can.
+func notPayable(o *lockedOrder) error {
+	const at = "2006-01-02 15:04:05Z07:00"
+	switch seckill.OrderStatus(o.Status) {
+	case seckill.OrderCreated:
+		if o.Due {
+			return seckill.Errorf(seckill.ECONFLICT, "order %d is CREATED but its time to pay ran out at %s: it expires unpaid", o.ID, o.PayBy.UTC().Format(at))
+		}
+		return nil
+	case seckill.OrderPaid:
+		return seckill.Errorf(seckill.ECONFLICT, "order %d is PAID already", o.ID)
+	case seckill.OrderCancelled:
+		return seckill.Errorf(seckill.ECONFLICT, "order %d is CANCELLED: there is nothing to pay", o.ID)
+	case seckill.OrderExpired:
+		return seckill.Errorf(seckill.ECONFLICT, "order %d EXPIRED unpaid at %s: there is nothing to pay", o.ID, o.PayBy.UTC().Format(at))
+	}
+	return seckill.Errorf(seckill.ECONFLICT, "order %d is %s: only an order awaiting payment can be paid", o.ID, o.Status)
+}
+
+// CreatePayment returns the open payment of an order awaiting payment, or
+// opens one; see seckill.OrderLife.
 func (s *Store) CreatePayment(ctx context.Context, orderID, userID int64, currency, newID string) (*seckill.Payment, error) {
 	var p seckill.Payment
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -170,17 +209,17 @@ func (s *Store) CreatePayment(ctx context.Context, orderID, userID int64, curren
 		if userID > 0 && o.UserID != userID {
 			return seckill.Errorf(seckill.ENOTFOUND, "order %d not found", orderID)
 		}
+		if err := notPayable(o); err != nil {
+			return err
+		}
 		var rows []paymentRow
-		err = tx.NewSelect().Model(&rows).Where("p.order_id = ?", orderID).Where("p.status <> 'FAILED'").Scan(ctx)
+		err = tx.NewSelect().Model(&rows).Where("p.order_id = ?", orderID).Where("p.status = 'PENDING'").Scan(ctx)
 		if err != nil {
 			return fmt.Errorf("select payment: %w", err)
 		}
 		if len(rows) > 0 {
 			p = toDomainPayment(&rows[0], o.PayBy)
 			return nil
-		}
-		if o.Status != string(seckill.OrderCreated) {
-			return seckill.Errorf(seckill.ECONFLICT, "order %d is %s: only an order awaiting payment can be paid", orderID, o.Status)
 		}
 		row := paymentRow{ID: newID, OrderID: orderID, Amount: o.Amount, Currency: currency}
 		if _, err := tx.NewInsert().Model(&row).Returning("created_at, status").Exec(ctx); err != nil {
@@ -198,18 +237,10 @@ func (s *Store) CreatePayment(ctx context.Context, orderID, userID int64, curren
 	return &p, nil
 }
 
-// Outcomes of a payment event, as payment_event records them.
-const (
-	eventPaid         = "paid"
-	eventRefundNeeded = "refund_needed"
-	eventFailed       = "failed"
-	eventIgnored      = "ignored" // the payment was settled already
-)
-
 // ApplyPaymentEvent applies a provider's event once per event id; see
 // seckill.OrderLife. It locks the order, then the payment, so concurrent
-// deliveries of one event (or of two events of one payment) go one after
-// the other, and the later finds the earlier's event row.
+// deliveries of one event (or of two events of one order's payments) go
+// one after the other, and the later finds the earlier's event row.
 func (s *Store) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) (seckill.PaymentResult, error) {
 	var res seckill.PaymentResult
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -228,25 +259,29 @@ func (s *Store) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) 
 			return fmt.Errorf("lock payment: %w", err)
 		}
 		if ev.Amount != p.Amount || ev.Currency != p.Currency {
-			return seckill.Invalidf("amount", "payment %s is for %d %s, not %d %s", p.ID, p.Amount, p.Currency, ev.Amount, ev.Currency)
+			return seckill.Invalidf("amount", "payment %s is for %s, not %s", p.ID,
+				seckill.FormatAmount(p.Amount, p.Currency), seckill.FormatAmount(ev.Amount, ev.Currency))
 		}
-		var seen []string
-		if err := tx.NewRaw(`SELECT payment_id FROM payment_event WHERE id = ?`, ev.ID).Scan(ctx, &seen); err != nil {
+		var seen []struct {
+			PaymentID string `bun:"payment_id"`
+			Outcome   string `bun:"outcome"`
+		}
+		if err := tx.NewRaw(`SELECT payment_id, outcome FROM payment_event WHERE id = ?`, ev.ID).Scan(ctx, &seen); err != nil {
 			return fmt.Errorf("select event: %w", err)
 		}
 		if len(seen) > 0 {
-			if seen[0] != p.ID {
+			if seen[0].PaymentID != p.ID {
 				return seckill.Errorf(seckill.ECONFLICT, "event %s was applied to another payment", ev.ID)
 			}
-			res.Duplicate = true
+			res.Duplicate, res.Outcome = true, seckill.EventOutcome(seen[0].Outcome)
 		} else {
-			outcome, err := applyPayment(ctx, tx, ev, o, &p)
+			outcome, err := applyEvent(ctx, tx, ev, o, &p)
 			if err != nil {
 				return err
 			}
-			res.Paid = outcome == eventPaid
+			res.Outcome = outcome
 			_, err = tx.NewRaw(`INSERT INTO payment_event (id, payment_id, type, outcome) VALUES (?, ?, ?, ?)`,
-				ev.ID, p.ID, ev.Type, outcome).Exec(ctx)
+				ev.ID, p.ID, ev.Type, string(outcome)).Exec(ctx)
 			if sqlState(err) == codeUniqueViolation {
 				return seckill.Errorf(seckill.ECONFLICT, "event %s was applied to another payment", ev.ID)
 			} else if err != nil {
@@ -266,40 +301,89 @@ func (s *Store) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) 
 	return res, nil
 }
 
-// applyPayment changes the payment p (locked) and its order o (locked) as
-// the event says, and returns the outcome to record.
-func applyPayment(ctx context.Context, tx bun.Tx, ev seckill.PaymentEvent, o *lockedOrder, p *paymentRow) (string, error) {
-	settled := p.Status == string(seckill.PaymentSucceeded) || p.Status == string(seckill.PaymentRefundNeeded)
-	var outcome string
-	switch {
-	case settled:
-		return eventIgnored, nil
-	case ev.Type == seckill.EventPaymentFailed:
-		if p.Status != string(seckill.PaymentPending) {
-			return eventIgnored, nil
+// applyEvent changes the payment p (locked) and its order o (locked) as the
+// event says (see seckill.OrderLife.ApplyPaymentEvent), and returns what it
+// did.
+func applyEvent(ctx context.Context, tx bun.Tx, ev seckill.PaymentEvent, o *lockedOrder, p *paymentRow) (seckill.EventOutcome, error) {
+	status := seckill.PaymentStatus(p.Status)
+	switch ev.Type {
+	case seckill.EventPaymentSucceeded:
+		if status != seckill.PaymentPending && status != seckill.PaymentFailed && status != seckill.PaymentCancelled {
+			return seckill.AppliedIgnored, nil // this payment's money was counted before
 		}
-		p.Status, outcome = string(seckill.PaymentFailed), eventFailed
-	case o.Status == string(seckill.OrderCreated):
-		// A newer payment of the order may be open: this one paid, so that
-		// one can only fail now.
-		_, err := tx.NewRaw(`UPDATE payment SET status = 'FAILED', updated_at = now()
-			WHERE order_id = ? AND status = 'PENDING' AND id <> ?`, o.ID, p.ID).Exec(ctx)
-		if err != nil {
-			return "", fmt.Errorf("fail other payments: %w", err)
+		if o.Status != string(seckill.OrderCreated) {
+			// Paid by another payment, cancelled or expired: the order
+			// stays as it is and the money goes back.
+			_, err := tx.NewRaw(`UPDATE payment SET status = 'REFUND_NEEDED', owed_at = now(), refund_generation = 1,
+				updated_at = now() WHERE id = ?`, p.ID).Exec(ctx)
+			if err != nil {
+				return "", fmt.Errorf("owe payment back: %w", err)
+			}
+			p.Status = string(seckill.PaymentRefundNeeded)
+			return seckill.AppliedOwed, nil
 		}
-		_, err = tx.NewRaw(`UPDATE voucher_order SET status = 'PAID', paid_at = now() WHERE id = ?`, o.ID).Exec(ctx)
-		if err != nil {
+		// This payment pays; any other still open can only be cancelled.
+		if err := cancelPending(ctx, tx, o.ID, p.ID); err != nil {
+			return "", err
+		}
+		if _, err := tx.NewRaw(`UPDATE voucher_order SET status = 'PAID', paid_at = now() WHERE id = ?`, o.ID).Exec(ctx); err != nil {
 			return "", fmt.Errorf("pay order: %w", err)
 		}
-		p.Status, outcome = string(seckill.PaymentSucceeded), eventPaid
-	default:
-		// The order expired, was cancelled or was paid by another
-		// payment: the money goes back; the order stays as it is.
-		p.Status, outcome = string(seckill.PaymentRefundNeeded), eventRefundNeeded
+		if err := setPaymentStatus(ctx, tx, p, seckill.PaymentSucceeded); err != nil {
+			return "", err
+		}
+		return seckill.AppliedPaid, nil
+	case seckill.EventPaymentFailed:
+		if status != seckill.PaymentPending {
+			return seckill.AppliedIgnored, nil
+		}
+		if err := setPaymentStatus(ctx, tx, p, seckill.PaymentFailed); err != nil {
+			return "", err
+		}
+		return seckill.AppliedFailed, nil
+	case seckill.EventRefundSucceeded:
+		if !status.Owed() {
+			return seckill.AppliedIgnored, nil // nothing was owed: nothing changes
+		}
+		_, err := tx.NewRaw(`UPDATE payment SET status = 'REFUNDED', refunded_at = now(), updated_at = now() WHERE id = ?`, p.ID).Exec(ctx)
+		if err != nil {
+			return "", fmt.Errorf("record refund: %w", err)
+		}
+		p.Status = string(seckill.PaymentRefunded)
+		return seckill.AppliedRefunded, nil
+	case seckill.EventRefundFailed:
+		if status != seckill.PaymentRefundNeeded && status != seckill.PaymentRefunding {
+			return seckill.AppliedIgnored, nil
+		}
+		_, err := tx.NewRaw(`UPDATE payment SET status = 'REFUND_FAILED', refund_refused = true, refund_error = ?,
+			updated_at = now() WHERE id = ?`, refundReason("refused: ", ev.Reason), p.ID).Exec(ctx)
+		if err != nil {
+			return "", fmt.Errorf("record refund failure: %w", err)
+		}
+		p.Status = string(seckill.PaymentRefundFailed)
+		return seckill.AppliedRefundFailed, nil
 	}
-	_, err := tx.NewRaw(`UPDATE payment SET status = ?, updated_at = now() WHERE id = ?`, p.Status, p.ID).Exec(ctx)
+	return "", fmt.Errorf("unknown event type %q", ev.Type)
+}
+
+func setPaymentStatus(ctx context.Context, tx bun.Tx, p *paymentRow, to seckill.PaymentStatus) error {
+	_, err := tx.NewRaw(`UPDATE payment SET status = ?, updated_at = now() WHERE id = ?`, string(to), p.ID).Exec(ctx)
 	if err != nil {
-		return "", fmt.Errorf("update payment: %w", err)
+		return fmt.Errorf("update payment: %w", err)
 	}
-	return outcome, nil
+	p.Status = string(to)
+	return nil
+}
+
+// refundReason is what refund_error records: prefix and the provider's
+// words, cut to the column's 500 bytes.
+func refundReason(prefix, reason string) string {
+	if reason == "" {
+		reason = "no reason given"
+	}
+	s := prefix + reason
+	for len(s) > seckill.MaxReasonLen {
+		s = s[:len(s)-1]
+	}
+	return strings.ToValidUTF8(s, "")
 }

@@ -1,0 +1,271 @@
+package seckill
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// Payments. A buyer's app opens a payment for an order awaiting payment
+// (CreatePayment) and hands it to the payment provider; the provider's
+// signed webhook then tells us what became of it (ApplyPaymentEvent). The
+// rule that holds whatever the order of events: every success the provider
+// confirms for one of our payments ends as exactly one of a PAID order or a
+// payment owed back (refunded through the provider, refund.go). A payable
+// (PENDING) payment exists only for a CREATED order before its payBy.
+
+// PaymentStatus is where a payment stands.
+type PaymentStatus string
+
+const (
+	// PaymentPending: handed to the provider, no answer yet. Payable.
+	PaymentPending PaymentStatus = "PENDING"
+	// PaymentSucceeded: the provider took the money and the order is PAID
+	// by it.
+	PaymentSucceeded PaymentStatus = "SUCCEEDED"
+	// PaymentFailed: the provider reported a failure. A success that
+	// arrives later still counts (it pays the order, or is owed back).
+	PaymentFailed PaymentStatus = "FAILED"
+	// PaymentCancelled: the order closed, or another payment paid it,
+	// before the provider answered; it can no longer be paid. A success
+	// that arrives later is owed back.
+	PaymentCancelled PaymentStatus = "CANCELLED"
+	// PaymentRefundNeeded: the provider took the money for an order that
+	// was paid by another payment, cancelled or expired: it is owed back,
+	// and its refund is about to be sent.
+	PaymentRefundNeeded PaymentStatus = "REFUND_NEEDED"
+	// PaymentRefunding: the refund was sent; the provider has not
+	// confirmed it yet.
+	PaymentRefunding PaymentStatus = "REFUNDING"
+	// PaymentRefunded: the provider confirmed the refund.
+	PaymentRefunded PaymentStatus = "REFUNDED"
+	// PaymentRefundFailed: the provider refused the refund, or did not
+	// confirm it after every send: an operator must act (it alerts, and
+	// the dashboard can send it again).
+	PaymentRefundFailed PaymentStatus = "REFUND_FAILED"
+)
+
+// Owed reports whether the payment's money is owed back to the buyer and
+// not yet returned.
+func (s PaymentStatus) Owed() bool {
+	return s == PaymentRefundNeeded || s == PaymentRefunding || s == PaymentRefundFailed
+}
+
+// Payment is what a buyer's app hands to the payment provider.
+type Payment struct {
+	ID        string
+	OrderID   int64
+	Amount    int64 // in the currency's minor unit (money.go)
+	Currency  string
+	Status    PaymentStatus
+	PayBy     time.Time
+	CreatedAt time.Time
+}
+
+// Payment event types, as the provider's webhook sends them.
+const (
+	EventPaymentSucceeded = "payment.succeeded"
+	EventPaymentFailed    = "payment.failed"
+	EventRefundSucceeded  = "refund.succeeded"
+	EventRefundFailed     = "refund.failed"
+)
+
+// PaymentEvent is one event of the payment provider.
+type PaymentEvent struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	PaymentID string `json:"payment_id"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+	// Reason is the provider's word on a failure (payment.failed,
+	// refund.failed), shown to operators; optional.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Limits of a provider event's fields.
+const (
+	MaxEventIDLen = 128
+	MaxReasonLen  = 500
+)
+
+// Validate checks an event's fields. EINVALID naming the field.
+func (ev PaymentEvent) Validate() error {
+	if !validEventID(ev.ID) {
+		return Invalidf("id", "id must be 1 to %d printable ASCII characters", MaxEventIDLen)
+	}
+	switch ev.Type {
+	case EventPaymentSucceeded, EventPaymentFailed, EventRefundSucceeded, EventRefundFailed:
+	default:
+		return Invalidf("type", "type must be %s, %s, %s or %s",
+			EventPaymentSucceeded, EventPaymentFailed, EventRefundSucceeded, EventRefundFailed)
+	}
+	if !ValidPaymentID(ev.PaymentID) {
+		return Invalidf("payment_id", "payment_id is malformed")
+	}
+	if ev.Amount < 0 {
+		return Invalidf("amount", "amount must be 0 or more")
+	}
+	if !ValidCurrency(ev.Currency) {
+		return Invalidf("currency", "currency must be three capital letters")
+	}
+	if len(ev.Reason) > MaxReasonLen {
+		return Invalidf("reason", "reason must be at most %d bytes", MaxReasonLen)
+	}
+	return checkText("reason", ev.Reason, false)
+}
+
+// validEventID reports whether id is 1 to MaxEventIDLen printable ASCII
+// characters. Providers' event ids are ASCII; anything else (a decoder's
+// U+FFFD standing for bytes that were not UTF-8 included) could make two
+// different ids one.
+func validEventID(id string) bool {
+	if id == "" || len(id) > MaxEventIDLen {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if c < '!' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidPaymentID reports whether id has the form of our payment ids:
+// "pay_" and 32 lower-case hex digits.
+func ValidPaymentID(id string) bool {
+	if len(id) != 36 || id[:4] != "pay_" {
+		return false
+	}
+	for _, c := range []byte(id[4:]) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// EventOutcome is what applying a provider's event did, as payment_event
+// records it.
+type EventOutcome string
+
+const (
+	AppliedPaid         EventOutcome = "paid"          // the payment paid its order
+	AppliedFailed       EventOutcome = "failed"        // a pending payment failed
+	AppliedOwed         EventOutcome = "refund_needed" // a success for an order that cannot take it: owed back
+	AppliedRefunded     EventOutcome = "refunded"      // the provider confirmed a refund
+	AppliedRefundFailed EventOutcome = "refund_failed" // the provider refused a refund
+	// AppliedIgnored: the event changes nothing where the payment stands (a
+	// second success of a payment settled already, a failure after a
+	// success, a refund's confirmation for a payment not owed back).
+	AppliedIgnored EventOutcome = "ignored"
+)
+
+// PaymentResult is what applying a payment event did.
+type PaymentResult struct {
+	Duplicate bool         // the event was applied before; nothing changed now
+	Outcome   EventOutcome // what the event did when it was applied
+	Payment   Payment      // the payment as it stands afterwards
+	Order     *Order       // its order as it stands afterwards
+}
+
+// Paid reports whether this call's event moved the order to PAID.
+func (r PaymentResult) Paid() bool { return !r.Duplicate && r.Outcome == AppliedPaid }
+
+// CreatePayment answers what the buyer's app hands to the payment provider
+// for the caller's order awaiting payment: a payment id, the amount, the
+// currency and the time to pay by. Asking again returns the same payment
+// while it is open. Someone else's order is ENOTFOUND; an order that is
+// not CREATED, or whose payBy has passed, ECONFLICT saying why.
+func (s *Service) CreatePayment(ctx context.Context, orderID int64) (*Payment, error) {
+	u, err := requireUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if orderID <= 0 {
+		return nil, Errorf(ENOTFOUND, "order %d not found", orderID)
+	}
+	userID := u.ID
+	if u.Admin {
+		userID = 0
+	}
+	id, err := NewPaymentID()
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.Life.CreatePayment(ctx, orderID, userID, s.currency(), id)
+	if ErrorCode(err) == ENOTFOUND {
+		if retry, nerr := s.notPersisted(ctx, u, orderID, "paid", err); !retry {
+			return nil, nerr
+		}
+		p, err = s.Life.CreatePayment(ctx, orderID, userID, s.currency(), id)
+	}
+	return p, err
+}
+
+// notPersisted explains an order that the order's life did not find
+// (notFound) to a caller who may see it: ECONFLICT for an order that is
+// QUEUED (not persisted yet) or FAILED, notFound for anything else. retry
+// is set when a worker persisted it meanwhile (it commits before it takes
+// the admission out of Redis): the caller tries once more.
+func (s *Service) notPersisted(ctx context.Context, u *User, orderID int64, verb string, notFound error) (retry bool, err error) {
+	if adm, err := s.Admitter.Pending(ctx, orderID); err == nil && (u.Admin || adm.UserID == u.ID) {
+		return false, Errorf(ECONFLICT, "order %d is QUEUED: it can be %s once it is CREATED, in a moment", orderID, verb)
+	}
+	o, err := s.Store.Order(ctx, orderID)
+	if err != nil || !u.Admin && o.UserID != u.ID {
+		return false, notFound
+	}
+	if o.Status == OrderFailed {
+		return false, Errorf(ECONFLICT, "order %d FAILED (%s): there is nothing to be %s", orderID, o.FailureReason, verb)
+	}
+	return true, nil
+}
+
+// ApplyPaymentEvent applies an event of the payment provider, whose
+// signature the edge has checked. It is idempotent per event id. EINVALID,
+// ENOTFOUND, ECONFLICT: see OrderLife.ApplyPaymentEvent; nothing changed
+// then.
+func (s *Service) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (PaymentResult, error) {
+	if err := ev.Validate(); err != nil {
+		return PaymentResult{}, err
+	}
+	res, err := s.Life.ApplyPaymentEvent(ctx, ev)
+	if err != nil {
+		return res, err
+	}
+	if res.Duplicate {
+		return res, nil
+	}
+	switch res.Outcome {
+	case AppliedPaid:
+		s.publish(ctx, StatusEvent{OrderID: res.Order.ID, Status: OrderPaid, At: res.Order.PaidAt})
+	case AppliedOwed:
+		s.Logger.WarnContext(ctx, "payment succeeded for an order that cannot take it; refunding it",
+			"payment_id", res.Payment.ID, "order_id", res.Payment.OrderID, "order_status", res.Order.Status,
+			"amount", FormatAmount(res.Payment.Amount, res.Payment.Currency))
+		s.Refunds.Owed(ctx, res.Payment.ID)
+	case AppliedRefundFailed:
+		s.Logger.ErrorContext(ctx, "the provider refused a refund; an operator must act",
+			"payment_id", res.Payment.ID, "order_id", res.Payment.OrderID, "reason", ev.Reason,
+			"amount", FormatAmount(res.Payment.Amount, res.Payment.Currency))
+	}
+	return res, nil
+}
+
+// NewPaymentID returns a fresh random payment id.
+func NewPaymentID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("payment id: %w", err)
+	}
+	return "pay_" + hex.EncodeToString(b[:]), nil
+}
+
+func (s *Service) currency() string {
+	if s.Currency != "" {
+		return s.Currency
+	}
+	return DefaultCurrency
+}
