@@ -22,6 +22,7 @@ var notices = map[string]string{
 	"stock":  "Stock added: the new units can be bought now.",
 	"guard":  "Challenge and brake saved: admission applies them from now on.",
 	"cancel": "Order cancelled: its unit is back on sale, and its buyer may buy again.",
+	"refund": "Refund sent again: the provider's confirmation moves it to refunded.",
 }
 
 // pageState is what an action hands the campaign page it renders.
@@ -61,6 +62,11 @@ func (h *Handler) renderCampaign(w http.ResponseWriter, r *http.Request, id int6
 		h.fail(w, r, err)
 		return
 	}
+	refunds, err := h.refundList(ctx, id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	now := h.cfg.Now()
 	c := v.Campaign
 	p := views.CampaignPage{
@@ -68,11 +74,12 @@ func (h *Handler) renderCampaign(w http.ResponseWriter, r *http.Request, id int6
 		Campaign: views.CampaignView{
 			ID: v.ID, ShopID: v.ShopID, Title: v.Title, SubTitle: v.SubTitle, Rules: v.Rules,
 			PayValue: v.PayValue, ActualValue: v.ActualValue, Status: string(c.StatusAt(now)),
-			Begin: c.BeginTime, End: c.EndTime, PayWindow: c.PayWindow, Paused: c.Paused,
+			Begin: c.BeginTime, End: c.EndTime, PayWindow: c.PayWindow, Currency: h.cfg.Currency, Paused: c.Paused,
 			Editable: now.Before(c.BeginTime), Ended: !now.Before(c.EndTime),
 		},
 		Live:       live,
 		Orders:     h.ordersView(ctx, r, id),
+		Refunds:    refunds,
 		Notice:     st.notice,
 		Error:      st.err,
 		StockError: st.stockError,
@@ -139,7 +146,7 @@ func (h *Handler) campaignLive(ctx context.Context, v *seckill.Voucher) (views.C
 	c.InitialStock, c.Stock = t.InitialStock, t.Stock
 	c.Remaining, c.RemainingKnown = lc.Remaining, lc.Known
 	now := h.cfg.Now()
-	return views.CampaignLive{
+	l := views.CampaignLive{
 		Src:       "/admin/campaigns/" + strconv.FormatInt(v.ID, 10) + "/live",
 		Status:    string(c.StatusAt(now)),
 		Initial:   t.InitialStock,
@@ -151,16 +158,20 @@ func (h *Handler) campaignLive(ctx context.Context, v *seckill.Voucher) (views.C
 		Balance:   b,
 		Charts:    h.charts(v.ID, now),
 
-		Awaiting: t.Awaiting, OldestPayBy: t.OldestPayBy, Paid: t.Paid, Revenue: t.Revenue,
-		Cancelled: t.Cancelled, Expired: t.Expired, Refunds: t.RefundsNeeded,
-	}, nil
+		Awaiting: t.Awaiting, OldestPayBy: t.OldestPayBy, Paid: t.Paid, Revenue: t.Revenue, Currency: h.cfg.Currency,
+		Cancelled: t.Cancelled, Expired: t.Expired,
+	}
+	if err := h.refundTotals(ctx, v.ID, &l); err != nil {
+		return views.CampaignLive{}, err
+	}
+	return l, nil
 }
 
 // ordersView reads one page of a campaign's orders, or the search result.
 func (h *Handler) ordersView(ctx context.Context, r *http.Request, id int64) views.OrdersView {
 	q := r.URL.Query()
 	base := "/admin/campaigns/" + strconv.FormatInt(id, 10)
-	o := views.OrdersView{Action: base, By: q.Get("by"), Query: strings.TrimSpace(q.Get("q"))}
+	o := views.OrdersView{Currency: h.cfg.Currency, Action: base, By: q.Get("by"), Query: strings.TrimSpace(q.Get("q"))}
 	if o.By != "user" {
 		o.By = "order"
 	}

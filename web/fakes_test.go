@@ -242,3 +242,55 @@ func (s *fakeSessions) DeleteAdminSession(_ context.Context, token string) error
 type fakeQueues []web.Queue
 
 func (q fakeQueues) Queues() ([]web.Queue, time.Time, error) { return q, testNow, nil }
+
+// fakeRefunds holds refunds by payment id, each of campaign 1 unless set.
+type fakeRefunds struct {
+	mu      sync.Mutex
+	refunds []seckill.Refund
+	retried []string
+}
+
+func (f *fakeRefunds) List(_ context.Context, flt seckill.RefundFilter) ([]seckill.Refund, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []seckill.Refund
+	for _, r := range f.refunds {
+		if (flt.VoucherID == 0 || r.VoucherID == flt.VoucherID) && (flt.Status == "" || r.Status == flt.Status) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeRefunds) Stats(_ context.Context, voucherID int64) (seckill.RefundStats, error) {
+	rs, _ := f.List(context.Background(), seckill.RefundFilter{VoucherID: voucherID})
+	st := seckill.RefundStats{ByStatus: map[seckill.PaymentStatus]seckill.RefundTally{}}
+	for _, r := range rs {
+		t := st.ByStatus[r.Status]
+		if t.Amounts == nil {
+			t.Amounts = map[string]int64{}
+		}
+		t.Count++
+		t.Amounts[r.Currency] += r.Amount
+		st.ByStatus[r.Status] = t
+	}
+	return st, nil
+}
+
+func (f *fakeRefunds) Retry(ctx context.Context, paymentID string) (*seckill.RefundSend, error) {
+	if err := requireAdmin(ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, r := range f.refunds {
+		if r.PaymentID == paymentID && r.Status == seckill.PaymentRefundFailed {
+			f.refunds[i].Status = seckill.PaymentRefundNeeded
+			f.retried = append(f.retried, paymentID)
+			return &seckill.RefundSend{PaymentID: paymentID}, nil
+		}
+	}
+	return nil, seckill.Errorf(seckill.ECONFLICT, "payment %s has no failed refund", paymentID)
+}
+
+func (f *fakeRefunds) Sending() bool { return true }

@@ -107,7 +107,7 @@ func (h *Handler) ordersCSV(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	cw := h.startCSV(w, "campaign-"+strconv.FormatInt(v.ID, 10)+"-orders.csv",
-		"order_id", "user_id", "status", "amount_cents", "at", "pay_by", "paid_at", "closed_at", "reason")
+		"order_id", "user_id", "status", "amount", "currency", "at", "pay_by", "paid_at", "closed_at", "reason")
 	for n := 0; n < csvRows; {
 		orders, err := h.cfg.Records.CampaignOrders(r.Context(), f)
 		if err != nil {
@@ -115,7 +115,9 @@ func (h *Handler) ordersCSV(w http.ResponseWriter, r *http.Request) {
 			return // the truncated file ends without its last line
 		}
 		for _, o := range orders {
-			_ = cw.Write([]string{itoa(o.ID), itoa(o.UserID), string(o.Status), itoa(o.Amount), csvTime(o.CreatedAt),
+			// The amount in minor units, as the API writes it, beside
+			// its currency.
+			_ = cw.Write([]string{itoa(o.ID), itoa(o.UserID), string(o.Status), itoa(o.Amount), h.cfg.Currency, csvTime(o.CreatedAt),
 				csvTime(o.PayBy), csvTime(o.PaidAt), csvTime(o.ClosedAt), o.FailureReason})
 		}
 		n += len(orders)

@@ -99,6 +99,11 @@ type Config struct {
 	// LoginSlowDown is how long an attempt waits when its user name's
 	// failures are over budget; 0 means DefaultLoginSlowDown.
 	LoginSlowDown time.Duration
+	// Refunds lists and retries refunds of payments owed back.
+	Refunds Refunds
+	// Currency is the payments' currency (SECKILL_PAYMENT_CURRENCY), in
+	// which prices and revenue are shown.
+	Currency string
 	// Queues reads the job queues' figures; nil shows none.
 	Queues Queues
 	// History is the charts' history; nil draws no charts.
@@ -149,6 +154,9 @@ func New(cfg Config) *Handler {
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
 	}
+	if h.cfg.Currency == "" {
+		h.cfg.Currency = seckill.DefaultCurrency
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/login", h.loginPage)
@@ -172,6 +180,7 @@ func New(cfg Config) *Handler {
 	page("POST /admin/campaigns/{id}/stock", h.addStock)
 	page("POST /admin/campaigns/{id}/guard", h.updateGuard)
 	page("POST /admin/campaigns/{id}/orders/{order}/cancel", h.cancelOrder)
+	page("POST /admin/campaigns/{id}/refunds/{payment}/retry", h.retryRefund)
 	page("GET /admin/campaigns/{id}/orders.csv", h.ordersCSV)
 	page("GET /admin/campaigns/{id}/audit.csv", h.auditCSV)
 	page("GET /admin/jobs", h.queuesPage)

@@ -24,14 +24,15 @@ type dash struct {
 	svc      *fakeService
 	sessions *fakeSessions
 	live     *seckilltest.Live
+	refunds  *fakeRefunds
 	monitor  atomic.Int64 // requests that reached the Asynq monitor
 }
 
 func newDash(t *testing.T, limits seckill.LoginLimits, opts ...func(*web.Config)) *dash {
 	t.Helper()
-	d := &dash{svc: newFakeService(), sessions: newFakeSessions(), live: &seckilltest.Live{}}
+	d := &dash{svc: newFakeService(), sessions: newFakeSessions(), live: &seckilltest.Live{}, refunds: &fakeRefunds{}}
 	cfg := web.Config{
-		Service: d.svc, Records: fakeRecords{d.svc}, Sessions: d.sessions, Live: d.live,
+		Service: d.svc, Records: fakeRecords{d.svc}, Sessions: d.sessions, Live: d.live, Refunds: d.refunds,
 		Limiter: web.NewMemoryLimiter(limits), LoginSlowDown: testSlowDown,
 		Queues: fakeQueues{{Name: "orders"}},
 		Monitor: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -620,6 +621,55 @@ func TestCampaignActions(t *testing.T) {
 	d.svc.err = seckill.Errorf(seckill.EUNAVAILABLE, "admission is unavailable, so nothing was changed; try again")
 	if res := d.do("POST", "/admin/campaigns/1/end", nil, c, nil); res.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("end with admission down: %s", res.Status)
+	}
+}
+
+// TestRetryRefund: a failed refund of the campaign can be sent again,
+// by a POST of a signed-in operator; nothing else can.
+func TestRetryRefund(t *testing.T) {
+	d := newDash(t, generous)
+	d.svc.add("running", testNow.Add(-time.Hour), testNow.Add(time.Hour))
+	d.svc.add("other", testNow.Add(-time.Hour), testNow.Add(time.Hour))
+	failed := seckill.Refund{PaymentID: "pay_" + strings.Repeat("a", 32), OrderID: 4294967297, VoucherID: 1, UserID: 7,
+		Amount: 150, Currency: "CNY", Status: seckill.PaymentRefundFailed, OwedAt: testNow, Error: "refused: card closed"}
+	owed := seckill.Refund{PaymentID: "pay_" + strings.Repeat("b", 32), OrderID: 4294967298, VoucherID: 1, UserID: 8,
+		Amount: 150, Currency: "CNY", Status: seckill.PaymentRefundNeeded, OwedAt: testNow}
+	other := seckill.Refund{PaymentID: "pay_" + strings.Repeat("c", 32), OrderID: 8589934593, VoucherID: 2, UserID: 9,
+		Amount: 150, Currency: "CNY", Status: seckill.PaymentRefundFailed, OwedAt: testNow}
+	d.refunds.refunds = []seckill.Refund{failed, owed, other}
+	c := d.login(t)
+
+	page := doc(t, d.do("GET", "/admin/campaigns/1", nil, c, nil))
+	if got := page.Find(`[data-testid="refund-row"]`).Length(); got != 2 {
+		t.Fatalf("%d refund rows, want the campaign's 2", got)
+	}
+	if got := page.Find(`[data-testid="refunds-failed-amount"]`).Text(); got != "1.50 CNY" {
+		t.Errorf("failed refunds add up to %q", got)
+	}
+	retry := "/admin/campaigns/1/refunds/" + failed.PaymentID + "/retry"
+	if action := page.Find(`[data-testid="retry-refund"]`).AttrOr("action", ""); action != retry {
+		t.Errorf("retry form posts to %q", action)
+	}
+	if res := d.do("GET", retry, nil, c, nil); res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET retry: %s", res.Status)
+	}
+	if res := d.do("POST", retry, nil, nil, nil); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("retry signed out: %s", res.Status)
+	}
+	res := d.do("POST", retry, nil, c, nil)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/campaigns/1?done=refund#refunds" {
+		t.Errorf("retry: %s to %q", res.Status, res.Header.Get("Location"))
+	}
+	// A refund that is not failed, or another campaign's, is refused.
+	for _, bad := range []string{"/admin/campaigns/1/refunds/" + owed.PaymentID + "/retry",
+		"/admin/campaigns/1/refunds/" + other.PaymentID + "/retry", "/admin/campaigns/1/refunds/pay_x/retry"} {
+		res := d.do("POST", bad, nil, c, nil)
+		if msg := doc(t, res).Find(`[data-testid="action-error"]`).Text(); res.StatusCode != http.StatusConflict || msg == "" {
+			t.Errorf("%s: %s %q", bad, res.Status, msg)
+		}
+	}
+	if diff := cmp.Diff([]string{failed.PaymentID}, d.refunds.retried); diff != "" {
+		t.Errorf("retried (-want +got):\n%s", diff)
 	}
 }
 

@@ -56,7 +56,7 @@ func TestDashboardAfterPurchase(t *testing.T) {
 		return out
 	}
 	want := map[string]string{"consistency": "ok", "stat-remaining": "0", "stat-awaiting": "2", "stat-paid": "1",
-		"stat-revenue": "1.00", "stat-cancelled": "0", "funnel-created": "3", "funnel-paid": "1"}
+		"stat-revenue": "1.00 CNY", "stat-cancelled": "0", "funnel-created": "3", "funnel-paid": "1"}
 	if got := stats(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("campaign page %v, want %v", got, want)
 	}
@@ -115,7 +115,7 @@ func TestDashboardAfterPurchase(t *testing.T) {
 	recs := readCSV(path + "/orders.csv")
 	// A header, then 201's paid order, 202's cancelled one and its new
 	// one, and 203's.
-	if len(recs) != 5 || recs[0][0] != "order_id" || recs[0][2] != "status" {
+	if len(recs) != 5 || recs[0][0] != "order_id" || recs[0][2] != "status" || recs[0][4] != "currency" || recs[1][4] != "CNY" {
 		t.Errorf("orders.csv: %v", recs)
 	}
 	if recs := readCSV(path + "/orders.csv?status=PAID"); len(recs) != 2 || recs[1][2] != "PAID" || recs[1][3] != "100" {

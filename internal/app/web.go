@@ -43,6 +43,8 @@ func (a *App) newDashboard() *dashboard {
 		Records:  a.Store,
 		Sessions: a.Store,
 		Live:     a.Admitter,
+		Refunds:  a.Refunds,
+		Currency: a.Config.PaymentCurrency,
 		Limiter:  admission.NewLoginLimiter(a.Redis, "", web.DefaultLoginLimits),
 		Queues:   queueFigures{queues},
 		History:  history{d.sampler},

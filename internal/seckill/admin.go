@@ -101,13 +101,12 @@ type CampaignTotals struct {
 	Failures     int64
 
 	// The order's life after the purchase (life.go).
-	Awaiting      int64     // CREATED: awaiting payment
-	Paid          int64     // PAID
-	Cancelled     int64     // CANCELLED: their units went back on sale
-	Expired       int64     // EXPIRED: their units went back on sale
-	Revenue       int64     // cents paid
-	OldestPayBy   time.Time // the earliest payBy of an order awaiting payment; zero when none
-	RefundsNeeded int64     // payments that succeeded after their order closed
+	Awaiting    int64     // CREATED: awaiting payment
+	Paid        int64     // PAID
+	Cancelled   int64     // CANCELLED: their units went back on sale
+	Expired     int64     // EXPIRED: their units went back on sale
+	Revenue     int64     // cents paid
+	OldestPayBy time.Time // the earliest payBy of an order awaiting payment; zero when none
 }
 
 // CampaignFilter pages through seckill campaigns, newest first.

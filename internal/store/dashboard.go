@@ -42,22 +42,19 @@ func (s *Store) Campaigns(ctx context.Context, filter seckill.CampaignFilter) ([
 // ENOTFOUND.
 func (s *Store) CampaignTotals(ctx context.Context, voucherID int64) (seckill.CampaignTotals, error) {
 	var t struct {
-		InitialStock  int64     `bun:"initial_stock"`
-		Stock         int64     `bun:"stock"`
-		Failures      int64     `bun:"failures"`
-		Awaiting      int64     `bun:"awaiting"`
-		Paid          int64     `bun:"paid"`
-		Cancelled     int64     `bun:"cancelled"`
-		Expired       int64     `bun:"expired"`
-		Revenue       int64     `bun:"revenue"`
-		OldestPayBy   time.Time `bun:"oldest_pay_by"`
-		RefundsNeeded int64     `bun:"refunds_needed"`
+		InitialStock int64     `bun:"initial_stock"`
+		Stock        int64     `bun:"stock"`
+		Failures     int64     `bun:"failures"`
+		Awaiting     int64     `bun:"awaiting"`
+		Paid         int64     `bun:"paid"`
+		Cancelled    int64     `bun:"cancelled"`
+		Expired      int64     `bun:"expired"`
+		Revenue      int64     `bun:"revenue"`
+		OldestPayBy  time.Time `bun:"oldest_pay_by"`
 	}
 	err := s.db.NewRaw(`
 		SELECT c.initial_stock, c.stock, o.*,
-			(SELECT count(*) FROM order_failure AS f WHERE f.voucher_id = c.voucher_id) AS failures,
-			(SELECT count(*) FROM payment AS p JOIN voucher_order AS po ON po.id = p.order_id
-				WHERE po.voucher_id = c.voucher_id AND p.status = 'REFUND_NEEDED') AS refunds_needed
+			(SELECT count(*) FROM order_failure AS f WHERE f.voucher_id = c.voucher_id) AS failures
 		FROM seckill_campaign AS c, LATERAL (
 			SELECT count(*) FILTER (WHERE status = 'CREATED') AS awaiting,
 				count(*) FILTER (WHERE status = 'PAID') AS paid,
@@ -73,7 +70,7 @@ func (s *Store) CampaignTotals(ctx context.Context, voucherID int64) (seckill.Ca
 	return seckill.CampaignTotals{
 		InitialStock: t.InitialStock, Stock: t.Stock, Orders: t.Awaiting + t.Paid, Failures: t.Failures,
 		Awaiting: t.Awaiting, Paid: t.Paid, Cancelled: t.Cancelled, Expired: t.Expired,
-		Revenue: t.Revenue, OldestPayBy: utc(t.OldestPayBy), RefundsNeeded: t.RefundsNeeded,
+		Revenue: t.Revenue, OldestPayBy: utc(t.OldestPayBy),
 	}, nil
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"seckill/internal/seckill"
 )
 
 // numbers formats integers with thousands separators; a Printer copies
@@ -20,10 +22,9 @@ var numbers = message.NewPrinter(language.English)
 // num formats an integer with thousands separators: 1234567 -> "1,234,567".
 func num[T ~int | ~int64](n T) string { return numbers.Sprint(int64(n)) }
 
-// money formats cents: 12345 -> "123.45".
-func money(cents int64) string {
-	return fmt.Sprintf("%s.%02d", num(cents/100), cents%100)
-}
+// amount writes an amount in minor units with its currency, as everything
+// that shows money does (seckill.FormatAmount): 12345, "CNY" -> "123.45 CNY".
+func amount(n int64, currency string) string { return seckill.FormatAmount(n, currency) }
 
 // rate formats a per-second rate.
 func rate(v float64) string {

@@ -114,6 +114,37 @@ type CampaignPage struct {
 	StockValue string
 	// Guard is the campaign's challenge, brake and limits, with their form.
 	Guard GuardView
+	// Refunds lists the campaign's payments owed back.
+	Refunds RefundList
+}
+
+// RefundList is a campaign's payments owed back or refunded, oldest owed
+// first.
+type RefundList struct {
+	Sending bool // a payment provider takes the refunds; false: none are sent
+	Rows    []RefundRow
+	More    bool // there are more than the rows shown
+}
+
+// RefundRow is one payment owed back.
+type RefundRow struct {
+	PaymentID  string
+	OrderID    int64
+	UserID     int64
+	Amount     string // with its currency
+	Status     string // REFUND_NEEDED, REFUNDING, REFUNDED or REFUND_FAILED
+	OwedAt     time.Time
+	SentAt     time.Time // zero before the first send
+	RefundedAt time.Time
+	Sends      int
+	Error      string
+	Retry      string // URL that sends it again (POST), when it failed
+}
+
+// RefundTally is a number of refunds and what they add up to.
+type RefundTally struct {
+	Count  int64
+	Amount string // with the currency; "—" when there are none
 }
 
 // GuardView shows and edits what a campaign asks of a purchase beyond
@@ -148,6 +179,7 @@ type CampaignView struct {
 	Begin       time.Time
 	End         time.Time
 	PayWindow   time.Duration // how long a buyer has to pay an order
+	Currency    string        // of the prices and payments
 	Paused      bool
 	Editable    bool // it has not started: texts and times may change
 	Ended       bool
@@ -170,10 +202,13 @@ type CampaignLive struct {
 	Awaiting    int64
 	OldestPayBy time.Time // zero when nothing awaits payment
 	Paid        int64
-	Revenue     int64 // cents
+	Revenue     int64 // minor units of Currency
+	Currency    string
 	Cancelled   int64
 	Expired     int64
-	Refunds     int64 // payments to refund
+	// Refunds of payments owed back, by where they stand.
+	RefundsOwed, RefundsSent, RefundsDone, RefundsFailed RefundTally
+	RefundsStuck                                         int64 // owed for more than an hour
 }
 
 // Balance is the consistency check: initial stock = remaining (Redis) +
@@ -204,7 +239,8 @@ const (
 
 // OrdersView is one page of a campaign's orders.
 type OrdersView struct {
-	Action string // URL of the search form
+	Currency string // of the orders' amounts
+	Action   string // URL of the search form
 	By     string // "order" or "user"
 	Query  string
 	Status string // only orders in this status, when set
@@ -222,7 +258,7 @@ type OrderRow struct {
 	Status string // a seckill.OrderStatus
 	At     time.Time
 	Reason string
-	Amount int64     // cents; 0 while QUEUED or FAILED
+	Amount int64     // minor units of the payments' currency; 0 while QUEUED or FAILED
 	PayBy  time.Time // zero while QUEUED or FAILED
 	Cancel string    // URL that cancels it (POST), when it awaits payment
 }

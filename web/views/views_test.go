@@ -113,11 +113,14 @@ func TestCampaignPage(t *testing.T) {
 	p := views.CampaignPage{
 		Meta: views.Meta{Title: "t", Admin: "alice"},
 		Campaign: views.CampaignView{ID: 9, Title: "Sale", Status: "PAUSED", Paused: true, Begin: at, End: at.Add(time.Hour),
-			PayWindow: 90*time.Minute + time.Second},
+			PayWindow: 90*time.Minute + time.Second, PayValue: 100, ActualValue: 250, Currency: "CNY"},
 		Live: views.CampaignLive{
 			Src: "/admin/campaigns/9/live", Status: "PAUSED", Initial: 10, Remaining: 4, Queued: 1, Sold: 5, Failed: 2, Known: true,
-			Awaiting: 3, Paid: 2, Revenue: 12345, Cancelled: 1, Expired: 4, Refunds: 1, OldestPayBy: at,
-			Balance: views.Balance{State: views.BalanceOK, Initial: 10, Remaining: 4, Queued: 1, Sold: 5, Failed: 2, Orders: 5},
+			Awaiting: 3, Paid: 2, Revenue: 12345, Currency: "CNY", Cancelled: 1, Expired: 4, OldestPayBy: at,
+			RefundsOwed: views.RefundTally{Count: 1, Amount: "1.00 CNY"}, RefundsSent: views.RefundTally{Amount: "—"},
+			RefundsDone: views.RefundTally{Count: 2, Amount: "2.00 CNY"}, RefundsFailed: views.RefundTally{Count: 1, Amount: "1.00 CNY"},
+			RefundsStuck: 1,
+			Balance:      views.Balance{State: views.BalanceOK, Initial: 10, Remaining: 4, Queued: 1, Sold: 5, Failed: 2, Orders: 5},
 			Charts: []views.Chart{views.NewChart("chart-outcomes", "Admissions", "", "/s", at.Add(-time.Minute), at,
 				views.Series{Name: "accepted", Class: "s-accepted", Points: []views.Point{{At: at.Add(-30 * time.Second), V: 3}, {At: at, V: 8}}})},
 		},
@@ -128,18 +131,36 @@ func TestCampaignPage(t *testing.T) {
 			{At: at, Actor: "479999999999", API: true, Action: "create"}},
 		StockError: "stock to add must be between 1 and 10000000",
 		StockValue: "0",
+		Refunds: views.RefundList{Sending: true, Rows: []views.RefundRow{
+			{PaymentID: "pay_1", OrderID: 38654705666, UserID: 7, Amount: "1.00 CNY", Status: "REFUND_FAILED", OwedAt: at,
+				SentAt: at, Sends: 6, Error: "refused: card closed", Retry: "/admin/campaigns/9/refunds/pay_1/retry"},
+			{PaymentID: "pay_2", OrderID: 38654705667, UserID: 8, Amount: "1.00 CNY", Status: "REFUND_NEEDED", OwedAt: at},
+		}},
 	}
 	doc := render(t, views.Campaign(p))
 	for id, want := range map[string]string{
 		"stat-initial": "10", "stat-remaining": "4", "stat-queued": "1", "stat-sold": "5", "stat-failed": "2",
-		"stat-awaiting": "3", "stat-paid": "2", "stat-revenue": "123.45", "stat-cancelled": "1", "stat-expired": "4",
-		"stat-refunds": "1", "funnel-admitted": "13", "funnel-created": "10", "funnel-paid": "2",
+		"stat-awaiting": "3", "stat-paid": "2", "stat-revenue": "123.45 CNY", "stat-cancelled": "1", "stat-expired": "4",
+		"refunds-owed": "1", "refunds-owed-amount": "1.00 CNY", "refunds-sent": "0", "refunds-sent-amount": "—",
+		"refunds-done": "2", "refunds-done-amount": "2.00 CNY", "refunds-failed": "1",
+		"refunds-stuck":   "1 owed for more than an hour without the provider's confirmation.",
+		"campaign-price":  "pays 1.00 CNY, worth 2.50 CNY",
+		"funnel-admitted": "13", "funnel-created": "10", "funnel-paid": "2",
 		"consistency-state": "ok", "error-stock": p.StockError,
 		"campaign-pay-window": "1 hour 30 minutes 1 second to pay an order, or it expires",
 	} {
 		if got := text(doc.Find(byTestID(id))); got != want {
 			t.Errorf("%s = %q, want %q", id, got, want)
 		}
+	}
+	// Only the failed refund can be sent again, by a POST to its URL.
+	rows := doc.Find(byTestID("refund-row"))
+	if rows.Length() != 2 || rows.First().Find(byTestID("retry-refund")).AttrOr("action", "") != "/admin/campaigns/9/refunds/pay_1/retry" ||
+		rows.Last().Find(byTestID("retry-refund")).Length() != 0 || doc.Find(byTestID("refunds-off")).Length() != 0 {
+		t.Errorf("refunds table: %d rows; retry %q", rows.Length(), rows.First().Find(byTestID("retry-refund")).AttrOr("action", ""))
+	}
+	if got := text(rows.First().Find(byTestID("refund-amount"))); got != "1.00 CNY" {
+		t.Errorf("refund amount %q", got)
 	}
 	var who []string
 	doc.Find(byTestID("audit-who")).Each(func(_ int, s *goquery.Selection) { who = append(who, strings.Join(strings.Fields(s.Text()), " ")) })
