@@ -42,7 +42,73 @@ func (a *App) registerCollectors() {
 		redisPoolCollector{a},
 		queueCollector{a.dashboard.queues},
 		&dependencyCollector{a: a},
+		&refundCollector{refunds: a.Refunds, logger: a.Logger},
 	)
+}
+
+var (
+	refundsDesc = prometheus.NewDesc("seckill_refunds",
+		"Payments owed back, by refund status (REFUND_NEEDED, REFUNDING, REFUNDED, REFUND_FAILED), read from Postgres: every process reports the same (aggregate with max).",
+		[]string{"status"}, nil)
+	refundAmountDesc = prometheus.NewDesc("seckill_refund_amount",
+		"What the payments owed back add up to, in the currency's minor unit, by refund status and currency.",
+		[]string{"status", "currency"}, nil)
+	refundsStuckDesc = prometheus.NewDesc("seckill_refunds_stuck",
+		"Refunds owed (not sent, or sent and not confirmed) for longer than an hour.", nil, nil)
+)
+
+// refundStatuses are the statuses seckill_refunds reports, 0 included.
+var refundStatuses = []seckill.PaymentStatus{seckill.PaymentRefundNeeded, seckill.PaymentRefunding,
+	seckill.PaymentRefunded, seckill.PaymentRefundFailed}
+
+// refundStatsTTL is how long a scrape reuses the refunds read from
+// Postgres.
+const refundStatsTTL = 10 * time.Second
+
+// refundCollector reports refunds by status from Postgres, read at most
+// once per refundStatsTTL however often it is scraped.
+type refundCollector struct {
+	refunds *seckill.Refunds
+	logger  interface {
+		Warn(msg string, args ...any)
+	}
+
+	mu  sync.Mutex
+	at  time.Time
+	st  seckill.RefundStats
+	err error
+}
+
+func (c *refundCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- refundsDesc
+	ch <- refundAmountDesc
+	ch <- refundsStuckDesc
+}
+
+func (c *refundCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	if time.Since(c.at) >= refundStatsTTL {
+		ctx, cancel := context.WithTimeout(context.Background(), dependencyPingTimeout)
+		c.st, c.err = c.refunds.Stats(ctx, 0)
+		cancel()
+		c.at = time.Now()
+		if c.err != nil {
+			c.logger.Warn("read refunds for the metrics", "err", c.err)
+		}
+	}
+	st, err := c.st, c.err
+	c.mu.Unlock()
+	if err != nil {
+		return // no numbers rather than wrong ones; the alerts see them absent
+	}
+	for _, s := range refundStatuses {
+		t := st.ByStatus[s]
+		ch <- prometheus.MustNewConstMetric(refundsDesc, prometheus.GaugeValue, float64(t.Count), string(s))
+		for cur, n := range t.Amounts {
+			ch <- prometheus.MustNewConstMetric(refundAmountDesc, prometheus.GaugeValue, float64(n), string(s), cur)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(refundsStuckDesc, prometheus.GaugeValue, float64(st.Stuck))
 }
 
 var (
