@@ -27,17 +27,30 @@ GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xa
 
 .PHONY: run test test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
 
+# Where make run's development payment provider listens.
+PROVIDER_ADDR ?= 127.0.0.1:8090
+
 ## run: start Postgres/Redis if needed, migrate, and serve API + worker on :8080
+##   (with the development payment provider on $(PROVIDER_ADDR), logging to .run/provider.log)
 run: build services
 	./bin/seckill migrate up
 	@# The dashboard's development operator, unless one is configured: user
 	@# admin with a password made once per checkout (kept in .run/); the
 	@# banner prints both.
+	@# The development payment provider, unless one is configured: it
+	@# answers the server's refund calls and confirms them by webhook; it
+	@# stops with the server.
 	@if [ -z "$$SECKILL_ADMIN_USER" ] && [ "$$SECKILL_ENV" = dev ]; then \
 		mkdir -p .run; \
 		[ -s .run/admin-password ] || (umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=' > .run/admin-password); \
 		export SECKILL_ADMIN_USER=admin SECKILL_ADMIN_PASSWORD=$$(cat .run/admin-password); \
-	fi; exec ./bin/seckill serve
+	fi; \
+	if [ -z "$$SECKILL_PAYMENT_REFUND_URL" ] && [ "$$SECKILL_ENV" = dev ]; then \
+		mkdir -p .run; \
+		./bin/seckill payments provider --listen $(PROVIDER_ADDR) >.run/provider.log 2>&1 & provider=$$!; \
+		trap 'kill $$provider 2>/dev/null; wait $$provider 2>/dev/null' EXIT; \
+		export SECKILL_PAYMENT_REFUND_URL=http://$(PROVIDER_ADDR)/refunds; \
+	fi; ./bin/seckill serve
 
 ## test: everything CI checks: vet, race tests against real services (on a
 ## single Redis, then the Redis suites again on a cluster), generated code

@@ -111,14 +111,14 @@ func TestREADMEExamples(t *testing.T) {
 	// The banner's commands, as printed.
 	cmds := map[string]string{}
 	for _, line := range strings.Split(srv.banner(t), "\n") {
-		for _, label := range []string{"More tokens", "A sale to try"} {
+		for _, label := range []string{"More tokens", "A sale to try", "Pay an order"} {
 			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), label); ok {
 				cmd, _, _ := strings.Cut(strings.TrimSpace(rest), "   ")
 				cmds[label] = cmd
 			}
 		}
 	}
-	if len(cmds) != 2 {
+	if len(cmds) != 3 {
 		t.Fatalf("the banner lacks its commands:\n%s", srv.banner(t))
 	}
 	token := strings.TrimSpace(srv.shell(t, cmds["More tokens"]))
@@ -130,8 +130,23 @@ func TestREADMEExamples(t *testing.T) {
 	if len(me.Errors) > 0 {
 		t.Errorf("the banner's token command (%s) made a token the server refuses: %v", cmds["More tokens"], me.Errors)
 	}
-	if o := srv.shell(t, cmds["A sale to try"]+" | sh"); !strings.Contains(o, `"outcome":"ACCEPTED"`) {
+	o := srv.shell(t, cmds["A sale to try"]+" | sh")
+	if !strings.Contains(o, `"outcome":"ACCEPTED"`) {
 		t.Errorf("the banner's demo command (%s) printed:\n%s", cmds["A sale to try"], o)
+	}
+	// The banner's payment command pays the demo's order, showing the
+	// amount as the dashboard does; a second time it says why it sends
+	// nothing.
+	bought := regexp.MustCompile(`"orderId":"([0-9]+)"`).FindStringSubmatch(o)
+	if bought == nil {
+		t.Fatalf("the demo bought nothing:\n%s", o)
+	}
+	pay := strings.Replace(cmds["Pay an order"], "ORDER_ID", bought[1], 1)
+	if o := srv.shell(t, pay); !strings.Contains(o, ": 1.00 CNY, PENDING, pay by ") || !strings.Contains(o, `"status":"applied","result":"SUCCEEDED"`) {
+		t.Errorf("the banner's payment command (%s) printed:\n%s", pay, o)
+	}
+	if o, err := srv.shellErr(pay); err == nil || !strings.Contains(o, "nothing sent") || !strings.Contains(o, "PAID already [CONFLICT]") {
+		t.Errorf("paying a paid order again (%s): %v\n%s", pay, err, o)
 	}
 }
 
@@ -345,16 +360,23 @@ func startServer(t *testing.T) *server {
 // from a plain environment: PATH, HOME and the server's address only.
 func (s *server) shell(t *testing.T, script string) string {
 	t.Helper()
+	out, err := s.shellErr(script)
+	if err != nil {
+		t.Fatalf("%v running:\n%s\noutput:\n%s", err, script, out)
+	}
+	return out
+}
+
+// shellErr runs script as shell does and returns its output and how it
+// exited.
+func (s *server) shellErr(script string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = s.dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir, "SECKILL_HTTP_ADDR=" + s.addr}
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v running:\n%s\noutput:\n%s", err, script, out)
-	}
-	return string(out)
+	return string(out), err
 }
 
 // banner returns what the server printed from its banner on.

@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.Tokens = auth.NewTokens([]byte(cfg.JWTSecret), cfg.JWTIssuer)
 	var provider seckill.PaymentProvider = seckill.NoPaymentProvider{}
 	if cfg.PaymentRefundURL != "" {
-		provider = payhook.NewRefundClient(cfg.PaymentRefundURL, cfg.PaymentWebhookSecret)
+		provider = payhook.NewRefundClient(cfg.PaymentRefundURL, cfg.PaymentWebhookSecret, cfg.PaymentRefundTimeout)
 	} else {
 		logger.Warn("SECKILL_PAYMENT_REFUND_URL is not set: payments owed back are not refunded through the provider (they stay REFUND_NEEDED and alert after an hour)")
 	}

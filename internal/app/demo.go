@@ -68,7 +68,7 @@ func Demo(ctx context.Context, cfg *config.Config, opts DemoOptions, out io.Writ
 		"beginTime": begin.Format(time.RFC3339), "endTime": end.Format(time.RFC3339),
 	}}, &created)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: %w", err)
 	}
 	writeDemoScript(out, base.String(), created.AddSeckillVoucher.ID, title, opts, end, buyer)
 	return nil
@@ -88,7 +88,8 @@ func serverURL(cmd string, cfg *config.Config, raw string) (*url.URL, error) {
 }
 
 // demoGraphQL posts one operation and decodes its data into data; a GraphQL
-// error or an unexpected answer is an error.
+// error or an unexpected answer is an error, which the caller prefixes with
+// its command.
 func demoGraphQL(ctx context.Context, endpoint, token, query string, vars map[string]any, data any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -97,9 +98,9 @@ func demoGraphQL(ctx context.Context, endpoint, token, query string, vars map[st
 	case errors.Is(err, gqlclient.ErrRequest):
 		return err
 	case err != nil:
-		return fmt.Errorf("demo: is the server running (make run)? %w", err)
+		return fmt.Errorf("is the server running (make run)? %w", err)
 	case answer.NotJSON != nil:
-		return fmt.Errorf("demo: %s answered %s, not GraphQL: %w", endpoint, answer.Status, answer.NotJSON)
+		return fmt.Errorf("%s answered %s, not GraphQL: %w", endpoint, answer.Status, answer.NotJSON)
 	}
 	if len(answer.Errors) > 0 {
 		e := answer.Errors[0]
@@ -107,7 +108,7 @@ func demoGraphQL(ctx context.Context, endpoint, token, query string, vars map[st
 		if e.Extensions.Code == "UNAUTHENTICATED" {
 			hint = " (the server signs tokens with another secret: give demo the same SECKILL_ENV and SECKILL_JWT_SECRET)"
 		}
-		return fmt.Errorf("demo: the server refused: %s [%s]%s", e.Message, e.Extensions.Code, hint)
+		return fmt.Errorf("the server refused: %s [%s]%s", e.Message, e.Extensions.Code, hint)
 	}
 	return json.Unmarshal(answer.Data, data)
 }

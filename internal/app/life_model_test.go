@@ -34,7 +34,7 @@ import (
 // make test runs a bounded number of sequences; make test-model many more
 // (-rapid.checks).
 func TestOrderLifeModel(t *testing.T) {
-	boundChecks(t, 25)
+	boundChecks(t, 60)
 	e := newTestEnv(t, "", func(m map[string]string) {
 		m["SECKILL_USER_RATE"] = "0"
 	})
@@ -51,13 +51,15 @@ func TestOrderLifeModel(t *testing.T) {
 	}
 	e.app.Service.Refunds = refunds
 	rapid.Check(t, func(rt *rapid.T) {
-		m := newLifeModel(rt, e, secret, int64(rapid.IntRange(1, 4).Draw(rt, "stock")))
+		m := newLifeModel(rt, e, secret, int64(rapid.IntRange(1, 3).Draw(rt, "stock")))
 		m.refunds, m.provider, m.queue = refunds, provider, queue
 		rt.Repeat(map[string]func(*rapid.T){
 			"buy":              m.buy,
 			"persist":          m.persist,
 			"createPayment":    m.createPayment,
 			"providerEvent":    m.providerEvent,
+			"paymentSucceeds":  m.paymentSucceeds,
+			"paymentFails":     m.paymentFails,
 			"redeliver":        m.redeliver,
 			"concurrentEvents": m.concurrentEvents,
 			"cancel":           m.cancel,
@@ -141,7 +143,7 @@ func newLifeModel(rt *rapid.T, e *testEnv, secret []byte, stock int64) *lifeMode
 	}
 	m := &lifeModel{e: e, secret: secret, voucherID: v.ID, initial: stock, remaining: stock,
 		orders: map[int64]*modelOrder{}, payments: map[string]*modelPayment{}, confirmed: map[string]bool{}, amount: 150}
-	for range 4 {
+	for range 3 {
 		modelUsers++
 		m.users = append(m.users, modelUsers)
 	}
@@ -191,6 +193,21 @@ func (m *lifeModel) drawOrder(rt *rapid.T) *modelOrder {
 	return m.orders[rapid.SampledFrom(m.orderIDs).Draw(rt, "order")]
 }
 
+// drawOrderWhere draws one of the orders that satisfy ok: actions draw
+// among the orders they apply to, so that few steps are skipped.
+func (m *lifeModel) drawOrderWhere(rt *rapid.T, what string, ok func(o *modelOrder) bool) *modelOrder {
+	var ids []int64
+	for _, id := range m.orderIDs {
+		if ok(m.orders[id]) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		rt.Skip("no order " + what)
+	}
+	return m.orders[rapid.SampledFrom(ids).Draw(rt, "order")]
+}
+
 func (m *lifeModel) drawPayment(rt *rapid.T) *modelPayment {
 	if len(m.payIDs) == 0 {
 		rt.Skip("no payment yet")
@@ -226,10 +243,7 @@ func (m *lifeModel) buy(rt *rapid.T) {
 }
 
 func (m *lifeModel) persist(rt *rapid.T) {
-	o := m.drawOrder(rt)
-	if o.status != seckill.OrderQueued {
-		rt.Skip("not queued")
-	}
+	o := m.drawOrderWhere(rt, "queued", func(o *modelOrder) bool { return o.status == seckill.OrderQueued })
 	adm, err := m.e.app.Admitter.Pending(m.e.ctx, o.id)
 	if err != nil {
 		rt.Fatalf("pending %d: %v", o.id, err)
@@ -244,7 +258,7 @@ func (m *lifeModel) persist(rt *rapid.T) {
 // caller draws who makes a call about o: its buyer, an operator or a
 // stranger.
 func (m *lifeModel) caller(rt *rapid.T, o *modelOrder) (user int64, admin bool) {
-	switch rapid.IntRange(0, 5).Draw(rt, "caller") {
+	switch rapid.IntRange(0, 7).Draw(rt, "caller") {
 	case 0:
 		return m.stranger, false
 	case 1:
@@ -366,6 +380,19 @@ func (m *lifeModel) providerEvent(rt *rapid.T) {
 	m.deliverOne(rt, ev)
 }
 
+// paymentSucceeds is the provider confirming a payment, the event that
+// moves money; drawn as often as every other event together.
+func (m *lifeModel) paymentSucceeds(rt *rapid.T) {
+	p := m.drawPayment(rt)
+	m.deliverOne(rt, paymentEvent(&seckill.Payment{ID: p.id, Amount: m.amount, Currency: "CNY"}, seckill.EventPaymentSucceeded))
+}
+
+// paymentFails is the provider reporting a payment failed.
+func (m *lifeModel) paymentFails(rt *rapid.T) {
+	p := m.drawPayment(rt)
+	m.deliverOne(rt, paymentEvent(&seckill.Payment{ID: p.id, Amount: m.amount, Currency: "CNY"}, seckill.EventPaymentFailed))
+}
+
 func (m *lifeModel) redeliver(rt *rapid.T) {
 	if len(m.events) == 0 {
 		rt.Skip("nothing delivered yet")
@@ -472,10 +499,7 @@ func (m *lifeModel) close(o *modelOrder, to seckill.OrderStatus) {
 }
 
 func (m *lifeModel) payByPasses(rt *rapid.T) {
-	o := m.drawOrder(rt)
-	if o.status != seckill.OrderCreated || o.due {
-		rt.Skip("not awaiting payment")
-	}
+	o := m.drawOrderWhere(rt, "awaiting payment", func(o *modelOrder) bool { return o.status == seckill.OrderCreated && !o.due })
 	if _, err := m.e.app.DB.ExecContext(m.e.ctx, `UPDATE voucher_order SET pay_by = now() - interval '1 second' WHERE id = ?`, o.id); err != nil {
 		rt.Fatal(err)
 	}
@@ -483,10 +507,7 @@ func (m *lifeModel) payByPasses(rt *rapid.T) {
 }
 
 func (m *lifeModel) expire(rt *rapid.T) {
-	o := m.drawOrder(rt)
-	if o.status == seckill.OrderQueued {
-		rt.Skip("queued")
-	}
+	o := m.drawOrderWhere(rt, "persisted", func(o *modelOrder) bool { return o.status != seckill.OrderQueued })
 	closed, err := m.e.app.Service.ExpireOrder(m.e.ctx, o.id)
 	if err != nil {
 		rt.Fatalf("expire %d: %v", o.id, err)

@@ -60,7 +60,7 @@ func SimulatePayment(ctx context.Context, cfg *config.Config, opts SimulateOptio
   createPayment(orderId: $id) { id amount currency status payBy }
 }`, map[string]any{"id": fmt.Sprint(opts.OrderID)}, &data)
 	if err != nil {
-		return fmt.Errorf("payments simulate: %w", err)
+		return fmt.Errorf("payments simulate: nothing sent: %w", err)
 	}
 	p := data.CreatePayment
 	fmt.Fprintf(out, "payment %s: %s, %s, pay by %s\n", p.ID, seckill.FormatAmount(p.Amount, p.Currency), p.Status, p.PayBy)

@@ -123,7 +123,17 @@ seckill is running (development mode)
   More tokens        %[5]s./bin/seckill token --user 1002   (--admin for an admin)
   A sale to try      %[5]s./bin/seckill demo%[6]s
   Pay an order       %[5]s%[8]s./bin/seckill payments simulate --order ORDER_ID%[6]s   (--fail: a failed payment)
-`, host, admin, user, dashboardLogin(a.Config), cliEnv(a.Config), demoURL(host), cmp.Or(a.Config.MetricsAddr, host), webhookEnv(a.Config))
+  Refunds            %[9]s
+`, host, admin, user, dashboardLogin(a.Config), cliEnv(a.Config), demoURL(host), cmp.Or(a.Config.MetricsAddr, host), webhookEnv(a.Config),
+		refundsLine(a.Config))
+}
+
+// refundsLine says where payments owed back are refunded.
+func refundsLine(cfg *config.Config) string {
+	if cfg.PaymentRefundURL == "" {
+		return "not sent: no provider (SECKILL_PAYMENT_REFUND_URL; ./bin/seckill payments provider is one for development)"
+	}
+	return "sent to " + cfg.PaymentRefundURL + "   (make run's development provider: ./bin/seckill payments provider)"
 }
 
 // cliEnv is what a plain shell must put before ./bin/seckill so that its

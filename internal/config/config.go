@@ -106,6 +106,8 @@ type Config struct {
 	// it gets before it is REFUND_FAILED.
 	RefundConfirmWait time.Duration
 	RefundMaxSends    int
+	// PaymentRefundTimeout bounds one refund call.
+	PaymentRefundTimeout time.Duration
 
 	MaxInFlight     int
 	AllowedOrigins  []string
@@ -166,6 +168,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		PaymentRefundURL:     p.str("SECKILL_PAYMENT_REFUND_URL", ""),
 		RefundConfirmWait:    p.duration("SECKILL_REFUND_CONFIRM_WAIT", seckill.DefaultRefundConfirmWait),
 		RefundMaxSends:       p.int("SECKILL_REFUND_MAX_SENDS", seckill.DefaultRefundMaxSends, 1, 100),
+		PaymentRefundTimeout: p.duration("SECKILL_PAYMENT_REFUND_TIMEOUT", 10*time.Second),
 
 		UserRate:  p.float("SECKILL_USER_RATE", 5),
 		UserBurst: p.int("SECKILL_USER_BURST", 10, 1, 1000000),
@@ -186,6 +189,9 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	if c.PayWindow < time.Second || c.PayWindow > 24*time.Hour || c.PayWindow%time.Second != 0 {
 		p.errf("SECKILL_PAY_WINDOW must be whole seconds between 1s and 24h, not %v", c.PayWindow)
+	}
+	if c.PaymentRefundTimeout < 100*time.Millisecond || c.PaymentRefundTimeout > time.Minute {
+		p.errf("SECKILL_PAYMENT_REFUND_TIMEOUT must be between 100ms and 1m, not %v", c.PaymentRefundTimeout)
 	}
 	if c.RefundConfirmWait < time.Second || c.RefundConfirmWait > 24*time.Hour {
 		p.errf("SECKILL_REFUND_CONFIRM_WAIT must be between 1s and 24h, not %v", c.RefundConfirmWait)

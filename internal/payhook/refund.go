@@ -53,13 +53,14 @@ type RefundClient struct {
 
 var _ seckill.PaymentProvider = (*RefundClient)(nil)
 
-// RefundTimeout bounds one refund call.
-const RefundTimeout = 10 * time.Second
+// DefaultRefundTimeout bounds one refund call unless configured
+// (SECKILL_PAYMENT_REFUND_TIMEOUT).
+const DefaultRefundTimeout = 10 * time.Second
 
 // NewRefundClient returns a client posting refund calls to url, signed
-// with secret.
-func NewRefundClient(url, secret string) *RefundClient {
-	return &RefundClient{url: url, secret: []byte(secret), client: &http.Client{Timeout: RefundTimeout}, now: time.Now}
+// with secret, each given timeout to answer.
+func NewRefundClient(url, secret string, timeout time.Duration) *RefundClient {
+	return &RefundClient{url: url, secret: []byte(secret), client: &http.Client{Timeout: timeout}, now: time.Now}
 }
 
 // Refund implements seckill.PaymentProvider. A 2xx answer says where the

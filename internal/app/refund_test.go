@@ -1,0 +1,243 @@
+package app
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"seckill/internal/config"
+	"seckill/internal/payhook"
+	"seckill/internal/seckill"
+)
+
+// swappable is a handler that can be set after its server started: the
+// provider needs the server's webhook URL, the server the provider's.
+type swappable struct {
+	mu sync.Mutex
+	h  http.Handler
+}
+
+func (s *swappable) set(h http.Handler) {
+	s.mu.Lock()
+	s.h = h
+	s.mu.Unlock()
+}
+
+func (s *swappable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := s.h
+	s.mu.Unlock()
+	if h == nil {
+		http.Error(w, "not yet", http.StatusServiceUnavailable)
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+// paymentOwed buys a unit, opens its payment, cancels the order, then has
+// the provider confirm the payment: a payment owed back.
+func (e *testEnv) paymentOwed(voucherID, user int64) *seckill.Payment {
+	e.t.Helper()
+	id := e.buyCreated(voucherID, user)
+	p := e.createPayment(id, user)
+	if _, err := e.app.Service.CancelOrder(asUser(e.ctx, user, false), id); err != nil {
+		e.t.Fatal(err)
+	}
+	res, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventPaymentSucceeded))
+	if err != nil || res.Payment.Status != seckill.PaymentRefundNeeded {
+		e.t.Fatalf("late success: %+v, %v", res, err)
+	}
+	return p
+}
+
+func (e *testEnv) paymentStatus(id string) seckill.PaymentStatus {
+	e.t.Helper()
+	var st string
+	if err := e.app.DB.NewRaw(`SELECT status FROM payment WHERE id = ?`, id).Scan(e.ctx, &st); err != nil {
+		e.t.Fatal(err)
+	}
+	return seckill.PaymentStatus(st)
+}
+
+// TestRefundThroughProvider: a payment owed back is refunded end to end,
+// as in production: the worker's task sends the signed refund call to the
+// development provider, which confirms it through the signed webhook.
+func TestRefundThroughProvider(t *testing.T) {
+	front := &swappable{}
+	prov := httptest.NewServer(front)
+	t.Cleanup(prov.Close)
+	e, v := newLifeEnvWith(t, 5, func(m map[string]string) {
+		m["SECKILL_PAYMENT_REFUND_URL"] = prov.URL + "/refunds"
+	})
+	dev, err := payhook.NewDevProvider(payhook.DevProviderOptions{Secret: config.DevWebhookSecret,
+		Webhook: e.url + "/webhooks/payments", Delay: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front.set(dev)
+	go dev.Run(e.ctx)
+
+	p := e.paymentOwed(v, 31)
+	eventually(t, 20*time.Second, "the refund confirmed", func() bool { return e.paymentStatus(p.ID) == seckill.PaymentRefunded })
+	res, err := http.Get(prov.URL + "/refunds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var made []struct {
+		ID   string             `json:"refund_id"`
+		Call payhook.RefundCall `json:"call"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&made); err != nil {
+		t.Fatal(err)
+	}
+	if len(made) != 1 || made[0].Call.PaymentID != p.ID || made[0].Call.Amount != p.Amount ||
+		made[0].Call.IdempotencyKey != seckill.RefundKey(p.ID, 1) {
+		t.Fatalf("the provider refunded %+v", made)
+	}
+	st, err := e.app.Refunds.Stats(e.ctx, v)
+	if err != nil || st.ByStatus[seckill.PaymentRefunded].Count != 1 || st.ByStatus[seckill.PaymentRefunded].Amounts["CNY"] != p.Amount {
+		t.Fatalf("stats %+v, %v", st, err)
+	}
+}
+
+// newLifeEnvWith is newLifeEnv with options for the server.
+func newLifeEnvWith(t *testing.T, stock int64, opts ...envOption) (*testEnv, int64) {
+	t.Helper()
+	e := newTestEnv(t, "", opts...)
+	e.worker()
+	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
+		ShopID: 1, Title: "100 off 200", PayValue: 100, ActualValue: 200, Stock: stock,
+		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, v.ID
+}
+
+// flakyProvider answers the refund call as told, one answer a call, and
+// refunds once per idempotency key (or not: as a provider that ignores
+// keys would, to show the test catches it).
+type flakyProvider struct {
+	mu      sync.Mutex
+	answers []string // "500", "hang", "pending"
+	refunds map[string]int64
+	calls   atomic.Int64
+}
+
+func (f *flakyProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	call, err := payhook.ParseRefundCall([]byte(config.DevWebhookSecret), r.Header, body, time.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.calls.Add(1)
+	f.mu.Lock()
+	answer := "pending"
+	if len(f.answers) > 0 {
+		answer, f.answers = f.answers[0], f.answers[1:]
+	}
+	if answer != "500" {
+		if _, ok := f.refunds[call.IdempotencyKey]; !ok {
+			f.refunds[call.IdempotencyKey] = call.Amount // the money goes back, once a key
+		}
+	}
+	f.mu.Unlock()
+	switch answer {
+	case "500":
+		http.Error(w, "try later", http.StatusInternalServerError)
+	case "hang":
+		time.Sleep(700 * time.Millisecond) // past the client's timeout
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"pending","refund_id":"re_1"}`))
+	}
+}
+
+// TestRefundProviderFailsTimesOutAndAnswersTwice: a refund is sent until the
+// provider takes it, through a failure and a timeout (after which the
+// provider had refunded already), under one key, so the buyer is paid back
+// once; the provider's confirmation, sent twice, makes it REFUNDED once;
+// and a confirmation for a payment that is not owed back changes nothing.
+func TestRefundProviderFailsTimesOutAndAnswersTwice(t *testing.T) {
+	flaky := &flakyProvider{answers: []string{"500", "hang", "pending"}, refunds: map[string]int64{}}
+	srv := httptest.NewServer(flaky)
+	t.Cleanup(srv.Close)
+	e := newTestEnv(t, "")
+	e.worker()
+	queue := &modelQueue{}
+	refunds, err := seckill.NewRefunds(e.app.Store, payhook.NewRefundClient(srv.URL, config.DevWebhookSecret, 300*time.Millisecond),
+		queue, e.app.Store.AddAudit, e.app.Logger, seckill.RefundConfig{ConfirmWait: time.Minute, MaxSends: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.app.Service.Refunds = refunds
+	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
+		ShopID: 1, Title: "refunds", PayValue: 100, ActualValue: 200, Stock: 5,
+		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.paymentOwed(v.ID, 51)
+	if _, ok := queue.scheduled(seckill.RefundSend{PaymentID: p.ID, Generation: 1}); !ok {
+		t.Fatal("no send scheduled when the payment became owed")
+	}
+	// The task's tries: 500, then a timeout, then accepted; then its
+	// follow-up finds it unconfirmed and sends it again.
+	for i, wantErr := range []bool{true, true, false, false} {
+		err := refunds.Send(e.ctx, p.ID, false)
+		if (err != nil) != wantErr {
+			t.Fatalf("send %d: %v", i+1, err)
+		}
+	}
+	if st := e.paymentStatus(p.ID); st != seckill.PaymentRefunding {
+		t.Fatalf("after the sends: %s", st)
+	}
+	if n := flaky.calls.Load(); n != 4 {
+		t.Errorf("%d calls reached the provider, want 4", n)
+	}
+	flaky.mu.Lock()
+	if len(flaky.refunds) != 1 || flaky.refunds[seckill.RefundKey(p.ID, 1)] != p.Amount {
+		t.Errorf("the provider paid back %v, want %d once under %s", flaky.refunds, p.Amount, seckill.RefundKey(p.ID, 1))
+	}
+	flaky.mu.Unlock()
+
+	// The provider confirms twice, with two event ids.
+	for i := range 2 {
+		res, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventRefundSucceeded))
+		want := seckill.AppliedRefunded
+		if i == 1 {
+			want = seckill.AppliedIgnored
+		}
+		if err != nil || res.Outcome != want || res.Payment.Status != seckill.PaymentRefunded {
+			t.Fatalf("confirmation %d: %+v, %v", i+1, res, err)
+		}
+	}
+	// Sent again after that, it is not sent at all.
+	if err := refunds.Send(e.ctx, p.ID, false); err != nil || flaky.calls.Load() != 4 {
+		t.Errorf("send after the confirmation: %v, %d calls", err, flaky.calls.Load())
+	}
+
+	// A paid order's payment is not owed back: a refund confirmation for
+	// it changes nothing.
+	id := e.buyCreated(v.ID, 52)
+	paid := e.createPayment(id, 52)
+	if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(paid, seckill.EventPaymentSucceeded)); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{seckill.EventRefundSucceeded, seckill.EventRefundFailed} {
+		res, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(paid, typ))
+		if err != nil || res.Outcome != seckill.AppliedIgnored || res.Payment.Status != seckill.PaymentSucceeded || res.Order.Status != seckill.OrderPaid {
+			t.Errorf("%s of a paid order's payment: %+v, %v", typ, res, err)
+		}
+	}
+}
