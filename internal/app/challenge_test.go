@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"seckill/internal/seckill"
@@ -234,4 +236,49 @@ func TestChallengeSettingsReads(t *testing.T) {
 			t.Errorf("%d Postgres reads at once, want at most 8", m)
 		}
 	})
+}
+
+// failingGuard is an admission that cannot take a guard change.
+type failingGuard struct{ seckill.CampaignAdmitter }
+
+func (failingGuard) UpdateGuard(context.Context, int64, seckill.ChallengeKind, int) error {
+	return errors.New("redis: connection refused")
+}
+
+// A guard change that admission cannot take is undone in Postgres whole:
+// the quiz's questions as well as its kind, bits and brake, so that the
+// operator who is told nothing changed finds the old questions.
+func TestGuardRevertRestoresQuiz(t *testing.T) {
+	e := newTestEnv(t, "")
+	admin := asUser(e.ctx, 1, true)
+	old := []seckill.QuizQuestion{{Question: "What is two plus two?", Answers: []string{"4"}}}
+	v, err := e.app.Service.AddSeckillVoucher(admin, seckill.NewSeckillVoucher{
+		ShopID: 1, Title: "quiz", PayValue: 100, ActualValue: 200, Stock: 5,
+		BeginTime: time.Now().Add(time.Hour), EndTime: time.Now().Add(2 * time.Hour),
+		Challenge: seckill.ChallengeQuiz, Quiz: old,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &seckill.Service{Store: e.app.Store, Admitter: e.app.Admitter, Logger: e.app.Logger,
+		Campaigns: e.app.Store, CampaignAdmitter: failingGuard{e.app.Admitter}}
+	_, err = svc.UpdateGuard(admin, v.ID, seckill.GuardEdit{Challenge: seckill.ChallengeQuiz, Brake: 7,
+		Quiz: []seckill.QuizQuestion{{Question: "What is the capital of France?", Answers: []string{"paris"}}}})
+	if seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
+		t.Fatalf("UpdateGuard with admission down: %v, want UNAVAILABLE", err)
+	}
+	got, err := e.app.Service.CampaignQuiz(admin, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(old, got); diff != "" {
+		t.Errorf("questions after the undone change (-want +got):\n%s", diff)
+	}
+	after, err := e.app.Store.Voucher(e.ctx, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := after.Campaign; c.Challenge != seckill.ChallengeQuiz || c.Brake != 0 {
+		t.Errorf("after the undone change: challenge %s brake %d, want QUIZ and 0", c.Challenge, c.Brake)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -132,9 +133,10 @@ type OrderFilter struct {
 // CampaignStore is what campaign management needs from the system of record.
 type CampaignStore interface {
 	// ChangeCampaign locks the campaign of a voucher, lets change modify the
-	// voucher (texts) and its campaign (window, pause, stock), and writes
-	// the result together with the audit entry that change returns, in one
-	// transaction. It returns the voucher as written. ENOTFOUND; an error
+	// voucher (texts) and its campaign (window, pause, stock, guard, and
+	// the quiz: change finds the questions as they stand in Campaign.Quiz),
+	// and writes the result together with the audit entry that change
+	// returns, in one transaction. It returns the voucher as written. ENOTFOUND; an error
 	// from change is returned as it is and nothing is written; EINVALID
 	// when the database's rules reject the result.
 	ChangeCampaign(ctx context.Context, voucherID int64, change func(v *Voucher) (AuditEntry, error)) (*Voucher, error)
@@ -276,11 +278,7 @@ func (s *Service) UpdateGuard(ctx context.Context, voucherID int64, e GuardEdit)
 		}
 		detail += fmt.Sprintf("; brake %d → %d a second", c.Brake, e.Brake)
 		if now.Before(c.BeginTime) {
-			c.Challenge, c.PoWBits = e.Challenge, e.PoWBits
-			c.Quiz = e.Quiz
-			if c.Quiz == nil {
-				c.Quiz = []QuizQuestion{}
-			}
+			c.Challenge, c.PoWBits, c.Quiz = e.Challenge, e.PoWBits, e.Quiz
 		}
 		c.Brake = e.Brake
 		s.settings.forget(v.ID)
@@ -409,6 +407,7 @@ func (s *Service) manage(ctx context.Context, voucherID int64, action string,
 		}
 		before = *v
 		c := *v.Campaign
+		c.Quiz = slices.Clone(c.Quiz)
 		before.Campaign = &c
 		detail, err := change(v, now)
 		if err != nil {
@@ -459,10 +458,12 @@ func (s *Service) revert(ctx context.Context, u *User, before, after *Voucher, a
 			v.Title, v.SubTitle, v.Rules = before.Title, before.SubTitle, before.Rules
 			c.BeginTime, c.EndTime, c.Paused = before.Campaign.BeginTime, before.Campaign.EndTime, before.Campaign.Paused
 			c.Challenge, c.PoWBits, c.Brake = before.Campaign.Challenge, before.Campaign.PoWBits, before.Campaign.Brake
+			c.Quiz = before.Campaign.Quiz
 		}
 		return AuditEntry{VoucherID: before.ID, Actor: actorName(u), Action: AuditRevert,
 			Detail: fmt.Sprintf("%s undone: admission was unavailable", action)}, nil
 	})
+	s.settings.forget(before.ID)
 	if err != nil {
 		// Postgres and admission disagree until an operator repeats the
 		// action; the dashboard's consistency panel shows it.

@@ -67,8 +67,9 @@ type Campaign struct {
 	PoWBits   int
 	Brake     int
 	// Quiz is the quiz's questions where a caller asked for them: creating
-	// a campaign writes them, a change that sets them (non-nil) replaces
-	// them; reads leave it nil (Store.CampaignQuiz reads it).
+	// a campaign writes them; CampaignStore.ChangeCampaign hands its change
+	// the questions as they stand and writes back what the change leaves
+	// there; other reads leave it nil (Store.CampaignQuiz reads it).
 	Quiz []QuizQuestion
 	// PayWindow is how long a buyer has to pay an order.
 	PayWindow time.Duration
