@@ -58,11 +58,21 @@ func toNewSeckillVoucher(in model.AddSeckillVoucherInput) (seckill.NewSeckillVou
 		BeginTime:   in.BeginTime,
 		EndTime:     in.EndTime,
 		Challenge:   seckill.ChallengeKind(derefEnum(in.Challenge)),
-		PoWBits:     derefInt(in.PowBits),
+		PoWBits:     optionalInt(in.PowBits),
 		Quiz:        toQuiz(in.Quiz),
 		Brake:       derefInt(in.Brake),
 		PayWindow:   toPayWindow(in.PayWindowSeconds),
 	}, nil
+}
+
+// optionalInt keeps an omitted Int omitted: the domain tells nil (its
+// default) from a given 0 (refused where 0 is not allowed).
+func optionalInt(p *int32) *int {
+	if p == nil {
+		return nil
+	}
+	n := int(*p)
+	return &n
 }
 
 func derefInt(p *int32) int {

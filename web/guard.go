@@ -103,13 +103,20 @@ func (h *Handler) updateGuard(w http.ResponseWriter, r *http.Request) {
 		form.ID = id
 		e := seckill.GuardEdit{Challenge: seckill.ChallengeKind(form.Challenge)}
 		var err error
-		if e.PoWBits, err = formInt(r, "powBits", 0); err != nil {
-			return nil, h.guardRefused(&form, err)
+		// The bits count only for PROOF_OF_WORK: what the field holds for
+		// another kind is ignored, as on the create form.
+		if e.Challenge == seckill.ChallengePoW {
+			if e.PoWBits, err = formOptInt(r, "powBits"); err != nil {
+				return nil, h.guardRefused(&form, err)
+			}
 		}
 		if e.Brake, err = formInt(r, "brake", 0); err != nil {
 			return nil, h.guardRefused(&form, err)
 		}
-		form.PoWBits, form.Brake = e.PoWBits, e.Brake
+		form.PoWBits, form.Brake = seckill.DefaultPoWBits, e.Brake
+		if e.PoWBits != nil {
+			form.PoWBits = *e.PoWBits
+		}
 		if e.Challenge == seckill.ChallengeQuiz {
 			if e.Quiz, err = parseQuiz(form.Quiz); err != nil {
 				return nil, h.guardRefused(&form, err)
@@ -132,6 +139,19 @@ func (h *Handler) updateGuard(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) guardRefused(form *views.GuardView, err error) error {
 	form.Error, form.Field = seckill.ErrorMessage(err), seckill.ErrorField(err)
 	return err
+}
+
+// formOptInt reads an optional whole number field: nil when empty, so the
+// domain takes its default; a number given, 0 included, is checked as given.
+func formOptInt(r *http.Request, name string) (*int, error) {
+	if strings.TrimSpace(r.PostFormValue(name)) == "" {
+		return nil, nil
+	}
+	n, err := formInt(r, name, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
 }
 
 // formInt reads a whole number field; empty is def.

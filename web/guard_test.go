@@ -56,6 +56,7 @@ func TestGuardForm(t *testing.T) {
 		{"challenge": {"QUIZ"}, "quiz": {"a question without answers"}},
 		{"challenge": {"QUIZ"}, "quiz": {""}},
 		{"challenge": {"PROOF_OF_WORK"}, "powBits": {"40"}},
+		{"challenge": {"PROOF_OF_WORK"}, "powBits": {"0"}},
 		{"challenge": {"PROOF_OF_WORK"}, "powBits": {"ten"}},
 		{"challenge": {"CAPTCHA"}},
 		{"challenge": {"NONE"}, "brake": {"-1"}},
@@ -67,6 +68,25 @@ func TestGuardForm(t *testing.T) {
 		}
 		if q := bad.Get("quiz"); q != "" && p.Find(`[data-testid="guard-input-quiz"]`).Text() != q {
 			t.Errorf("%v: the form lost the quiz", bad)
+		}
+	}
+
+	// An empty difficulty is the default; what the field holds counts only
+	// for a proof of work.
+	for _, tt := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"challenge": {"PROOF_OF_WORK"}, "powBits": {""}}, "proof of work, 20 zero bits"},
+		{url.Values{"challenge": {"PROOF_OF_WORK"}, "powBits": {"6"}}, "proof of work, 6 zero bits"},
+		{url.Values{"challenge": {"NONE"}, "powBits": {"0"}}, "none"},
+	} {
+		if res := d.do("POST", "/admin/campaigns/2/guard", tt.form, c, nil); res.StatusCode != http.StatusSeeOther {
+			t.Errorf("%v: %s", tt.form, res.Status)
+		}
+		page := doc(t, d.do("GET", "/admin/campaigns/2", nil, c, nil))
+		if got := strings.Join(strings.Fields(page.Find(`[data-testid="guard-challenge"]`).Text()), " "); got != tt.want {
+			t.Errorf("%v: challenge shown as %q, want %q", tt.form, got, tt.want)
 		}
 	}
 

@@ -444,6 +444,7 @@ func TestCreateCampaignForm(t *testing.T) {
 		{"brake", "fast", "“Brake” must be a whole number"},
 		{"challenge", "CAPTCHA", "“Challenge” must be NONE, QUIZ or PROOF_OF_WORK"},
 		{"powBits", "40", "“Proof of work: zero bits” must be between 1 and 32"},
+		{"powBits", "0", "“Proof of work: zero bits” must be between 1 and 32"},
 		{"quiz", "", "QUIZ needs at least one question"},
 		{"quiz", "What is 2 + 2?", "line 1: write the question, then | and each accepted answer"},
 	} {

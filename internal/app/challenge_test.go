@@ -156,7 +156,7 @@ func TestChallengeSettingsReads(t *testing.T) {
 	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
 		ShopID: 1, Title: "challenged", PayValue: 100, ActualValue: 200, Stock: 5,
 		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour),
-		Challenge: seckill.ChallengePoW, PoWBits: 8,
+		Challenge: seckill.ChallengePoW, PoWBits: new(8),
 	})
 	if err != nil {
 		t.Fatal(err)

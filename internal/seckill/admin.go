@@ -201,6 +201,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, voucherID int64, e Campaig
 		if err := in.Validate(now); err != nil {
 			return "", err
 		}
+		in = in.Normalized()
 		var changes []string
 		diff := func(name, from, to string) {
 			if from != to {
@@ -223,24 +224,31 @@ func (s *Service) UpdateCampaign(ctx context.Context, voucherID int64, e Campaig
 }
 
 // GuardEdit is a campaign's challenge and brake as an operator sets them.
-// Quiz replaces the questions when the challenge is QUIZ.
+// PoWBits is as in NewSeckillVoucher: nil when omitted (the default for
+// PROOF_OF_WORK), a given one 1 to 32. Quiz replaces the questions when
+// the challenge is QUIZ.
 type GuardEdit struct {
 	Challenge ChallengeKind
-	PoWBits   int
+	PoWBits   *int
 	Quiz      []QuizQuestion
 	Brake     int
 }
 
-// Validate checks e and fills in the default difficulty. EINVALID with
-// the field.
+// Difficulty is the proof of work's difficulty the campaign holds after
+// e: 0 unless it is a PROOF_OF_WORK.
+func (e GuardEdit) Difficulty() int {
+	if b := normalPoWBits(e.Challenge, e.PoWBits); b != nil {
+		return *b
+	}
+	return 0
+}
+
+// Validate checks e, without changing it. EINVALID with the field.
 func (e *GuardEdit) Validate() error {
-	if e.Challenge == ChallengePoW && e.PoWBits == 0 {
-		e.PoWBits = DefaultPoWBits
+	if err := checkPoWBits(e.PoWBits); err != nil {
+		return err
 	}
-	if e.Challenge != ChallengePoW {
-		e.PoWBits = 0
-	}
-	if err := ValidateChallenge(e.Challenge, e.PoWBits, e.Quiz); err != nil {
+	if err := ValidateChallenge(e.Challenge, e.Difficulty(), e.Quiz); err != nil {
 		return err
 	}
 	if e.Brake < 0 || e.Brake > MaxBrake {
@@ -260,25 +268,26 @@ func (s *Service) UpdateGuard(ctx context.Context, voucherID int64, e GuardEdit)
 		}
 		return nil, err
 	}
+	bits := e.Difficulty()
 	return s.manage(ctx, voucherID, AuditGuard, func(v *Voucher, now time.Time) (string, error) {
 		c := v.Campaign
 		if !now.Before(c.EndTime) {
 			return "", Errorf(ECONFLICT, "campaign %d has ended", v.ID)
 		}
-		challengeChanged := c.Challenge != e.Challenge || c.PoWBits != e.PoWBits || e.Challenge == ChallengeQuiz
+		challengeChanged := c.Challenge != e.Challenge || c.PoWBits != bits || e.Challenge == ChallengeQuiz
 		if challengeChanged && !now.Before(c.BeginTime) {
 			return "", Invalidf("challenge", "the challenge can only change before the sale starts")
 		}
 		detail := fmt.Sprintf("challenge %s → %s", c.Challenge, e.Challenge)
 		if e.Challenge == ChallengePoW {
-			detail += fmt.Sprintf(" (%d bits)", e.PoWBits)
+			detail += fmt.Sprintf(" (%d bits)", bits)
 		}
 		if e.Challenge == ChallengeQuiz {
 			detail += fmt.Sprintf(" (%d questions)", len(e.Quiz))
 		}
 		detail += fmt.Sprintf("; brake %d → %d a second", c.Brake, e.Brake)
 		if now.Before(c.BeginTime) {
-			c.Challenge, c.PoWBits, c.Quiz = e.Challenge, e.PoWBits, e.Quiz
+			c.Challenge, c.PoWBits, c.Quiz = e.Challenge, bits, e.Quiz
 		}
 		c.Brake = e.Brake
 		s.settings.forget(v.ID)

@@ -78,13 +78,14 @@ func (s *Service) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (
 	if err := in.Validate(s.now()); err != nil {
 		return nil, err
 	}
+	in = in.Normalized()
 	v := &Voucher{
 		ShopID: in.ShopID, Title: in.Title, SubTitle: in.SubTitle, Rules: in.Rules,
 		PayValue: in.PayValue, ActualValue: in.ActualValue, Type: VoucherSeckill,
 		Campaign: &Campaign{
 			InitialStock: in.Stock, Stock: in.Stock,
 			BeginTime: in.BeginTime.UTC(), EndTime: in.EndTime.UTC(),
-			Challenge: in.Challenge, PoWBits: in.PoWBits, Quiz: in.Quiz, Brake: in.Brake,
+			Challenge: in.Challenge, PoWBits: in.Difficulty(), Quiz: in.Quiz, Brake: in.Brake,
 			PayWindow: cmp.Or(in.PayWindow, s.PayWindow, DefaultPayWindow),
 		},
 	}
