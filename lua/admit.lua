@@ -20,11 +20,15 @@
 -- ARGV[1] -> user id (a positive decimal integer)
 -- ARGV[2] -> the user's limit: microseconds between attempts (0: no limit)
 -- ARGV[3] -> the user's limit: burst (>= 1)
--- ARGV[4] -> ticket: "" (no answer given), "QUIZ" or "PROOF_OF_WORK" (a good
---            answer of that kind), "REFUSED" (a wrong, expired or foreign answer)
--- ARGV[5] -> the ticket's expiry, Unix milliseconds ("0" without a good answer)
+-- ARGV[4] -> ticket: "" (no answer given), "QUIZ" or "PROOF_OF_WORK" (an
+--            answer to a token of that kind signed for this user and campaign,
+--            not expired: KEYS[7] is its nonce's), "REFUSED" (a token that cannot
+--            be trusted: not signed by us, another's, expired)
+-- ARGV[5] -> the ticket's expiry, Unix milliseconds ("0" without a token)
 -- ARGV[6] -> the address's limit: microseconds between attempts (0: no limit)
 -- ARGV[7] -> the address's limit: burst (>= 1)
+-- ARGV[8] -> the answer's verdict: "1" it solves the token, "0" it does not
+--            (a "QUIZ" or "PROOF_OF_WORK" ticket with "0" spends its token)
 --
 -- Returns:
 --   {0, id, admitted_ms}   accepted: one unit taken, the user recorded as a
@@ -43,14 +47,18 @@
 --   {8}                    rate limited: the user's or the address's limit,
 --                          or the brake
 --   {9}                    the campaign asks for a challenge and none was given
---   {10}                   the answer was refused (or is of another kind)
---   {11}                   the ticket's token was used already
+--   {10}                   the answer was refused: wrong (its token is spent
+--                          now), or a ticket of another kind than the
+--                          campaign's or REFUSED (nothing spent)
+--   {11}                   the ticket's token was used already, whatever the
+--                          answer
+--   {12}                   the ticket's token expired by Redis's clock
 --   {5}                    the user holds a unit already
 --   {6}                    sold out
 -- Each attempt inside the window takes one from the user's and the
 -- address's limits (from both or, when either has none left, from neither),
 -- refused answers included; a token is spent by the first attempt that passes the
--- limit, whatever comes after.
+-- limit, right or wrong, whatever comes after.
 -- Errors, before any write: a malformed argument.
 local user = ARGV[1]
 if type(user) ~= 'string' or #user > 19 or not string.match(user, '^[1-9]%d*$') then
@@ -74,6 +82,10 @@ local ticket_exp = tonumber(ARGV[5])
 if not ticket_exp or ((ticket == 'QUIZ' or ticket == 'PROOF_OF_WORK') and ticket_exp < 1) then
   return redis.error_reply('ERR admit: ARGV[5] must be the ticket expiry in Unix milliseconds')
 end
+if ARGV[8] ~= '1' and ARGV[8] ~= '0' then
+  return redis.error_reply('ERR admit: ARGV[8] verdict must be 1 or 0')
+end
+local solved = ARGV[8] == '1'
 
 -- gcra_peek looks at the generic cell rate algorithm's state in key (the
 -- theoretical arrival time, microseconds) with every microseconds between
@@ -160,12 +172,22 @@ if challenge ~= 'NONE' then
   if ticket == '' then
     return {9}
   end
-  if ticket ~= challenge or ticket_exp <= now then
+  if ticket ~= challenge then
     return {10}
   end
+  if ticket_exp <= now then
+    return {12}
+  end
+  -- The first answer spends the token, right or wrong: a second one hears
+  -- that it was used, whatever it says.
   if not redis.call('SET', KEYS[7], '1', 'NX', 'PXAT', string.format('%d', ticket_exp)) then
     return {11}
   end
+  if not solved then
+    return {10}
+  end
+elseif not solved then
+  return {10}
 end
 -- Sold out: a buyer still hears that they bought, so look, without writing.
 if stock <= 0 then

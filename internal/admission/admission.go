@@ -293,14 +293,17 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		keys = a.keys.admit(voucherID)
 	}
 
-	ticket, exp := string(t.Kind), int64(0)
+	// A ticket with a nonce spends its token, right or wrong (verdict "0"
+	// when wrong); one refused without a nonce spends nothing.
+	ticket, exp, verdict := "", int64(0), "1"
 	switch {
+	case t.Nonce != "" && (t.Kind == seckill.ChallengeQuiz || t.Kind == seckill.ChallengePoW):
+		ticket, exp = string(t.Kind), t.ExpiresAt.UnixMilli()
+		if t.Refusal != "" {
+			verdict = "0"
+		}
 	case t.Refusal != "":
 		ticket = "REFUSED"
-	case t.Kind == seckill.ChallengeQuiz || t.Kind == seckill.ChallengePoW:
-		exp = t.ExpiresAt.UnixMilli()
-	default:
-		ticket = ""
 	}
 	addr, addrEvery := clientaddr.Bucket(seckill.ClientAddrFromContext(ctx)), a.addrEvery
 	if addr == "" {
@@ -311,7 +314,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	all = append(all, a.keys.guard(voucherID), a.keys.userLimit(voucherID, userID),
 		a.keys.used(voucherID, t.Nonce), a.keys.brake(voucherID), a.keys.addressLimit(voucherID, addr))
 	sent := time.Now()
-	reply := a.admits.run(ctx, all, userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, a.addrBurst)
+	reply := a.admits.run(ctx, all, userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, a.addrBurst, verdict)
 	res, err := reply.res, reply.err
 	if err != nil {
 		return "", seckill.Admission{}, redisError("admit", err, nil)
@@ -347,7 +350,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		if t.Refusal != "" {
 			return t.Refusal, seckill.Admission{}, nil // expired, not yours or wrong
 		}
-		return outcome, seckill.Admission{}, nil
+		return outcome, seckill.Admission{}, nil // of another kind than the campaign's
 	case seckill.OutcomeAccepted:
 	default:
 		return outcome, seckill.Admission{}, nil

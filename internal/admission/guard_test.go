@@ -77,8 +77,10 @@ func TestAdmitChallenge(t *testing.T) {
 		iss := ch.Issue(seckill.ChallengePoW, 1, user, 4, nil, time.Now())
 		return ch.Check(seckill.ChallengeAnswer{Token: iss.Token, Solution: seckill.SolvePoW(iss.Token, 4)}, 1, user, time.Now())
 	}
-	good := solve(7)
+	goodIss := ch.Issue(seckill.ChallengePoW, 1, 7, 4, nil, time.Now())
+	good := ch.Check(seckill.ChallengeAnswer{Token: goodIss.Token, Solution: seckill.SolvePoW(goodIss.Token, 4)}, 1, 7, time.Now())
 	other := ch.Issue(seckill.ChallengePoW, 1, 8, 4, nil, time.Now())
+	wrongOnce := ch.Issue(seckill.ChallengePoW, 1, 12, 4, nil, time.Now())
 	expired := ch.Issue(seckill.ChallengePoW, 1, 9, 4, nil, time.Now().Add(-2*time.Minute))
 	quizOfAnother := ch.Issue(seckill.ChallengeQuiz, 1, 10, 0, []seckill.QuizQuestion{{Question: "2+2?", Answers: []string{"4"}}}, time.Now())
 
@@ -91,11 +93,19 @@ func TestAdmitChallenge(t *testing.T) {
 		{"no answer", 1, seckill.Ticket{}, seckill.OutcomeChallengeRequired},
 		{"a good answer", 7, good, seckill.OutcomeAccepted},
 		{"the same answer again", 7, good, seckill.OutcomeChallengeUsed},
+		{"a wrong answer to the used token", 7, ch.Check(seckill.ChallengeAnswer{Token: goodIss.Token, Solution: "x"}, 1, 7, time.Now()), seckill.OutcomeChallengeUsed},
 		{"a wrong counter", 8, ch.Check(seckill.ChallengeAnswer{Token: other.Token, Solution: "x"}, 1, 8, time.Now()), seckill.OutcomeChallengeWrong},
+		// The first answer spends the token, right or wrong: a second one
+		// hears that it was used, whatever it says.
+		{"a wrong answer", 12, ch.Check(seckill.ChallengeAnswer{Token: wrongOnce.Token, Solution: "x"}, 1, 12, time.Now()), seckill.OutcomeChallengeWrong},
+		{"the right answer after a wrong one", 12, ch.Check(seckill.ChallengeAnswer{Token: wrongOnce.Token, Solution: seckill.SolvePoW(wrongOnce.Token, 4)}, 1, 12, time.Now()), seckill.OutcomeChallengeUsed},
 		{"another user's token", 2, ch.Check(seckill.ChallengeAnswer{Token: other.Token, Solution: seckill.SolvePoW(other.Token, 4)}, 1, 2, time.Now()), seckill.OutcomeChallengeNotYours},
 		{"an expired token", 9, ch.Check(seckill.ChallengeAnswer{Token: expired.Token, Solution: seckill.SolvePoW(expired.Token, 4)}, 1, 9, time.Now()), seckill.OutcomeChallengeExpired},
 		{"a forged token", 3, ch.Check(seckill.ChallengeAnswer{Token: "eyJ9.AAAA", Solution: "1"}, 1, 3, time.Now()), seckill.OutcomeChallengeWrong},
 		{"a quiz answer for a proof-of-work sale", 10, ch.Check(seckill.ChallengeAnswer{Token: quizOfAnother.Token, Solution: "4"}, 1, 10, time.Now()), seckill.OutcomeChallengeWrong},
+		// The process's clock said it was valid, Redis's says it expired.
+		{"a token expired by Redis's clock", 13, seckill.Ticket{Kind: seckill.ChallengePoW, Nonce: "late",
+			ExpiresAt: time.Now().Add(-time.Second)}, seckill.OutcomeChallengeExpired},
 		{"another good answer", 11, solve(11), seckill.OutcomeAccepted},
 	}
 	for _, tt := range tests {

@@ -59,6 +59,11 @@ func TestScriptArgumentValidation(t *testing.T) {
 		{"admit: user in exponent form", admitScript, admitKeys, []any{"1e3"}},
 		{"admit: user with a space", admitScript, admitKeys, []any{" 7"}},
 		{"admit: user too long", admitScript, admitKeys, []any{"12345678901234567890"}},
+		// ARGV: user, user limit (2), ticket, expiry, address limit (2), verdict.
+		{"admit: ticket unknown", admitScript, admitKeys, []any{"7", "0", "1", "CAPTCHA", "0", "0", "1", "1"}},
+		{"admit: ticket without expiry", admitScript, admitKeys, []any{"7", "0", "1", "QUIZ", "0", "0", "1", "1"}},
+		{"admit: verdict missing", admitScript, admitKeys, []any{"7", "0", "1", "QUIZ", "99999999999999", "0", "1"}},
+		{"admit: verdict not a flag", admitScript, admitKeys, []any{"7", "0", "1", "QUIZ", "99999999999999", "0", "1", "yes"}},
 
 		{"warm: no args", warmScript, campaign, nil},
 		{"warm: negative stock", warmScript, campaign, []any{-1, 0, 1, 2, "0"}},

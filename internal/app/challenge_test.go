@@ -20,7 +20,8 @@ import (
 // TestChallengeFlow goes through the real HTTP handler, Postgres and Redis:
 // an operator creates a QUIZ campaign and a PROOF_OF_WORK one, a buyer asks
 // for a challenge, answers it and buys; a bot that skips the challenge, a
-// wrong answer and a reused one get nothing.
+// wrong answer, a token answered again (after a wrong answer or a right
+// one) get nothing.
 func TestChallengeFlow(t *testing.T) {
 	e := newTestEnv(t, "")
 	create := func(extra map[string]any) int64 {
@@ -98,6 +99,11 @@ func TestChallengeFlow(t *testing.T) {
 	if got := buy(bob, quiz, q.Token, "four"); got != string(seckill.OutcomeChallengeNotYours) {
 		t.Errorf("alice's challenge used by bob: %s", got)
 	}
+	// The wrong answer spent the token: one guess a token.
+	if got := buy(alice, quiz, q.Token, " Four "); got != string(seckill.OutcomeChallengeUsed) {
+		t.Errorf("right answer after a wrong one on the same token: %s", got)
+	}
+	q = ask(alice, quiz)
 	if got := buy(alice, quiz, q.Token, " Four "); got != string(seckill.OutcomeAccepted) {
 		t.Errorf("right answer: %s", got)
 	}
@@ -120,7 +126,7 @@ func TestChallengeFlow(t *testing.T) {
 		t.Errorf("a proof of work for another campaign: %s", got)
 	}
 	// The funnel counts where each attempt stopped.
-	for layer, least := range map[string]float64{seckill.LayerChallengeMissing: 1, seckill.LayerChallengeWrong: 4, seckill.LayerAdmitted: 3} {
+	for layer, least := range map[string]float64{seckill.LayerChallengeMissing: 1, seckill.LayerChallengeWrong: 5, seckill.LayerAdmitted: 3} {
 		if got := testutil.ToFloat64(e.app.Metrics.Funnel.WithLabelValues(layer)); got < least {
 			t.Errorf("funnel layer %s counted %v, want at least %v", layer, got, least)
 		}

@@ -122,9 +122,12 @@ type ChallengeAnswer struct {
 }
 
 // Ticket is what the purchase path hands the admission script about the
-// challenge: nothing (Kind ""), a solved challenge (its kind, nonce and
-// expiry), or a refused answer (Refusal set), which still counts against
-// the user's limit.
+// challenge: nothing (Kind ""), an answer to a token we signed for this
+// user and campaign that has not expired (its kind, nonce and expiry; the
+// token is spent by this answer, right or wrong: Refusal is "" for a right
+// one, CHALLENGE_WRONG for a wrong one), or a token we cannot trust
+// (Refusal set and no nonce: not ours, another's, expired), which spends
+// nothing. Every kind counts against the user's limit.
 type Ticket struct {
 	Kind      ChallengeKind
 	Nonce     string
@@ -194,9 +197,13 @@ func (c *Challenger) Issue(kind ChallengeKind, voucherID, userID int64, powBits 
 }
 
 // Check verifies an answer for the user and campaign at now, in
-// microseconds and without I/O. The Ticket it returns carries the refusal
-// (CHALLENGE_WRONG, CHALLENGE_EXPIRED, CHALLENGE_NOT_YOURS) or, for a good
-// answer, what the admission script needs to use the token once.
+// microseconds and without I/O. For a token we signed for them that has
+// not expired, the Ticket carries what the admission script needs to
+// spend it once, and CHALLENGE_WRONG when the answer is wrong: the first
+// answer spends a token, right or wrong. Otherwise it carries only the
+// refusal (CHALLENGE_WRONG for a token we did not sign,
+// CHALLENGE_EXPIRED, CHALLENGE_NOT_YOURS), since its nonce cannot be
+// trusted.
 func (c *Challenger) Check(a ChallengeAnswer, voucherID, userID int64, now time.Time) Ticket {
 	wrong := Ticket{Refusal: OutcomeChallengeWrong}
 	if len(a.Token) > maxTokenLen || len(a.Solution) > maxSolutionLen {
@@ -225,15 +232,21 @@ func (c *Challenger) Check(a ChallengeAnswer, voucherID, userID int64, now time.
 	if now.UnixMilli() >= exp {
 		return Ticket{Refusal: OutcomeChallengeExpired}
 	}
+	ticket := Ticket{Kind: kind, Nonce: nonce, ExpiresAt: time.UnixMilli(exp)}
+	spent := ticket // a wrong answer spends the token too
+	spent.Refusal = OutcomeChallengeWrong
 	switch kind {
 	case ChallengePoW:
 		n, err := strconv.Atoi(extra)
-		if err != nil || !PoWSolves(a.Token, a.Solution, n) {
+		if err != nil {
 			return wrong
+		}
+		if !PoWSolves(a.Token, a.Solution, n) {
+			return spent
 		}
 	case ChallengeQuiz:
 		if len(a.Solution) == 0 {
-			return wrong
+			return spent
 		}
 		d := c.answerDigest(nonce, a.Solution)
 		found := false
@@ -241,12 +254,12 @@ func (c *Challenger) Check(a ChallengeAnswer, voucherID, userID int64, now time.
 			found = hmac.Equal([]byte(d), []byte(want)) || found
 		}
 		if !found {
-			return wrong
+			return spent
 		}
 	default:
 		return wrong
 	}
-	return Ticket{Kind: kind, Nonce: nonce, ExpiresAt: time.UnixMilli(exp)}
+	return ticket
 }
 
 // PoWSolves reports whether solution solves the proof of work of token at

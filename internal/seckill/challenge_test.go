@@ -25,35 +25,44 @@ func TestChallengeCheck(t *testing.T) {
 		user    int64
 		at      time.Time
 		want    Outcome // "" for a good ticket
+		spends  bool    // the ticket carries the token's nonce, to spend it
 	}{
-		{"quiz answer, other case and spaces", ChallengeAnswer{q.Token, "  RED "}, 3, 7, now, ""},
-		{"quiz second answer", ChallengeAnswer{q.Token, "Dark Blue"}, 3, 7, now, ""},
-		{"quiz wrong answer", ChallengeAnswer{q.Token, "green"}, 3, 7, now, OutcomeChallengeWrong},
-		{"quiz empty answer", ChallengeAnswer{q.Token, ""}, 3, 7, now, OutcomeChallengeWrong},
-		{"another user", ChallengeAnswer{q.Token, "red"}, 3, 8, now, OutcomeChallengeNotYours},
-		{"another campaign", ChallengeAnswer{q.Token, "red"}, 4, 7, now, OutcomeChallengeNotYours},
-		{"expired", ChallengeAnswer{q.Token, "red"}, 3, 7, now.Add(time.Minute), OutcomeChallengeExpired},
-		{"tampered", ChallengeAnswer{tamper(q.Token), "red"}, 3, 7, now, OutcomeChallengeWrong},
-		{"not a token", ChallengeAnswer{"garbage", "red"}, 3, 7, now, OutcomeChallengeWrong},
-		{"too long", ChallengeAnswer{strings.Repeat("a", 5000), "red"}, 3, 7, now, OutcomeChallengeWrong},
-		{"pow solved", ChallengeAnswer{pow.Token, sol}, 3, 7, now, ""},
-		{"pow not a number", ChallengeAnswer{pow.Token, "1e3"}, 3, 7, now, OutcomeChallengeWrong},
+		{"quiz answer, other case and spaces", ChallengeAnswer{q.Token, "  RED "}, 3, 7, now, "", true},
+		{"quiz second answer", ChallengeAnswer{q.Token, "Dark Blue"}, 3, 7, now, "", true},
+		// A wrong answer to our token spends it: one guess a token.
+		{"quiz wrong answer", ChallengeAnswer{q.Token, "green"}, 3, 7, now, OutcomeChallengeWrong, true},
+		{"quiz empty answer", ChallengeAnswer{q.Token, ""}, 3, 7, now, OutcomeChallengeWrong, true},
+		// A token we cannot trust spends nothing: its nonce is not ours to
+		// mark.
+		{"another user", ChallengeAnswer{q.Token, "red"}, 3, 8, now, OutcomeChallengeNotYours, false},
+		{"another campaign", ChallengeAnswer{q.Token, "red"}, 4, 7, now, OutcomeChallengeNotYours, false},
+		{"expired", ChallengeAnswer{q.Token, "red"}, 3, 7, now.Add(time.Minute), OutcomeChallengeExpired, false},
+		{"expired and wrong", ChallengeAnswer{q.Token, "green"}, 3, 7, now.Add(time.Minute), OutcomeChallengeExpired, false},
+		{"tampered", ChallengeAnswer{tamper(q.Token), "red"}, 3, 7, now, OutcomeChallengeWrong, false},
+		{"not a token", ChallengeAnswer{"garbage", "red"}, 3, 7, now, OutcomeChallengeWrong, false},
+		{"too long", ChallengeAnswer{strings.Repeat("a", 5000), "red"}, 3, 7, now, OutcomeChallengeWrong, false},
+		{"pow solved", ChallengeAnswer{pow.Token, sol}, 3, 7, now, "", true},
+		{"pow not a number", ChallengeAnswer{pow.Token, "1e3"}, 3, 7, now, OutcomeChallengeWrong, true},
 	}
 	for _, tt := range tests {
 		got := c.Check(tt.a, tt.voucher, tt.user, tt.at)
 		if got.Refusal != tt.want {
 			t.Errorf("%s: refusal %q, want %q", tt.name, got.Refusal, tt.want)
 		}
-		if tt.want == "" && (got.Nonce == "" || got.Kind == "" || !got.ExpiresAt.After(now)) {
+		if tt.spends && (got.Nonce == "" || got.Kind == "" || !got.ExpiresAt.After(now)) {
 			t.Errorf("%s: ticket %+v lacks its nonce, kind or expiry", tt.name, got)
 		}
+		if !tt.spends && (got.Nonce != "" || got.Kind != "") {
+			t.Errorf("%s: ticket %+v would spend a token it cannot trust", tt.name, got)
+		}
 	}
-	// A counter that does not reach the bits is refused: find one.
+	// A counter that does not reach the bits is wrong, and spends the
+	// token: find one.
 	for i := 0; ; i++ {
 		s := strings.Repeat("9", 1) + string(rune('0'+i%10)) + strings.Repeat("1", i/10)
 		if !PoWSolves(pow.Token, s, 6) {
-			if got := c.Check(ChallengeAnswer{pow.Token, s}, 3, 7, now); got.Refusal != OutcomeChallengeWrong {
-				t.Errorf("pow with a wrong counter: %q", got.Refusal)
+			if got := c.Check(ChallengeAnswer{pow.Token, s}, 3, 7, now); got.Refusal != OutcomeChallengeWrong || got.Nonce == "" {
+				t.Errorf("pow with a wrong counter: %+v", got)
 			}
 			break
 		}
