@@ -36,6 +36,7 @@ require (
 	golang.org/x/term v0.48.0
 	golang.org/x/text v0.44.0
 	golang.org/x/time v0.14.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (
