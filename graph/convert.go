@@ -206,6 +206,12 @@ func toGraphSeckillResult(r seckill.PurchaseResult) (*model.SeckillResult, error
 		id := formatID(r.OrderID)
 		out.OrderID = &id
 	}
+	if r.RetryAfter > 0 {
+		// Whole seconds, rounded up: a client that waits as long is not
+		// refused for the last fraction. The longest wait is minutes.
+		secs := int32((r.RetryAfter + time.Second - 1) / time.Second)
+		out.RetryAfter = &secs
+	}
 	return out, nil
 }
 

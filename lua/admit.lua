@@ -2,7 +2,8 @@
 -- Redis's own clock, so every API instance agrees on the sale window. It
 -- also enforces, in the same step, the limits every instance shares: the
 -- user's attempts at this campaign, the campaign's challenge (each token used
--- once) and the operator's brake on admissions a second.
+-- once, and a wait after each wrong answer) and the operator's brake on
+-- admissions a second.
 --
 -- KEYS[1] -> <p>seckill:{v<voucher>}:campaign   hash: stock, seq, begin_ms, end_ms, paused,
 --                                               epoch, rid, state
@@ -16,6 +17,9 @@
 -- KEYS[7] -> <p>seckill:{v<voucher>}:used:<nonce>  set while the ticket's token is used
 -- KEYS[8] -> <p>seckill:{v<voucher>}:brake      the brake's GCRA state
 -- KEYS[9] -> <p>seckill:{v<voucher>}:limit:a<address>  the client address's GCRA state
+-- KEYS[10] -> <p>seckill:{v<voucher>}:wrong:<user>  hash: n (the user's wrong answers),
+--                                               until (Unix ms: no attempt before it);
+--                                               read only when the campaign has a challenge
 -- --
 -- ARGV[1] -> user id (a positive decimal integer)
 -- ARGV[2] -> the user's limit: microseconds between attempts (0: no limit)
@@ -29,6 +33,11 @@
 -- ARGV[7] -> the address's limit: burst (>= 1)
 -- ARGV[8] -> the answer's verdict: "1" it solves the token, "0" it does not
 --            (a "QUIZ" or "PROOF_OF_WORK" ticket with "0" spends its token)
+-- ARGV[9] -> the wait after the first wrong answer, milliseconds (0: no wait);
+--            after the n-th it is ARGV[9] * 2^(n-1), at most ARGV[10]
+-- ARGV[10] -> the longest wait, milliseconds (>= ARGV[9])
+-- ARGV[11] -> how long KEYS[10] outlives its wait, milliseconds (>= 0): a user
+--            whose wait ended that long ago starts from the first wait again
 --
 -- Returns:
 --   {0, id, admitted_ms}   accepted: one unit taken, the user recorded as a
@@ -46,10 +55,17 @@
 --   {4}                    ended (now >= end_ms)
 --   {8}                    rate limited: the user's or the address's limit,
 --                          or the brake
+--   {8, wait_ms}           rate limited: the user answered wrong and may try
+--                          again in wait_ms; checked before anything is taken
+--                          from the limits and before the ticket is looked at,
+--                          so it takes no attempt and spends no token
 --   {9}                    the campaign asks for a challenge and none was given
---   {10}                   the answer was refused: wrong (its token is spent
---                          now), or a ticket of another kind than the
---                          campaign's or REFUSED (nothing spent)
+--   {10, wait_ms}          the answer was wrong: its token is spent, and the
+--                          user may try again in wait_ms (absent when ARGV[9]
+--                          is 0)
+--   {10}                   the answer was refused without spending anything:
+--                          a ticket of another kind than the campaign's, or
+--                          REFUSED
 --   {11}                   the ticket's token was used already, whatever the
 --                          answer
 --   {12}                   the ticket's token expired by Redis's clock
@@ -86,6 +102,11 @@ if ARGV[8] ~= '1' and ARGV[8] ~= '0' then
   return redis.error_reply('ERR admit: ARGV[8] verdict must be 1 or 0')
 end
 local solved = ARGV[8] == '1'
+local wait_base, wait_max, wait_keep = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+if not wait_base or wait_base < 0 or wait_base % 1 ~= 0 or not wait_max or wait_max < wait_base or wait_max % 1 ~= 0
+    or not wait_keep or wait_keep < 0 or wait_keep % 1 ~= 0 then
+  return redis.error_reply('ERR admit: ARGV[9], ARGV[10] and ARGV[11] must be whole milliseconds, 0 <= ARGV[9] <= ARGV[10]')
+end
 
 -- gcra_peek looks at the generic cell rate algorithm's state in key (the
 -- theoretical arrival time, microseconds) with every microseconds between
@@ -157,6 +178,20 @@ if addr_every > 0 then
     return {8}
   end
 end
+-- A user waiting after a wrong answer is refused before anything is taken
+-- or spent. A campaign without a challenge reads no more than before: its
+-- guard is read anyway.
+local g = redis.call('HMGET', KEYS[5], 'challenge', 'brake')
+local challenge = g[1] or 'NONE'
+local wrongs = 0
+if challenge ~= 'NONE' then
+  local w = redis.call('HMGET', KEYS[10], 'n', 'until')
+  local until_ms = tonumber(w[2]) or 0
+  if now < until_ms then
+    return {8, until_ms - now}
+  end
+  wrongs = tonumber(w[1]) or 0
+end
 if user_tat then
   gcra_take(KEYS[6], now_us, user_tat)
 end
@@ -166,8 +201,6 @@ end
 if ticket == 'REFUSED' then
   return {10}
 end
-local g = redis.call('HMGET', KEYS[5], 'challenge', 'brake')
-local challenge = g[1] or 'NONE'
 if challenge ~= 'NONE' then
   if ticket == '' then
     return {9}
@@ -184,7 +217,19 @@ if challenge ~= 'NONE' then
     return {11}
   end
   if not solved then
-    return {10}
+    if wait_base == 0 then
+      return {10}
+    end
+    -- base * 2^(n-1), at most the longest: past 2^40 the cap has won.
+    local n = wrongs + 1
+    local wait = wait_max
+    if n <= 40 then
+      wait = math.min(wait_base * 2 ^ (n - 1), wait_max)
+    end
+    local until_ms = now + wait
+    redis.call('HSET', KEYS[10], 'n', string.format('%d', n), 'until', string.format('%d', until_ms))
+    redis.call('PEXPIREAT', KEYS[10], string.format('%d', until_ms + wait_keep))
+    return {10, wait}
   end
 elseif not solved then
   return {10}

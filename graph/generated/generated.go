@@ -103,9 +103,10 @@ type ComplexityRoot struct {
 	}
 
 	SeckillResult struct {
-		Message func(childComplexity int) int
-		OrderID func(childComplexity int) int
-		Outcome func(childComplexity int) int
+		Message    func(childComplexity int) int
+		OrderID    func(childComplexity int) int
+		Outcome    func(childComplexity int) int
+		RetryAfter func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -493,6 +494,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SeckillResult.Outcome(childComplexity), true
+	case "SeckillResult.retryAfter":
+		if e.ComplexityRoot.SeckillResult.RetryAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SeckillResult.RetryAfter(childComplexity), true
 
 	case "Subscription.orderStatus":
 		if e.ComplexityRoot.Subscription.OrderStatus == nil {
@@ -678,19 +685,19 @@ enum SeckillOutcome {
   NOT_STARTED
   "The sale is over."
   ENDED
-  "Too many attempts from you in a short time; try again in a moment."
+  "Too many attempts from you in a short time, or a wait after a wrong answer to the challenge (see ` + "`" + `retryAfter` + "`" + `); try again in a moment."
   RATE_LIMITED
   "An operator paused the sale."
   PAUSED
   "The sale asks for a challenge first: get one with ` + "`" + `seckillChallenge` + "`" + ` and pass its answer."
   CHALLENGE_REQUIRED
-  "The answer is wrong, or the token is not one the server signed. Counts against your limit."
+  "The answer is wrong (its token is spent, and you wait ` + "`" + `retryAfter` + "`" + ` seconds before your next attempt), or the token is not one the server signed. Counts against your limit."
   CHALLENGE_WRONG
   "The challenge expired; get a new one."
   CHALLENGE_EXPIRED
   "The challenge was given to another user or for another voucher."
   CHALLENGE_NOT_YOURS
-  "The challenge was used already (each is good for one attempt); get a new one."
+  "The challenge was used already (each is good for one answer, right or wrong); get a new one."
   CHALLENGE_USED
 }
 
@@ -713,6 +720,12 @@ type SeckillResult {
   orderId: ID
   "A sentence to show the buyer."
   message: String!
+  """
+  Seconds to wait before trying again (rounded up), after a wrong answer to
+  the challenge: with CHALLENGE_WRONG the wait it started, with RATE_LIMITED
+  what is left of it. Null otherwise.
+  """
+  retryAfter: Int
 }
 
 "Where an order stands."
@@ -1161,6 +1174,8 @@ func (ec *executionContext) childFields_SeckillResult(ctx context.Context, field
 		return ec.fieldContext_SeckillResult_orderId(ctx, field)
 	case "message":
 		return ec.fieldContext_SeckillResult_message(ctx, field)
+	case "retryAfter":
+		return ec.fieldContext_SeckillResult_retryAfter(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SeckillResult", field.Name)
 }
@@ -2867,6 +2882,29 @@ func (ec *executionContext) _SeckillResult_message(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_SeckillResult_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SeckillResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _SeckillResult_retryAfter(ctx context.Context, field graphql.CollectedField, obj *model.SeckillResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SeckillResult_retryAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RetryAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int32) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint32(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SeckillResult_retryAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SeckillResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Subscription_orderStatus(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -4924,6 +4962,11 @@ func (ec *executionContext) _SeckillResult(ctx context.Context, sel ast.Selectio
 		case "message":
 			out.Values[i] = ec._SeckillResult_message(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "retryAfter":
+			out.Values[i] = ec._SeckillResult_retryAfter(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

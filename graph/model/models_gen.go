@@ -159,6 +159,10 @@ type SeckillResult struct {
 	OrderID *string `json:"orderId,omitempty"`
 	// A sentence to show the buyer.
 	Message string `json:"message"`
+	// Seconds to wait before trying again (rounded up), after a wrong answer to
+	// the challenge: with CHALLENGE_WRONG the wait it started, with RATE_LIMITED
+	// what is left of it. Null otherwise.
+	RetryAfter *int32 `json:"retryAfter,omitempty"`
 }
 
 // Something a shop sells.
@@ -459,19 +463,19 @@ const (
 	SeckillOutcomeNotStarted SeckillOutcome = "NOT_STARTED"
 	// The sale is over.
 	SeckillOutcomeEnded SeckillOutcome = "ENDED"
-	// Too many attempts from you in a short time; try again in a moment.
+	// Too many attempts from you in a short time, or a wait after a wrong answer to the challenge (see `retryAfter`); try again in a moment.
 	SeckillOutcomeRateLimited SeckillOutcome = "RATE_LIMITED"
 	// An operator paused the sale.
 	SeckillOutcomePaused SeckillOutcome = "PAUSED"
 	// The sale asks for a challenge first: get one with `seckillChallenge` and pass its answer.
 	SeckillOutcomeChallengeRequired SeckillOutcome = "CHALLENGE_REQUIRED"
-	// The answer is wrong, or the token is not one the server signed. Counts against your limit.
+	// The answer is wrong (its token is spent, and you wait `retryAfter` seconds before your next attempt), or the token is not one the server signed. Counts against your limit.
 	SeckillOutcomeChallengeWrong SeckillOutcome = "CHALLENGE_WRONG"
 	// The challenge expired; get a new one.
 	SeckillOutcomeChallengeExpired SeckillOutcome = "CHALLENGE_EXPIRED"
 	// The challenge was given to another user or for another voucher.
 	SeckillOutcomeChallengeNotYours SeckillOutcome = "CHALLENGE_NOT_YOURS"
-	// The challenge was used already (each is good for one attempt); get a new one.
+	// The challenge was used already (each is good for one answer, right or wrong); get a new one.
 	SeckillOutcomeChallengeUsed SeckillOutcome = "CHALLENGE_USED"
 )
 

@@ -20,15 +20,21 @@ import (
 // The model is what docs/challenge.md promises, per user and campaign: a
 // token is good for the user and campaign it was issued to until it
 // expires, and is spent by its first answer, right or wrong; a right
-// answer buys once per user. Random sequences of issuing, answering right
-// and wrong, reusing, answering late, answering another user's or another
-// campaign's token run against the real Service on real Redis and
-// Postgres, and after every step the outcome the model predicts must be
-// the one the service gave. make test runs a few dozen sequences; make
-// test-model runs a thousand.
+// answer buys once per user; a wrong one makes the user wait before any
+// further attempt at that campaign (the test's wait is a minute, longer
+// than any sequence, so the model knows such a user as waiting from then
+// on). Random sequences of issuing, answering right and wrong, reusing,
+// answering late, answering another user's or another campaign's token
+// run against the real Service on real Redis and Postgres, and after every
+// step the outcome the model predicts must be the one the service gave.
+// make test runs a few dozen sequences; make test-model runs a thousand.
 
-// modelTTL is how long a token lives on the model's clock.
-const modelTTL = time.Minute
+// modelTTL is how long a token lives on the model's clock; modelWait how
+// long a user waits after a wrong answer, on Redis's (the real) clock.
+const (
+	modelTTL  = time.Minute
+	modelWait = time.Minute
+)
 
 // rapidChecksOnce remembers whether the command line or RAPID_CHECKS chose
 // rapid's number of checks, before boundRapidChecks sets it.
@@ -59,8 +65,10 @@ func TestChallengeModel(t *testing.T) {
 	boundRapidChecks(t, 25)
 	e := newTestEnv(t, "")
 	// An admitter of its own, sharing the app's Redis: no shared limit (the
-	// model has none) and no sold-out mark.
-	adm := admission.New(e.app.Redis, admission.Options{Logger: e.app.Logger, SoldOutTTL: -1})
+	// model has none), no sold-out mark, and a long wait after a wrong
+	// answer.
+	adm := admission.New(e.app.Redis, admission.Options{Logger: e.app.Logger, SoldOutTTL: -1,
+		WrongAnswerWait: modelWait, WrongAnswerWaitMax: 10 * modelWait})
 	if err := adm.Load(e.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -117,12 +125,16 @@ type tokenModel struct {
 	users  []int64
 	tokens []*modelToken
 	bought map[userCamp]bool
+	// waiting holds who answered a campaign wrong: they wait longer than
+	// the sequence lasts.
+	waiting map[userCamp]bool
 }
 
 const modelStock = 1000
 
 func newTokenModel(rt *rapid.T, e *testEnv, adm *admission.Admitter, ch *seckill.Challenger) *tokenModel {
-	m := &tokenModel{e: e, adm: adm, now: time.Now(), users: []int64{101, 102, 103}, bought: map[userCamp]bool{}}
+	m := &tokenModel{e: e, adm: adm, now: time.Now(), users: []int64{101, 102, 103},
+		bought: map[userCamp]bool{}, waiting: map[userCamp]bool{}}
 	m.svc = &seckill.Service{Store: e.app.Store, Admitter: adm, Queue: e.app.Enqueuer, Bus: e.app.Bus,
 		Logger: e.app.Logger, Challenges: ch, Now: func() time.Time { return m.now }}
 	admin := asUser(e.ctx, 1, true)
@@ -257,12 +269,22 @@ func (m *tokenModel) compare(rt *rapid.T, want seckill.Outcome, user int64, camp
 	if res.Outcome != want {
 		rt.Fatalf("%s: got %s, the model says %s", what, res.Outcome, want)
 	}
+	// The wait a wrong answer starts (always the first: the user waits
+	// from then on), and what is left of it.
+	switch {
+	case want == seckill.OutcomeChallengeWrong && res.RetryAfter != modelWait,
+		want == seckill.OutcomeRateLimited && (res.RetryAfter <= 0 || res.RetryAfter > modelWait),
+		want != seckill.OutcomeChallengeWrong && want != seckill.OutcomeRateLimited && res.RetryAfter != 0:
+		rt.Fatalf("%s: %s with retry after %v", what, res.Outcome, res.RetryAfter)
+	}
 }
 
 // predict is the model: what an answer comes to, and what it changes.
 func (m *tokenModel) predict(k *modelToken, user int64, camp int, right bool) seckill.Outcome {
 	uc := userCamp{user, camp}
 	switch {
+	case m.waiting[uc]: // before the token is looked at
+		return seckill.OutcomeRateLimited
 	case k.user != user || k.camp != camp:
 		return seckill.OutcomeChallengeNotYours
 	case m.expired(k):
@@ -273,6 +295,7 @@ func (m *tokenModel) predict(k *modelToken, user int64, camp int, right bool) se
 	k.spent = true // by its first answer, right or wrong
 	switch {
 	case !right:
+		m.waiting[uc] = true
 		return seckill.OutcomeChallengeWrong
 	case m.bought[uc]:
 		return seckill.OutcomeAlreadyPurchased
@@ -281,7 +304,10 @@ func (m *tokenModel) predict(k *modelToken, user int64, camp int, right bool) se
 	return seckill.OutcomeAccepted
 }
 
-func (m *tokenModel) predictNoAnswer(int64, int) seckill.Outcome {
+func (m *tokenModel) predictNoAnswer(user int64, camp int) seckill.Outcome {
+	if m.waiting[userCamp{user, camp}] {
+		return seckill.OutcomeRateLimited
+	}
 	return seckill.OutcomeChallengeRequired
 }
 

@@ -68,13 +68,20 @@ func TestChallengeFlow(t *testing.T) {
 		}
 		return data.SeckillChallenge
 	}
+	var retryAfter *int // of the last buy
 	buy := func(token string, voucher int64, tok, solution string) string {
-		var data struct{ Seckill purchase }
-		res, err := e.gql(nil, token, `mutation($v: ID!, $a: ChallengeAnswer) { seckill(voucherId: $v, answer: $a) { outcome orderId } }`,
+		var data struct {
+			Seckill struct {
+				purchase
+				RetryAfter *int `json:"retryAfter"`
+			}
+		}
+		res, err := e.gql(nil, token, `mutation($v: ID!, $a: ChallengeAnswer) { seckill(voucherId: $v, answer: $a) { outcome orderId retryAfter } }`,
 			map[string]any{"v": strconv.FormatInt(voucher, 10), "a": map[string]any{"token": tok, "solution": solution}}, &data)
 		if err != nil || len(res.Errors) > 0 {
 			t.Fatalf("seckill: %v %+v", err, res)
 		}
+		retryAfter = data.Seckill.RetryAfter
 		return data.Seckill.Outcome
 	}
 
@@ -93,19 +100,26 @@ func TestChallengeFlow(t *testing.T) {
 	if q.Kind != "QUIZ" || q.Question == nil || *q.Question != "What is two plus two?" {
 		t.Fatalf("quiz challenge %+v", q)
 	}
-	if got := buy(alice, quiz, q.Token, "five"); got != string(seckill.OutcomeChallengeWrong) {
-		t.Errorf("wrong answer: %s", got)
+	// A wrong answer spends the token and makes alice wait, at this
+	// campaign only, before she may try again.
+	if got := buy(alice, quiz, q.Token, "five"); got != string(seckill.OutcomeChallengeWrong) || retryAfter == nil || *retryAfter != 2 {
+		t.Errorf("wrong answer: %s, retry after %v s, want CHALLENGE_WRONG after 2", got, retryAfter)
 	}
+	if got := buy(alice, quiz, q.Token, " Four "); got != string(seckill.OutcomeRateLimited) || retryAfter == nil || *retryAfter < 1 || *retryAfter > 2 {
+		t.Fatalf("right answer while she waits: %s, retry after %v s", got, retryAfter)
+	}
+	wait := time.Duration(*retryAfter) * time.Second
 	if got := buy(bob, quiz, q.Token, "four"); got != string(seckill.OutcomeChallengeNotYours) {
 		t.Errorf("alice's challenge used by bob: %s", got)
 	}
+	time.Sleep(wait)
 	// The wrong answer spent the token: one guess a token.
 	if got := buy(alice, quiz, q.Token, " Four "); got != string(seckill.OutcomeChallengeUsed) {
-		t.Errorf("right answer after a wrong one on the same token: %s", got)
+		t.Errorf("right answer after the wait, on the token answered wrong: %s", got)
 	}
 	q = ask(alice, quiz)
-	if got := buy(alice, quiz, q.Token, " Four "); got != string(seckill.OutcomeAccepted) {
-		t.Errorf("right answer: %s", got)
+	if got := buy(alice, quiz, q.Token, " Four "); got != string(seckill.OutcomeAccepted) || retryAfter != nil {
+		t.Errorf("right answer: %s, retry after %v", got, retryAfter)
 	}
 	q2 := ask(bob, quiz)
 	if got := buy(bob, quiz, q2.Token, "4"); got != string(seckill.OutcomeAccepted) {
@@ -122,11 +136,15 @@ func TestChallengeFlow(t *testing.T) {
 	if got := buy(alice, pow, p.Token, seckill.SolvePoW(p.Token, 8)); got != string(seckill.OutcomeAccepted) {
 		t.Errorf("solved proof of work: %s", got)
 	}
-	if got := buy(alice, quiz, p.Token, seckill.SolvePoW(p.Token, 8)); got != string(seckill.OutcomeChallengeNotYours) {
+	if got := buy(bob, pow, p.Token, seckill.SolvePoW(p.Token, 8)); got != string(seckill.OutcomeChallengeNotYours) {
+		t.Errorf("alice's proof of work used by bob: %s", got)
+	}
+	if got := buy(bob, quiz, p.Token, seckill.SolvePoW(p.Token, 8)); got != string(seckill.OutcomeChallengeNotYours) {
 		t.Errorf("a proof of work for another campaign: %s", got)
 	}
 	// The funnel counts where each attempt stopped.
-	for layer, least := range map[string]float64{seckill.LayerChallengeMissing: 1, seckill.LayerChallengeWrong: 5, seckill.LayerAdmitted: 3} {
+	for layer, least := range map[string]float64{seckill.LayerChallengeMissing: 1, seckill.LayerChallengeWrong: 5,
+		seckill.LayerSharedLimit: 1, seckill.LayerAdmitted: 3} {
 		if got := testutil.ToFloat64(e.app.Metrics.Funnel.WithLabelValues(layer)); got < least {
 			t.Errorf("funnel layer %s counted %v, want at least %v", layer, got, least)
 		}

@@ -55,6 +55,33 @@ const (
 	maxSolutionLen     = 200
 )
 
+// The wait after a wrong answer. A token answers one guess, but tokens are
+// free: without a cost a bot would fetch one for each choice of a quiz and
+// guess them all within its burst. So each wrong answer to a campaign's
+// challenge (quiz or proof of work) makes its user wait before their next
+// attempt at that campaign, twice as long as the wrong answer before,
+// from DefaultWrongAnswerWait up to DefaultMaxWrongAnswerWait: with four
+// choices the worst guesser waits 2 + 4 + 8 = 14 s before their fourth
+// guess, while a sale sells out in about a second. The admission script
+// keeps the count beside the campaign (WrongAnswerWait is its schedule).
+const (
+	DefaultWrongAnswerWait    = 2 * time.Second
+	DefaultMaxWrongAnswerWait = 5 * time.Minute
+)
+
+// WrongAnswerWait is how long a user waits after their n-th wrong answer
+// (n >= 1) to a campaign's challenge: base·2^(n−1), at most max.
+func WrongAnswerWait(n int, base, max time.Duration) time.Duration {
+	if n < 1 || base <= 0 {
+		return 0
+	}
+	w := base
+	for i := 1; i < n && w < max; i++ {
+		w *= 2
+	}
+	return min(w, max)
+}
+
 // QuizQuestion is one question of a campaign's quiz with the answers it
 // accepts (compared after NormalizeAnswer).
 type QuizQuestion struct {

@@ -96,3 +96,21 @@ func BenchmarkChallengeCheckPoW(b *testing.B) {
 		}
 	}
 }
+
+func TestWrongAnswerWait(t *testing.T) {
+	base, longest := DefaultWrongAnswerWait, DefaultMaxWrongAnswerWait
+	for _, tt := range []struct {
+		n    int
+		want time.Duration
+	}{
+		{0, 0}, {1, 2 * time.Second}, {2, 4 * time.Second}, {3, 8 * time.Second}, {4, 16 * time.Second},
+		{8, 256 * time.Second}, {9, 5 * time.Minute}, {1000, 5 * time.Minute},
+	} {
+		if got := WrongAnswerWait(tt.n, base, longest); got != tt.want {
+			t.Errorf("WrongAnswerWait(%d) = %v, want %v", tt.n, got, tt.want)
+		}
+	}
+	if got := WrongAnswerWait(3, 0, time.Minute); got != 0 {
+		t.Errorf("without a wait: %v", got)
+	}
+}

@@ -214,7 +214,7 @@ func (s *Service) PurchaseWith(ctx context.Context, voucherID int64, answer *Cha
 		return PurchaseResult{}, err
 	}
 	if outcome != OutcomeAccepted {
-		return PurchaseResult{Outcome: outcome}, nil
+		return PurchaseResult{Outcome: outcome, RetryAfter: adm.RetryAfter}, nil
 	}
 	// The admission is pending in Redis already: if this enqueue fails (or
 	// the process dies now) the reconciler enqueues it later, so the buyer
