@@ -95,7 +95,7 @@ func toQuiz(in []*model.QuizQuestionInput) []seckill.QuizQuestion {
 	}
 	out := make([]seckill.QuizQuestion, len(in))
 	for i, q := range in {
-		out[i] = seckill.QuizQuestion{Question: q.Question, Answers: q.Answers}
+		out[i] = seckill.QuizQuestion{Question: q.Question, Answers: q.Answers, Choices: q.Choices}
 	}
 	return out
 }
@@ -112,7 +112,7 @@ func toGraphChallenge(c *seckill.Challenge) (*model.Challenge, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &model.Challenge{Kind: kind, Token: optional(c.Token), Question: optional(c.Question)}
+	out := &model.Challenge{Kind: kind, Token: optional(c.Token), Question: optional(c.Question), Choices: c.Choices}
 	if c.Kind == seckill.ChallengePoW {
 		b := int32(c.Bits)
 		out.Bits = &b

@@ -259,6 +259,13 @@ func TestAddSeckillVoucherInvalidInput(t *testing.T) {
 		{"powBits 33", map[string]any{"challenge": "PROOF_OF_WORK", "powBits": 33}, "powBits"},
 		{"powBits -1 for a quiz", map[string]any{"challenge": "QUIZ", "powBits": -1,
 			"quiz": []map[string]any{{"question": "2+2?", "answers": []string{"4"}}}}, "powBits"},
+		// A guess must be right at most one time in four.
+		{"quiz with three choices", map[string]any{"challenge": "QUIZ",
+			"quiz": []map[string]any{{"question": "2+2?", "answers": []string{"4"}, "choices": []string{"3", "4", "5"}}}}, "quiz"},
+		{"quiz accepting half its choices", map[string]any{"challenge": "QUIZ",
+			"quiz": []map[string]any{{"question": "2+2?", "answers": []string{"4", "four"}, "choices": []string{"3", "4", "four", "5"}}}}, "quiz"},
+		{"quiz accepting no choice", map[string]any{"challenge": "QUIZ",
+			"quiz": []map[string]any{{"question": "2+2?", "answers": []string{"4"}, "choices": []string{"3", "5", "6", "7"}}}}, "quiz"},
 	}
 	e := newTestEnv(t, Options{})
 	admin := e.token(t, 1, true)

@@ -51,22 +51,44 @@ func (h *Handler) addressLimit() string {
 		h.cfg.AddressRate, max(h.cfg.AddressBurst, 1))
 }
 
-// formatQuiz writes questions one a line: "question | answer | answer".
+// formatQuiz writes questions one a line: "question | answer | answer" for
+// a free answer, "question | *right | wrong | wrong | wrong" for one with
+// choices, the accepted ones starred.
 func formatQuiz(qs []seckill.QuizQuestion) string {
 	var b strings.Builder
 	for _, q := range qs {
 		b.WriteString(q.Question)
-		for _, a := range q.Answers {
+		parts := q.Answers
+		if len(q.Choices) > 0 {
+			accepted := map[string]bool{}
+			for _, a := range q.Answers {
+				accepted[seckill.NormalizeAnswer(a)] = true
+			}
+			parts = make([]string, len(q.Choices))
+			for i, c := range q.Choices {
+				parts[i] = c
+				if accepted[seckill.NormalizeAnswer(c)] {
+					parts[i] = choiceMark + c
+				}
+			}
+		}
+		for _, p := range parts {
 			b.WriteString(" | ")
-			b.WriteString(a)
+			b.WriteString(p)
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
 }
 
+// choiceMark starts an accepted choice in the quiz field: a line with one
+// lists choices, the starred ones accepted; a line without lists the
+// accepted free answers.
+const choiceMark = "*"
+
 // parseQuiz reads what formatQuiz writes; blank lines are skipped. Each
-// line needs a question and at least one answer; the domain checks sizes.
+// line needs a question and at least one answer; the domain checks sizes
+// and choices.
 func parseQuiz(s string) ([]seckill.QuizQuestion, error) {
 	var qs []seckill.QuizQuestion
 	for i, line := range strings.Split(s, "\n") {
@@ -82,9 +104,24 @@ func parseQuiz(s string) ([]seckill.QuizQuestion, error) {
 			return nil, seckill.Invalidf("quiz", "line %d: write the question, then | and each accepted answer", i+1)
 		}
 		q := seckill.QuizQuestion{Question: strings.TrimSpace(parts[0])}
+		var items []string
+		choices := false
 		for _, a := range parts[1:] {
 			if a = strings.TrimSpace(a); a != "" {
+				items = append(items, a)
+				choices = choices || strings.HasPrefix(a, choiceMark)
+			}
+		}
+		for _, a := range items {
+			if !choices {
 				q.Answers = append(q.Answers, a)
+				continue
+			}
+			c, right := strings.CutPrefix(a, choiceMark)
+			c = strings.TrimSpace(c)
+			q.Choices = append(q.Choices, c)
+			if right {
+				q.Answers = append(q.Answers, c)
 			}
 		}
 		qs = append(qs, q)

@@ -51,9 +51,29 @@ func TestGuardForm(t *testing.T) {
 		t.Errorf("the shared per-address limit shown as %q", got)
 	}
 
+	// A question with choices: the starred ones are accepted.
+	res = d.do("POST", "/admin/campaigns/2/guard", url.Values{"challenge": {"QUIZ"},
+		"quiz": {"Capital of France? | Lyon | *Paris | Nice | Lille\nWhat is 2 + 2? | 4 | four\n"}}, c, nil)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("set a quiz with choices: %s", res.Status)
+	}
+	want = []seckill.QuizQuestion{
+		{Question: "Capital of France?", Answers: []string{"Paris"}, Choices: []string{"Lyon", "Paris", "Nice", "Lille"}},
+		{Question: "What is 2 + 2?", Answers: []string{"4", "four"}},
+	}
+	if diff := cmp.Diff(want, d.svc.quiz[2]); diff != "" {
+		t.Errorf("quiz with choices (-want +got):\n%s", diff)
+	}
+	page = doc(t, d.do("GET", "/admin/campaigns/2", nil, c, nil))
+	if got := page.Find(`[data-testid="guard-input-quiz"]`).Text(); got != "Capital of France? | Lyon | *Paris | Nice | Lille\nWhat is 2 + 2? | 4 | four\n" {
+		t.Errorf("quiz with choices re-shown as %q", got)
+	}
+
 	// Refusals stay on the form, which keeps what was typed.
 	for _, bad := range []url.Values{
 		{"challenge": {"QUIZ"}, "quiz": {"a question without answers"}},
+		{"challenge": {"QUIZ"}, "quiz": {"Three choices? | *a | b | c"}},
+		{"challenge": {"QUIZ"}, "quiz": {"Half right? | *a | *b | c | d"}},
 		{"challenge": {"QUIZ"}, "quiz": {""}},
 		{"challenge": {"PROOF_OF_WORK"}, "powBits": {"40"}},
 		{"challenge": {"PROOF_OF_WORK"}, "powBits": {"0"}},

@@ -39,6 +39,7 @@ type DirectiveRoot struct {
 type ComplexityRoot struct {
 	Challenge struct {
 		Bits      func(childComplexity int) int
+		Choices   func(childComplexity int) int
 		ExpiresAt func(childComplexity int) int
 		Kind      func(childComplexity int) int
 		Question  func(childComplexity int) int
@@ -171,6 +172,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Challenge.Bits(childComplexity), true
+	case "Challenge.choices":
+		if e.ComplexityRoot.Challenge.Choices == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Challenge.Choices(childComplexity), true
 	case "Challenge.expiresAt":
 		if e.ComplexityRoot.Challenge.ExpiresAt == nil {
 			break
@@ -944,18 +951,31 @@ type Challenge {
   token: String
   "QUIZ: the question."
   question: String
+  """
+  QUIZ: the choices to pick the answer from (send one of them, as written,
+  as the solution), in an order of this challenge's; null when the question
+  takes a free answer.
+  """
+  choices: [String!]
   "PROOF_OF_WORK: the zero bits SHA-256(token + ':' + counter) must start with."
   bits: Int
   "When the token stops being accepted."
   expiresAt: Time
 }
 
-"A quiz question with the answers it accepts."
+"""
+A quiz question with the answers it accepts. With ` + "`" + `choices` + "`" + ` the buyer picks
+one (each challenge lists them in its own order), so a guess is right at
+most one time in four; without, the buyer types a free answer (then do not
+ask a yes/no question: it is guessed one time in two).
+"""
 input QuizQuestionInput {
   "1 to 500 characters."
   question: String!
-  "1 to 10 accepted answers, each 1 to 100 characters; compared ignoring case and extra spaces."
+  "1 to 10 accepted answers, each 1 to 100 characters; compared ignoring case and extra spaces. With choices, each must be one of them, and at most a quarter of them may be accepted."
   answers: [String!]!
+  "4 to 10 distinct choices (ignoring case and extra spaces), each 1 to 100 characters, that the accepted answers are among; omitted, null or empty: a free answer."
+  choices: [String!]
 }
 
 "The flash sale of one voucher."
@@ -1074,6 +1094,8 @@ func (ec *executionContext) childFields_Challenge(ctx context.Context, field gra
 		return ec.fieldContext_Challenge_token(ctx, field)
 	case "question":
 		return ec.fieldContext_Challenge_question(ctx, field)
+	case "choices":
+		return ec.fieldContext_Challenge_choices(ctx, field)
 	case "bits":
 		return ec.fieldContext_Challenge_bits(ctx, field)
 	case "expiresAt":
@@ -1616,6 +1638,29 @@ func (ec *executionContext) _Challenge_question(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Challenge_question(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Challenge", field, false, false, "String")
+}
+
+func (ec *executionContext) _Challenge_choices(ctx context.Context, field graphql.CollectedField, obj *model.Challenge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Challenge_choices(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Choices, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Challenge_choices(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Challenge", field, false, false, "String")
 }
 
@@ -4433,7 +4478,7 @@ func (ec *executionContext) unmarshalInputQuizQuestionInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"question", "answers"}
+	fieldsInOrder := [...]string{"question", "answers", "choices"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -4454,6 +4499,13 @@ func (ec *executionContext) unmarshalInputQuizQuestionInput(ctx context.Context,
 				return it, err
 			}
 			it.Answers = data
+		case "choices":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("choices"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Choices = data
 		}
 	}
 	return it, nil
@@ -4502,6 +4554,11 @@ func (ec *executionContext) _Challenge(ctx context.Context, sel ast.SelectionSet
 			}
 		case "question":
 			out.Values[i] = ec._Challenge_question(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "choices":
+			out.Values[i] = ec._Challenge_choices(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -5951,6 +6008,41 @@ func (ec *executionContext) marshalOSeckillCampaign2ᚖseckillᚋgraphᚋmodel�
 		return graphql.Null
 	}
 	return ec._SeckillCampaign(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

@@ -52,6 +52,10 @@ type Challenge struct {
 	Token *string `json:"token,omitempty"`
 	// QUIZ: the question.
 	Question *string `json:"question,omitempty"`
+	// QUIZ: the choices to pick the answer from (send one of them, as written,
+	// as the solution), in an order of this challenge's; null when the question
+	// takes a free answer.
+	Choices []string `json:"choices,omitempty"`
 	// PROOF_OF_WORK: the zero bits SHA-256(token + ':' + counter) must start with.
 	Bits *int32 `json:"bits,omitempty"`
 	// When the token stops being accepted.
@@ -119,12 +123,17 @@ type Payment struct {
 	PayBy time.Time `json:"payBy"`
 }
 
-// A quiz question with the answers it accepts.
+// A quiz question with the answers it accepts. With `choices` the buyer picks
+// one (each challenge lists them in its own order), so a guess is right at
+// most one time in four; without, the buyer types a free answer (then do not
+// ask a yes/no question: it is guessed one time in two).
 type QuizQuestionInput struct {
 	// 1 to 500 characters.
 	Question string `json:"question"`
-	// 1 to 10 accepted answers, each 1 to 100 characters; compared ignoring case and extra spaces.
+	// 1 to 10 accepted answers, each 1 to 100 characters; compared ignoring case and extra spaces. With choices, each must be one of them, and at most a quarter of them may be accepted.
 	Answers []string `json:"answers"`
+	// 4 to 10 distinct choices (ignoring case and extra spaces), each 1 to 100 characters, that the accepted answers are among; omitted, null or empty: a free answer.
+	Choices []string `json:"choices,omitempty"`
 }
 
 // The flash sale of one voucher.

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -79,9 +80,11 @@ func TestChallengeModel(t *testing.T) {
 	})
 }
 
-// modelQuiz is the quiz campaign's questions; each has one right answer.
+// modelQuiz is the quiz campaign's questions, one with choices, one with a
+// free answer; each has one right answer (modelRight, as a buyer might
+// type it).
 var modelQuiz = []seckill.QuizQuestion{
-	{Question: "What is two plus two?", Answers: []string{"four"}},
+	{Question: "What is two plus two?", Answers: []string{"four"}, Choices: []string{"three", "four", "five", "twenty-two"}},
 	{Question: "What is the capital of France?", Answers: []string{"paris"}},
 }
 
@@ -214,6 +217,13 @@ func (m *tokenModel) challenge(rt *rapid.T) {
 			rt.Fatalf("a question the quiz does not have: %q", got.Question)
 		}
 		k.right, k.wrong = right, "wrong"
+		i := slices.IndexFunc(modelQuiz, func(q seckill.QuizQuestion) bool { return q.Question == got.Question })
+		if want := modelQuiz[i].Choices; !slices.Equal(slices.Sorted(slices.Values(got.Choices)), slices.Sorted(slices.Values(want))) {
+			rt.Fatalf("%q lists choices %v, want %v in any order", got.Question, got.Choices, want)
+		}
+		if len(got.Choices) > 0 { // a wrong pick, as a guesser makes
+			k.wrong = rapid.SampledFrom(got.Choices).Filter(func(c string) bool { return c != "four" }).Draw(rt, "wrong choice")
+		}
 	case campPoW:
 		if got.Kind != seckill.ChallengePoW || got.Bits != 4 {
 			rt.Fatalf("a %s challenge of %d bits for the proof of work campaign", got.Kind, got.Bits)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,11 +59,12 @@ func TestChallengeFlow(t *testing.T) {
 		Kind     string
 		Token    string
 		Question *string
+		Choices  []string
 		Bits     *int
 	}
 	ask := func(token string, voucher int64) challenge {
 		var data struct{ SeckillChallenge challenge }
-		res, err := e.gql(nil, token, `query($v: ID!) { seckillChallenge(voucherId: $v) { kind token question bits expiresAt } }`,
+		res, err := e.gql(nil, token, `query($v: ID!) { seckillChallenge(voucherId: $v) { kind token question choices bits expiresAt } }`,
 			map[string]any{"v": strconv.FormatInt(voucher, 10)}, &data)
 		if err != nil || len(res.Errors) > 0 {
 			t.Fatalf("seckillChallenge: %v %+v", err, res)
@@ -149,6 +152,31 @@ func TestChallengeFlow(t *testing.T) {
 			t.Errorf("funnel layer %s counted %v, want at least %v", layer, got, least)
 		}
 	}
+	// A question with choices: each challenge lists them all, in its own
+	// order, and the buyer sends the one they pick.
+	choices := []string{"Lyon", "Paris", "Nice", "Lille"}
+	picked := create(map[string]any{"challenge": "QUIZ", "quiz": []map[string]any{
+		{"question": "What is the capital of France?", "answers": []string{"paris"}, "choices": choices},
+	}})
+	orders := map[string]bool{}
+	for range 20 {
+		c := ask(bob, picked)
+		if got, want := slices.Sorted(slices.Values(c.Choices)), slices.Sorted(slices.Values(choices)); !slices.Equal(got, want) {
+			t.Fatalf("choices %v, want %v in any order", c.Choices, choices)
+		}
+		orders[strings.Join(c.Choices, ",")] = true
+	}
+	if len(orders) < 2 {
+		t.Errorf("20 challenges listed the choices in %d order(s): not shuffled", len(orders))
+	}
+	c := ask(bob, picked)
+	if got := buy(bob, picked, c.Token, "Paris"); got != string(seckill.OutcomeAccepted) {
+		t.Errorf("the right choice: %s", got)
+	}
+	if c := ask(alice, quiz); c.Choices != nil {
+		t.Errorf("a free-answer question lists choices %v", c.Choices)
+	}
+
 	plain := e.createCampaign(5)
 	if c := ask(alice, plain); c.Kind != "NONE" || c.Token != "" {
 		t.Errorf("a campaign without a challenge: %+v", c)

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,9 +52,15 @@ const (
 	MaxQuizQuestions   = 50
 	MaxQuizAnswers     = 10
 	MaxQuizQuestionLen = 500
-	MaxQuizAnswerLen   = 100
+	MaxQuizAnswerLen   = 100 // an accepted answer's and a choice's, normalized
 	maxTokenLen        = 2048
 	maxSolutionLen     = 200
+
+	// A question that lists its choices offers MinQuizChoices to
+	// MaxQuizChoices of them and accepts at most a quarter: one token
+	// guesses right at most one time in four.
+	MinQuizChoices = 4
+	MaxQuizChoices = 10
 )
 
 // The wait after a wrong answer. A token answers one guess, but tokens are
@@ -83,10 +91,14 @@ func WrongAnswerWait(n int, base, max time.Duration) time.Duration {
 }
 
 // QuizQuestion is one question of a campaign's quiz with the answers it
-// accepts (compared after NormalizeAnswer).
+// accepts (compared after NormalizeAnswer). Choices, when set, are what a
+// buyer picks from (each challenge lists them in its own order), and the
+// accepted answers are among them; without choices the buyer types a free
+// answer.
 type QuizQuestion struct {
 	Question string
 	Answers  []string
+	Choices  []string
 }
 
 // NormalizeAnswer is how answers are compared: case folded, surrounding
@@ -128,6 +140,49 @@ func ValidateChallenge(kind ChallengeKind, powBits int, quiz []QuizQuestion) err
 				return Invalidf("quiz", "each answer of question %d must have 1 to %d characters", i+1, MaxQuizAnswerLen)
 			}
 		}
+		if err := validateChoices(i, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateChoices checks the choices of question i (0-based), if it lists
+// any: MinQuizChoices to MaxQuizChoices distinct ones, every accepted answer
+// among them, and at most a quarter of them accepted, so that one token
+// guesses right at most one time in four.
+func validateChoices(i int, q QuizQuestion) error {
+	if len(q.Choices) == 0 {
+		return nil
+	}
+	if n := len(q.Choices); n < MinQuizChoices || n > MaxQuizChoices {
+		return Invalidf("quiz", "question %d offers %d choices: give %d to %d, or none for a free answer", i+1, n, MinQuizChoices, MaxQuizChoices)
+	}
+	choices := make(map[string]bool, len(q.Choices))
+	for _, c := range q.Choices {
+		if err := checkText("quiz", c, false); err != nil {
+			return err
+		}
+		nc := NormalizeAnswer(c)
+		if n := utf8.RuneCountInString(nc); n == 0 || n > MaxQuizAnswerLen {
+			return Invalidf("quiz", "each choice of question %d must have 1 to %d characters", i+1, MaxQuizAnswerLen)
+		}
+		if choices[nc] {
+			return Invalidf("quiz", "question %d offers the choice %q twice (case and extra spaces do not count)", i+1, nc)
+		}
+		choices[nc] = true
+	}
+	accepted := map[string]bool{}
+	for _, a := range q.Answers {
+		na := NormalizeAnswer(a)
+		if !choices[na] {
+			return Invalidf("quiz", "question %d accepts %q, which is not one of its choices", i+1, na)
+		}
+		accepted[na] = true
+	}
+	if len(accepted)*4 > len(q.Choices) {
+		return Invalidf("quiz", "question %d accepts %d of its %d choices: at most a quarter, so that a guess is right at most one time in four",
+			i+1, len(accepted), len(q.Choices))
 	}
 	return nil
 }
@@ -137,8 +192,9 @@ func ValidateChallenge(kind ChallengeKind, powBits int, quiz []QuizQuestion) err
 type Challenge struct {
 	Kind      ChallengeKind
 	Token     string
-	Question  string // QUIZ: the question to answer
-	Bits      int    // PROOF_OF_WORK: leading zero bits required
+	Question  string   // QUIZ: the question to answer
+	Choices   []string // QUIZ: what to pick the answer from, in an order of this challenge's; none for a free answer
+	Bits      int      // PROOF_OF_WORK: leading zero bits required
 	ExpiresAt time.Time
 }
 
@@ -210,6 +266,7 @@ func (c *Challenger) Issue(kind ChallengeKind, voucherID, userID int64, powBits 
 		rand.Read(ib[:])
 		q := quiz[int(uint64(ib[0])|uint64(ib[1])<<8|uint64(ib[2])<<16)%len(quiz)]
 		ch.Question = q.Question
+		ch.Choices = shuffled(q.Choices)
 		ds := make([]string, len(q.Answers))
 		for i, a := range q.Answers {
 			ds[i] = c.answerDigest(nonce, a)
@@ -221,6 +278,26 @@ func (c *Challenger) Issue(kind ChallengeKind, voucherID, userID int64, powBits 
 	ch.Token = base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." +
 		base64.RawURLEncoding.EncodeToString(c.mac("token", payload)[:16])
 	return ch
+}
+
+// shuffled returns a copy of choices in a random order, so that where the
+// right one stands tells nothing (nil for none).
+func shuffled(choices []string) []string {
+	if len(choices) == 0 {
+		return nil
+	}
+	out := slices.Clone(choices)
+	for i := len(out) - 1; i > 0; i-- {
+		j := int(randUint64() % uint64(i+1)) // bias below 2^-59 for ten choices
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+func randUint64() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // Check verifies an answer for the user and campaign at now, in

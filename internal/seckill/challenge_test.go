@@ -1,6 +1,7 @@
 package seckill
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,73 @@ func TestWrongAnswerWait(t *testing.T) {
 	}
 	if got := WrongAnswerWait(3, 0, time.Minute); got != 0 {
 		t.Errorf("without a wait: %v", got)
+	}
+}
+
+// A question with choices offers 4 to 10 distinct ones, accepts only
+// among them and at most a quarter of them; one without is a free answer.
+func TestValidateQuizChoices(t *testing.T) {
+	four := []string{"Red", "Green", "Blue", "Yellow"}
+	eight := []string{"1", "2", "3", "4", "5", "6", "7", "8"}
+	tests := []struct {
+		name string
+		q    QuizQuestion
+		ok   bool
+	}{
+		{"free answer", QuizQuestion{Question: "Name a colour", Answers: []string{"red", "blue"}}, true},
+		{"empty choices are a free answer", QuizQuestion{Question: "Name a colour", Answers: []string{"red"}, Choices: []string{}}, true},
+		{"four choices, one accepted", QuizQuestion{Question: "Q", Answers: []string{" RED "}, Choices: four}, true},
+		{"eight choices, two accepted", QuizQuestion{Question: "Q", Answers: []string{"1", "2"}, Choices: eight}, true},
+		{"ten choices", QuizQuestion{Question: "Q", Answers: []string{"1"}, Choices: append(eight, "9", "10")}, true},
+		{"the same answer twice counts once", QuizQuestion{Question: "Q", Answers: []string{"red", "Red"}, Choices: four}, true},
+		{"three choices", QuizQuestion{Question: "Q", Answers: []string{"red"}, Choices: four[:3]}, false},
+		{"eleven choices", QuizQuestion{Question: "Q", Answers: []string{"1"}, Choices: append(eight, "9", "10", "11")}, false},
+		{"two accepted of four", QuizQuestion{Question: "Q", Answers: []string{"red", "blue"}, Choices: four}, false},
+		{"three accepted of eight", QuizQuestion{Question: "Q", Answers: []string{"1", "2", "3"}, Choices: eight}, false},
+		{"an answer that is no choice", QuizQuestion{Question: "Q", Answers: []string{"purple"}, Choices: four}, false},
+		{"a choice twice, after normalizing", QuizQuestion{Question: "Q", Answers: []string{"red"}, Choices: []string{"Red", "green", " RED", "blue"}}, false},
+		{"an empty choice", QuizQuestion{Question: "Q", Answers: []string{"red"}, Choices: []string{"red", "green", " ", "blue"}}, false},
+		{"a choice too long", QuizQuestion{Question: "Q", Answers: []string{"red"}, Choices: []string{"red", "green", "blue", strings.Repeat("x", 101)}}, false},
+		{"a control character in a choice", QuizQuestion{Question: "Q", Answers: []string{"red"}, Choices: []string{"red", "green", "blue", "a\x00"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateChallenge(ChallengeQuiz, 0, []QuizQuestion{tt.q})
+			if tt.ok && err != nil {
+				t.Errorf("refused: %v", err)
+			}
+			if !tt.ok && ErrorField(err) != "quiz" {
+				t.Errorf("got %v, want INVALID_INPUT on quiz", err)
+			}
+		})
+	}
+}
+
+// Each challenge lists the question's choices, all of them, in an order of
+// its own; a free-answer question lists none.
+func TestIssueShufflesChoices(t *testing.T) {
+	c := NewChallenger([]byte("a secret of at least thirty-two bytes"), time.Minute, time.Minute)
+	choices := []string{"Red", "Green", "Blue", "Yellow", "Black", "White"}
+	quiz := []QuizQuestion{{Question: "Q", Answers: []string{"red"}, Choices: choices}}
+	first := map[string]int{}
+	for range 600 {
+		ch := c.Issue(ChallengeQuiz, 3, 7, 0, quiz, time.Now())
+		got := slices.Sorted(slices.Values(ch.Choices))
+		if want := slices.Sorted(slices.Values(choices)); !slices.Equal(got, want) {
+			t.Fatalf("choices %v, want a permutation of %v", ch.Choices, choices)
+		}
+		first[ch.Choices[0]]++
+	}
+	for _, ch := range choices {
+		if n := first[ch]; n < 50 || n > 150 { // about 100 each; far outside is not a shuffle
+			t.Errorf("%q came first %d times in 600", ch, n)
+		}
+	}
+	if !slices.Equal(quiz[0].Choices, choices) {
+		t.Errorf("Issue reordered the campaign's own choices: %v", quiz[0].Choices)
+	}
+	free := c.Issue(ChallengeQuiz, 3, 7, 0, []QuizQuestion{{Question: "Q", Answers: []string{"red"}}}, time.Now())
+	if free.Choices != nil {
+		t.Errorf("a free-answer question lists choices %v", free.Choices)
 	}
 }

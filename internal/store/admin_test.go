@@ -259,6 +259,28 @@ func TestChangeCampaignQuiz(t *testing.T) {
 	if diff := cmp.Diff(want, stored()); diff != "" {
 		t.Errorf("replaced questions (-want +got):\n%s", diff)
 	}
+	// Choices are kept as written (trimmed: buyers see them), accepted
+	// answers normalized.
+	q3 := []seckill.QuizQuestion{
+		{Question: "Capital of France?", Answers: []string{"Paris"}, Choices: []string{" Paris", "Lyon ", "Nice", "Lille"}},
+		{Question: "Name a colour", Answers: []string{"red"}},
+	}
+	change(func(c *seckill.Campaign) { c.Quiz = q3 })
+	want = []seckill.QuizQuestion{
+		{Question: "Capital of France?", Answers: []string{"paris"}, Choices: []string{"Paris", "Lyon", "Nice", "Lille"}},
+		{Question: "Name a colour", Answers: []string{"red"}},
+	}
+	if diff := cmp.Diff(want, stored()); diff != "" {
+		t.Errorf("questions with choices (-want +got):\n%s", diff)
+	}
+	// The database holds a question to 4 to 10 choices, or none.
+	_, err := s.ChangeCampaign(ctx, v.ID, func(w *seckill.Voucher) (seckill.AuditEntry, error) {
+		w.Campaign.Quiz = []seckill.QuizQuestion{{Question: "Q", Answers: []string{"a"}, Choices: []string{"a", "b", "c"}}}
+		return seckill.AuditEntry{Actor: "alice", Action: seckill.AuditGuard}, nil
+	})
+	if seckill.ErrorCode(err) != seckill.EINVALID {
+		t.Errorf("three choices: %v, want INVALID_INPUT from the database", err)
+	}
 	change(func(c *seckill.Campaign) { c.Challenge, c.Quiz = seckill.ChallengeNone, nil })
 	if got := stored(); len(got) != 0 {
 		t.Errorf("questions after the quiz was removed: %+v", got)

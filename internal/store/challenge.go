@@ -36,11 +36,12 @@ func replaceQuiz(ctx context.Context, db bun.IDB, voucherID int64, was, qs []sec
 }
 
 func sameQuizRow(a, b quizRow) bool {
-	return a.Question == b.Question && slices.Equal(a.Answers, b.Answers)
+	return a.Question == b.Question && slices.Equal(a.Answers, b.Answers) && slices.Equal(a.Choices, b.Choices)
 }
 
 // CampaignQuiz returns a campaign's quiz questions in order, with their
-// accepted answers (normalized); none for a campaign without a quiz.
+// accepted answers (normalized) and their choices (nil for a free answer);
+// none for a campaign without a quiz.
 func (s *Store) CampaignQuiz(ctx context.Context, voucherID int64) ([]seckill.QuizQuestion, error) {
 	return readQuiz(ctx, s.db, voucherID)
 }
@@ -55,6 +56,9 @@ func readQuiz(ctx context.Context, db bun.IDB, voucherID int64) ([]seckill.QuizQ
 	out := make([]seckill.QuizQuestion, len(rows))
 	for i, r := range rows {
 		out[i] = seckill.QuizQuestion{Question: r.Question, Answers: r.Answers}
+		if len(r.Choices) > 0 {
+			out[i].Choices = r.Choices
+		}
 	}
 	return out, nil
 }
