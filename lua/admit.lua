@@ -73,8 +73,9 @@
 --   {6}                    sold out
 -- Each attempt inside the window takes one from the user's and the
 -- address's limits (from both or, when either has none left, from neither),
--- refused answers included; a token is spent by the first attempt that passes the
--- limit, right or wrong, whatever comes after.
+-- refused answers included, except while its user waits after a wrong
+-- answer; a token is spent by the first attempt that passes the limit, right
+-- or wrong, whatever comes after.
 -- Errors, before any write: a malformed argument.
 local user = ARGV[1]
 if type(user) ~= 'string' or #user > 19 or not string.match(user, '^[1-9]%d*$') then
