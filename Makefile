@@ -25,7 +25,7 @@ CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTa
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run test test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
+.PHONY: run test test-model test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
 
 # Where make run's development payment provider listens.
 PROVIDER_ADDR ?= 127.0.0.1:8090
@@ -61,6 +61,13 @@ test: test-services playground vet
 	$(MAKE) --no-print-directory test-cluster
 	$(MAKE) --no-print-directory check-generate
 	$(MAKE) --no-print-directory check-deploy
+
+## test-model: the stateful property tests (pgregory.net/rapid: challenge tokens,
+## payments) against their models on real Postgres and Redis (make services
+## or make test-services first), a thousand sequences each instead of make
+## test's few dozen
+test-model:
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(GO) test -race -count=1 -timeout 30m -run 'Model' ./internal/app/ -rapid.checks=1000
 
 ## check-deploy: promtool checks and unit-tests the Prometheus alert rules in deploy/
 check-deploy:

@@ -58,11 +58,21 @@ func toNewSeckillVoucher(in model.AddSeckillVoucherInput) (seckill.NewSeckillVou
 		BeginTime:   in.BeginTime,
 		EndTime:     in.EndTime,
 		Challenge:   seckill.ChallengeKind(derefEnum(in.Challenge)),
-		PoWBits:     derefInt(in.PowBits),
+		PoWBits:     optionalInt(in.PowBits),
 		Quiz:        toQuiz(in.Quiz),
 		Brake:       derefInt(in.Brake),
 		PayWindow:   toPayWindow(in.PayWindowSeconds),
 	}, nil
+}
+
+// optionalInt keeps an omitted Int omitted: the domain tells nil (its
+// default) from a given 0 (refused where 0 is not allowed).
+func optionalInt(p *int32) *int {
+	if p == nil {
+		return nil
+	}
+	n := int(*p)
+	return &n
 }
 
 func derefInt(p *int32) int {
@@ -85,7 +95,7 @@ func toQuiz(in []*model.QuizQuestionInput) []seckill.QuizQuestion {
 	}
 	out := make([]seckill.QuizQuestion, len(in))
 	for i, q := range in {
-		out[i] = seckill.QuizQuestion{Question: q.Question, Answers: q.Answers}
+		out[i] = seckill.QuizQuestion{Question: q.Question, Answers: q.Answers, Choices: q.Choices}
 	}
 	return out
 }
@@ -102,7 +112,7 @@ func toGraphChallenge(c *seckill.Challenge) (*model.Challenge, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &model.Challenge{Kind: kind, Token: optional(c.Token), Question: optional(c.Question)}
+	out := &model.Challenge{Kind: kind, Token: optional(c.Token), Question: optional(c.Question), Choices: c.Choices}
 	if c.Kind == seckill.ChallengePoW {
 		b := int32(c.Bits)
 		out.Bits = &b
@@ -195,6 +205,12 @@ func toGraphSeckillResult(r seckill.PurchaseResult) (*model.SeckillResult, error
 	if r.Outcome == seckill.OutcomeAccepted {
 		id := formatID(r.OrderID)
 		out.OrderID = &id
+	}
+	if r.RetryAfter > 0 {
+		// Whole seconds, rounded up: a client that waits as long is not
+		// refused for the last fraction. The longest wait is minutes.
+		secs := int32((r.RetryAfter + time.Second - 1) / time.Second)
+		out.RetryAfter = &secs
 	}
 	return out, nil
 }

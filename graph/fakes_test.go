@@ -234,6 +234,9 @@ func (a *memAdmitter) Admit(ctx context.Context, voucherID, userID int64, t seck
 		return "", seckill.Admission{}, ctx.Err()
 	}
 	defer a.mu.Unlock()
+	if a.failMode == "waiting" { // after a wrong answer, 1.5 s to go
+		return seckill.OutcomeRateLimited, seckill.Admission{RetryAfter: 1500 * time.Millisecond}, nil
+	}
 	if out, err, ok := a.failure(); ok {
 		return out, seckill.Admission{}, err
 	}

@@ -58,7 +58,7 @@ type purchasePlan struct {
 // resultField is one selected field of SeckillResult, in document order.
 type resultField struct {
 	key  string // response key
-	name string // outcome, orderId, message or __typename
+	name string // outcome, orderId, message, retryAfter or __typename
 }
 
 type purchasePath struct {
@@ -247,7 +247,7 @@ func (p *purchasePath) recognise(query string) *purchasePlan {
 			return nil
 		}
 		switch sf.Name {
-		case "outcome", "orderId", "message", "__typename":
+		case "outcome", "orderId", "message", "retryAfter", "__typename":
 		default:
 			return nil
 		}
@@ -426,6 +426,12 @@ func (plan *purchasePlan) marshal(res *model.SeckillResult) json.RawMessage {
 			}
 		case "message":
 			graphql.MarshalString(res.Message).MarshalGQL(&b)
+		case "retryAfter":
+			if res.RetryAfter == nil {
+				graphql.Null.MarshalGQL(&b)
+			} else {
+				graphql.MarshalInt32(*res.RetryAfter).MarshalGQL(&b)
+			}
 		case "__typename":
 			graphql.MarshalString("SeckillResult").MarshalGQL(&b)
 		}

@@ -52,7 +52,8 @@ func purchaseCorpus() []purchaseCase {
 		// What buyers send: answered by the fast path.
 		{name: "bench document", body: q(buyDoc, v), token: "user", fast: true},
 		{name: "the same user again", body: q(buyDoc, v), token: "user", fast: true},
-		{name: "anonymous operation, every field", body: q(`mutation($v: ID!){seckill(voucherId:$v){outcome orderId message __typename}}`, `{"v":"{{V}}"}`), token: "user2", fast: true},
+		{name: "anonymous operation, every field", body: q(`mutation($v: ID!){seckill(voucherId:$v){outcome orderId message retryAfter __typename}}`, `{"v":"{{V}}"}`), token: "user2", fast: true},
+		{name: "retryAfter alone, aliased", body: q(`mutation($v: ID!){seckill(voucherId:$v){wait: retryAfter}}`, `{"v":"{{V}}"}`), token: "user2", fast: true},
 		{name: "aliases", body: q(`mutation { buy: seckill(voucherId: "{{V}}") { o: outcome id: orderId m: message t: __typename } }`, ""), token: "user3", fast: true},
 		{name: "literal id, variables null", body: `{"query":` + quote(`mutation { seckill(voucherId: "{{V}}") { outcome message } }`) + `,"variables":null}`, token: "user4", fast: true},
 		{name: "operation name given", body: `{"query":` + quote(buyDoc) + `,"operationName":"Buy","variables":` + v + `}`, token: "user5", fast: true},
@@ -241,6 +242,31 @@ func TestPurchaseFastPathFailures(t *testing.T) {
 				t.Errorf("errors logged: %d by the fast path, %d by gqlgen", f, g)
 			}
 		})
+	}
+}
+
+// A purchase refused with a wait (after a wrong answer to the challenge)
+// carries retryAfter, in whole seconds rounded up, the same bytes from both
+// paths.
+func TestPurchaseFastPathRetryAfter(t *testing.T) {
+	tw := newTwinEnvs(t)
+	input := validVoucherInput()
+	vf, vg := tw.fast.addVoucher(t, input), tw.generic.addVoucher(t, input)
+	for _, e := range []*testEnv{tw.fast, tw.generic} {
+		e.adm.setFailure("waiting")
+	}
+	c := purchaseCase{body: `{"query":` + quote(`mutation($v: ID!){seckill(voucherId:$v){outcome retryAfter orderId}}`) +
+		`,"variables":{"v":"{{V}}"}}`, token: "user"}
+	before := tw.fastHits.Load()
+	got, want := sendCase(t, tw.fast.srv.URL, tw.tokens, c, vf), sendCase(t, tw.generic.srv.URL, tw.tokens, c, vg)
+	if got != want {
+		t.Errorf("fast path answered\n%v\ngqlgen answered\n%v", got, want)
+	}
+	if tw.fastHits.Load() == before {
+		t.Error("the fast path did not answer")
+	}
+	if wantBody := `{"data":{"seckill":{"outcome":"RATE_LIMITED","retryAfter":2,"orderId":null}}}`; got.body != wantBody {
+		t.Errorf("body %s, want %s", got.body, wantBody)
 	}
 }
 

@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -252,6 +254,18 @@ func TestAddSeckillVoucherInvalidInput(t *testing.T) {
 		{"escape in subTitle", map[string]any{"subTitle": "\x1b[31mred"}, "subTitle"},
 		{"newline in title", map[string]any{"title": "100 off\n200"}, "title"},
 		{"NUL in rules", map[string]any{"rules": "one\nper\x00user"}, "rules"},
+		// A given difficulty is checked as given: 0 is not "the default".
+		{"powBits 0", map[string]any{"challenge": "PROOF_OF_WORK", "powBits": 0}, "powBits"},
+		{"powBits 33", map[string]any{"challenge": "PROOF_OF_WORK", "powBits": 33}, "powBits"},
+		{"powBits -1 for a quiz", map[string]any{"challenge": "QUIZ", "powBits": -1,
+			"quiz": []map[string]any{{"question": "2+2?", "answers": []string{"4"}}}}, "powBits"},
+		// A guess must be right at most one time in four.
+		{"quiz with three choices", map[string]any{"challenge": "QUIZ",
+			"quiz": []map[string]any{{"question": "2+2?", "answers": []string{"4"}, "choices": []string{"3", "4", "5"}}}}, "quiz"},
+		{"quiz accepting half its choices", map[string]any{"challenge": "QUIZ",
+			"quiz": []map[string]any{{"question": "2+2?", "answers": []string{"4", "four"}, "choices": []string{"3", "4", "four", "5"}}}}, "quiz"},
+		{"quiz accepting no choice", map[string]any{"challenge": "QUIZ",
+			"quiz": []map[string]any{{"question": "2+2?", "answers": []string{"4"}, "choices": []string{"3", "5", "6", "7"}}}}, "quiz"},
 	}
 	e := newTestEnv(t, Options{})
 	admin := e.token(t, 1, true)
@@ -279,6 +293,43 @@ func TestAddSeckillVoucherInvalidInput(t *testing.T) {
 	}
 	if n, c := e.store.count(), e.adm.count(); n != 0 || c != 0 {
 		t.Errorf("invalid inputs created %d vouchers and %d campaigns", n, c)
+	}
+}
+
+// An omitted powBits takes the default difficulty; a given one in range is
+// kept as given.
+func TestAddSeckillVoucherPowBits(t *testing.T) {
+	e := newTestEnv(t, Options{})
+	admin := e.token(t, 1, true)
+	const q = `mutation Add($input: AddSeckillVoucherInput!) { addSeckillVoucher(input: $input) { seckill { challenge powBits } } }`
+	for _, tc := range []struct {
+		name string
+		set  map[string]any
+		want any // powBits answered
+	}{
+		{"omitted", map[string]any{"challenge": "PROOF_OF_WORK"}, float64(seckill.DefaultPoWBits)},
+		{"null", map[string]any{"challenge": "PROOF_OF_WORK", "powBits": nil}, float64(seckill.DefaultPoWBits)},
+		{"1", map[string]any{"challenge": "PROOF_OF_WORK", "powBits": 1}, float64(1)},
+		{"32", map[string]any{"challenge": "PROOF_OF_WORK", "powBits": 32}, float64(32)},
+		{"for another kind", map[string]any{"challenge": "NONE", "powBits": 12}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := validVoucherInput()
+			maps.Copy(in, tc.set)
+			status, resp, raw := e.post(t, admin, q, map[string]any{"input": in})
+			if status != http.StatusOK || len(resp.Errors) != 0 {
+				t.Fatalf("status %d: %s", status, raw)
+			}
+			var data struct {
+				AddSeckillVoucher struct{ Seckill map[string]any }
+			}
+			if err := json.Unmarshal(resp.Data, &data); err != nil {
+				t.Fatal(err)
+			}
+			if got := data.AddSeckillVoucher.Seckill["powBits"]; got != tc.want {
+				t.Errorf("powBits %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

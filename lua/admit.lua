@@ -2,7 +2,8 @@
 -- Redis's own clock, so every API instance agrees on the sale window. It
 -- also enforces, in the same step, the limits every instance shares: the
 -- user's attempts at this campaign, the campaign's challenge (each token used
--- once) and the operator's brake on admissions a second.
+-- once, and a wait after each wrong answer) and the operator's brake on
+-- admissions a second.
 --
 -- KEYS[1] -> <p>seckill:{v<voucher>}:campaign   hash: stock, seq, begin_ms, end_ms, paused,
 --                                               epoch, rid, state
@@ -16,15 +17,27 @@
 -- KEYS[7] -> <p>seckill:{v<voucher>}:used:<nonce>  set while the ticket's token is used
 -- KEYS[8] -> <p>seckill:{v<voucher>}:brake      the brake's GCRA state
 -- KEYS[9] -> <p>seckill:{v<voucher>}:limit:a<address>  the client address's GCRA state
+-- KEYS[10] -> <p>seckill:{v<voucher>}:wrong:<user>  hash: n (the user's wrong answers),
+--                                               until (Unix ms: no attempt before it);
+--                                               read only when the campaign has a challenge
 -- --
 -- ARGV[1] -> user id (a positive decimal integer)
 -- ARGV[2] -> the user's limit: microseconds between attempts (0: no limit)
 -- ARGV[3] -> the user's limit: burst (>= 1)
--- ARGV[4] -> ticket: "" (no answer given), "QUIZ" or "PROOF_OF_WORK" (a good
---            answer of that kind), "REFUSED" (a wrong, expired or foreign answer)
--- ARGV[5] -> the ticket's expiry, Unix milliseconds ("0" without a good answer)
+-- ARGV[4] -> ticket: "" (no answer given), "QUIZ" or "PROOF_OF_WORK" (an
+--            answer to a token of that kind signed for this user and campaign,
+--            not expired: KEYS[7] is its nonce's), "REFUSED" (a token that cannot
+--            be trusted: not signed by us, another's, expired)
+-- ARGV[5] -> the ticket's expiry, Unix milliseconds ("0" without a token)
 -- ARGV[6] -> the address's limit: microseconds between attempts (0: no limit)
 -- ARGV[7] -> the address's limit: burst (>= 1)
+-- ARGV[8] -> the answer's verdict: "1" it solves the token, "0" it does not
+--            (a "QUIZ" or "PROOF_OF_WORK" ticket with "0" spends its token)
+-- ARGV[9] -> the wait after the first wrong answer, milliseconds (0: no wait);
+--            after the n-th it is ARGV[9] * 2^(n-1), at most ARGV[10]
+-- ARGV[10] -> the longest wait, milliseconds (>= ARGV[9])
+-- ARGV[11] -> how long KEYS[10] outlives its wait, milliseconds (>= 0): a user
+--            whose wait ended that long ago starts from the first wait again
 --
 -- Returns:
 --   {0, id, admitted_ms}   accepted: one unit taken, the user recorded as a
@@ -42,15 +55,27 @@
 --   {4}                    ended (now >= end_ms)
 --   {8}                    rate limited: the user's or the address's limit,
 --                          or the brake
+--   {8, wait_ms}           rate limited: the user answered wrong and may try
+--                          again in wait_ms; checked before anything is taken
+--                          from the limits and before the ticket is looked at,
+--                          so it takes no attempt and spends no token
 --   {9}                    the campaign asks for a challenge and none was given
---   {10}                   the answer was refused (or is of another kind)
---   {11}                   the ticket's token was used already
+--   {10, wait_ms}          the answer was wrong: its token is spent, and the
+--                          user may try again in wait_ms (absent when ARGV[9]
+--                          is 0)
+--   {10}                   the answer was refused without spending anything:
+--                          a ticket of another kind than the campaign's, or
+--                          REFUSED
+--   {11}                   the ticket's token was used already, whatever the
+--                          answer
+--   {12}                   the ticket's token expired by Redis's clock
 --   {5}                    the user holds a unit already
 --   {6}                    sold out
 -- Each attempt inside the window takes one from the user's and the
 -- address's limits (from both or, when either has none left, from neither),
--- refused answers included; a token is spent by the first attempt that passes the
--- limit, whatever comes after.
+-- refused answers included, except while its user waits after a wrong
+-- answer; a token is spent by the first attempt that passes the limit, right
+-- or wrong, whatever comes after.
 -- Errors, before any write: a malformed argument.
 local user = ARGV[1]
 if type(user) ~= 'string' or #user > 19 or not string.match(user, '^[1-9]%d*$') then
@@ -73,6 +98,15 @@ end
 local ticket_exp = tonumber(ARGV[5])
 if not ticket_exp or ((ticket == 'QUIZ' or ticket == 'PROOF_OF_WORK') and ticket_exp < 1) then
   return redis.error_reply('ERR admit: ARGV[5] must be the ticket expiry in Unix milliseconds')
+end
+if ARGV[8] ~= '1' and ARGV[8] ~= '0' then
+  return redis.error_reply('ERR admit: ARGV[8] verdict must be 1 or 0')
+end
+local solved = ARGV[8] == '1'
+local wait_base, wait_max, wait_keep = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+if not wait_base or wait_base < 0 or wait_base % 1 ~= 0 or not wait_max or wait_max < wait_base or wait_max % 1 ~= 0
+    or not wait_keep or wait_keep < 0 or wait_keep % 1 ~= 0 then
+  return redis.error_reply('ERR admit: ARGV[9], ARGV[10] and ARGV[11] must be whole milliseconds, 0 <= ARGV[9] <= ARGV[10]')
 end
 
 -- gcra_peek looks at the generic cell rate algorithm's state in key (the
@@ -145,6 +179,20 @@ if addr_every > 0 then
     return {8}
   end
 end
+-- A user waiting after a wrong answer is refused before anything is taken
+-- or spent. A campaign without a challenge reads no more than before: its
+-- guard is read anyway.
+local g = redis.call('HMGET', KEYS[5], 'challenge', 'brake')
+local challenge = g[1] or 'NONE'
+local wrongs = 0
+if challenge ~= 'NONE' then
+  local w = redis.call('HMGET', KEYS[10], 'n', 'until')
+  local until_ms = tonumber(w[2]) or 0
+  if now < until_ms then
+    return {8, until_ms - now}
+  end
+  wrongs = tonumber(w[1]) or 0
+end
 if user_tat then
   gcra_take(KEYS[6], now_us, user_tat)
 end
@@ -154,18 +202,38 @@ end
 if ticket == 'REFUSED' then
   return {10}
 end
-local g = redis.call('HMGET', KEYS[5], 'challenge', 'brake')
-local challenge = g[1] or 'NONE'
 if challenge ~= 'NONE' then
   if ticket == '' then
     return {9}
   end
-  if ticket ~= challenge or ticket_exp <= now then
+  if ticket ~= challenge then
     return {10}
   end
+  if ticket_exp <= now then
+    return {12}
+  end
+  -- The first answer spends the token, right or wrong: a second one hears
+  -- that it was used, whatever it says.
   if not redis.call('SET', KEYS[7], '1', 'NX', 'PXAT', string.format('%d', ticket_exp)) then
     return {11}
   end
+  if not solved then
+    if wait_base == 0 then
+      return {10}
+    end
+    -- base * 2^(n-1), at most the longest: past 2^40 the cap has won.
+    local n = wrongs + 1
+    local wait = wait_max
+    if n <= 40 then
+      wait = math.min(wait_base * 2 ^ (n - 1), wait_max)
+    end
+    local until_ms = now + wait
+    redis.call('HSET', KEYS[10], 'n', string.format('%d', n), 'until', string.format('%d', until_ms))
+    redis.call('PEXPIREAT', KEYS[10], string.format('%d', until_ms + wait_keep))
+    return {10, wait}
+  end
+elseif not solved then
+  return {10}
 end
 -- Sold out: a buyer still hears that they bought, so look, without writing.
 if stock <= 0 then

@@ -70,11 +70,12 @@ func (f *fakeService) AddSeckillVoucher(ctx context.Context, in seckill.NewSecki
 	if err := in.Validate(testNow); err != nil {
 		return nil, err
 	}
+	in = in.Normalized()
 	f.record("create " + in.Title)
 	v := f.add(in.Title, in.BeginTime, in.EndTime)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	v.Campaign.Challenge, v.Campaign.PoWBits, v.Campaign.Brake = in.Challenge, in.PoWBits, in.Brake
+	v.Campaign.Challenge, v.Campaign.PoWBits, v.Campaign.Brake = in.Challenge, in.Difficulty(), in.Brake
 	if in.Challenge == seckill.ChallengeQuiz {
 		if f.quiz == nil {
 			f.quiz = map[int64][]seckill.QuizQuestion{}
@@ -120,6 +121,7 @@ func (f *fakeService) UpdateCampaign(ctx context.Context, id int64, e seckill.Ca
 	if err := in.Validate(testNow); err != nil {
 		return nil, err
 	}
+	in = in.Normalized()
 	return f.manage(ctx, "edit "+in.Title+" "+e.BeginTime.Format(time.RFC3339), id)
 }
 
@@ -149,7 +151,7 @@ func (f *fakeService) UpdateGuard(ctx context.Context, id int64, e seckill.Guard
 	v, err := f.manage(ctx, "guard", id)
 	if err == nil {
 		f.mu.Lock()
-		f.vouchers[id].Campaign.Challenge, f.vouchers[id].Campaign.PoWBits, f.vouchers[id].Campaign.Brake = e.Challenge, e.PoWBits, e.Brake
+		f.vouchers[id].Campaign.Challenge, f.vouchers[id].Campaign.PoWBits, f.vouchers[id].Campaign.Brake = e.Challenge, e.Difficulty(), e.Brake
 		f.quiz = map[int64][]seckill.QuizQuestion{id: e.Quiz}
 		f.mu.Unlock()
 	}

@@ -209,9 +209,9 @@ func standIn(in *seckill.NewSeckillVoucher, field string, now time.Time) {
 	case "payWindow":
 		in.PayWindow = 0
 	case "challenge", "quiz":
-		in.Challenge, in.PoWBits, in.Quiz = seckill.ChallengeNone, 0, nil
+		in.Challenge, in.PoWBits, in.Quiz = seckill.ChallengeNone, nil, nil
 	case "powBits":
-		in.PoWBits = 0
+		in.PoWBits = nil
 	case "brake":
 		in.Brake = 0
 	case "beginTime":
@@ -294,7 +294,7 @@ func parseGuard(r *http.Request, p *views.FormPage, in *seckill.NewSeckillVouche
 	}
 	switch in.Challenge {
 	case seckill.ChallengePoW:
-		if in.PoWBits, err = formInt(r, "powBits", 0); err != nil {
+		if in.PoWBits, err = formOptInt(r, "powBits"); err != nil {
 			p.Errors["powBits"] = "“" + formLabels["powBits"] + "” must be a whole number"
 		}
 	case seckill.ChallengeQuiz:

@@ -51,22 +51,44 @@ func (h *Handler) addressLimit() string {
 		h.cfg.AddressRate, max(h.cfg.AddressBurst, 1))
 }
 
-// formatQuiz writes questions one a line: "question | answer | answer".
+// formatQuiz writes questions one a line: "question | answer | answer" for
+// a free answer, "question | *right | wrong | wrong | wrong" for one with
+// choices, the accepted ones starred.
 func formatQuiz(qs []seckill.QuizQuestion) string {
 	var b strings.Builder
 	for _, q := range qs {
 		b.WriteString(q.Question)
-		for _, a := range q.Answers {
+		parts := q.Answers
+		if len(q.Choices) > 0 {
+			accepted := map[string]bool{}
+			for _, a := range q.Answers {
+				accepted[seckill.NormalizeAnswer(a)] = true
+			}
+			parts = make([]string, len(q.Choices))
+			for i, c := range q.Choices {
+				parts[i] = c
+				if accepted[seckill.NormalizeAnswer(c)] {
+					parts[i] = choiceMark + c
+				}
+			}
+		}
+		for _, p := range parts {
 			b.WriteString(" | ")
-			b.WriteString(a)
+			b.WriteString(p)
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
 }
 
+// choiceMark starts an accepted choice in the quiz field: a line with one
+// lists choices, the starred ones accepted; a line without lists the
+// accepted free answers.
+const choiceMark = "*"
+
 // parseQuiz reads what formatQuiz writes; blank lines are skipped. Each
-// line needs a question and at least one answer; the domain checks sizes.
+// line needs a question and at least one answer; the domain checks sizes
+// and choices.
 func parseQuiz(s string) ([]seckill.QuizQuestion, error) {
 	var qs []seckill.QuizQuestion
 	for i, line := range strings.Split(s, "\n") {
@@ -82,9 +104,24 @@ func parseQuiz(s string) ([]seckill.QuizQuestion, error) {
 			return nil, seckill.Invalidf("quiz", "line %d: write the question, then | and each accepted answer", i+1)
 		}
 		q := seckill.QuizQuestion{Question: strings.TrimSpace(parts[0])}
+		var items []string
+		choices := false
 		for _, a := range parts[1:] {
 			if a = strings.TrimSpace(a); a != "" {
+				items = append(items, a)
+				choices = choices || strings.HasPrefix(a, choiceMark)
+			}
+		}
+		for _, a := range items {
+			if !choices {
 				q.Answers = append(q.Answers, a)
+				continue
+			}
+			c, right := strings.CutPrefix(a, choiceMark)
+			c = strings.TrimSpace(c)
+			q.Choices = append(q.Choices, c)
+			if right {
+				q.Answers = append(q.Answers, c)
 			}
 		}
 		qs = append(qs, q)
@@ -103,13 +140,20 @@ func (h *Handler) updateGuard(w http.ResponseWriter, r *http.Request) {
 		form.ID = id
 		e := seckill.GuardEdit{Challenge: seckill.ChallengeKind(form.Challenge)}
 		var err error
-		if e.PoWBits, err = formInt(r, "powBits", 0); err != nil {
-			return nil, h.guardRefused(&form, err)
+		// The bits count only for PROOF_OF_WORK: what the field holds for
+		// another kind is ignored, as on the create form.
+		if e.Challenge == seckill.ChallengePoW {
+			if e.PoWBits, err = formOptInt(r, "powBits"); err != nil {
+				return nil, h.guardRefused(&form, err)
+			}
 		}
 		if e.Brake, err = formInt(r, "brake", 0); err != nil {
 			return nil, h.guardRefused(&form, err)
 		}
-		form.PoWBits, form.Brake = e.PoWBits, e.Brake
+		form.PoWBits, form.Brake = seckill.DefaultPoWBits, e.Brake
+		if e.PoWBits != nil {
+			form.PoWBits = *e.PoWBits
+		}
 		if e.Challenge == seckill.ChallengeQuiz {
 			if e.Quiz, err = parseQuiz(form.Quiz); err != nil {
 				return nil, h.guardRefused(&form, err)
@@ -132,6 +176,19 @@ func (h *Handler) updateGuard(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) guardRefused(form *views.GuardView, err error) error {
 	form.Error, form.Field = seckill.ErrorMessage(err), seckill.ErrorField(err)
 	return err
+}
+
+// formOptInt reads an optional whole number field: nil when empty, so the
+// domain takes its default; a number given, 0 included, is checked as given.
+func formOptInt(r *http.Request, name string) (*int, error) {
+	if strings.TrimSpace(r.PostFormValue(name)) == "" {
+		return nil, nil
+	}
+	n, err := formInt(r, name, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
 }
 
 // formInt reads a whole number field; empty is def.

@@ -51,11 +51,32 @@ func TestGuardForm(t *testing.T) {
 		t.Errorf("the shared per-address limit shown as %q", got)
 	}
 
+	// A question with choices: the starred ones are accepted.
+	res = d.do("POST", "/admin/campaigns/2/guard", url.Values{"challenge": {"QUIZ"},
+		"quiz": {"Capital of France? | Lyon | *Paris | Nice | Lille\nWhat is 2 + 2? | 4 | four\n"}}, c, nil)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("set a quiz with choices: %s", res.Status)
+	}
+	want = []seckill.QuizQuestion{
+		{Question: "Capital of France?", Answers: []string{"Paris"}, Choices: []string{"Lyon", "Paris", "Nice", "Lille"}},
+		{Question: "What is 2 + 2?", Answers: []string{"4", "four"}},
+	}
+	if diff := cmp.Diff(want, d.svc.quiz[2]); diff != "" {
+		t.Errorf("quiz with choices (-want +got):\n%s", diff)
+	}
+	page = doc(t, d.do("GET", "/admin/campaigns/2", nil, c, nil))
+	if got := page.Find(`[data-testid="guard-input-quiz"]`).Text(); got != "Capital of France? | Lyon | *Paris | Nice | Lille\nWhat is 2 + 2? | 4 | four\n" {
+		t.Errorf("quiz with choices re-shown as %q", got)
+	}
+
 	// Refusals stay on the form, which keeps what was typed.
 	for _, bad := range []url.Values{
 		{"challenge": {"QUIZ"}, "quiz": {"a question without answers"}},
+		{"challenge": {"QUIZ"}, "quiz": {"Three choices? | *a | b | c"}},
+		{"challenge": {"QUIZ"}, "quiz": {"Half right? | *a | *b | c | d"}},
 		{"challenge": {"QUIZ"}, "quiz": {""}},
 		{"challenge": {"PROOF_OF_WORK"}, "powBits": {"40"}},
+		{"challenge": {"PROOF_OF_WORK"}, "powBits": {"0"}},
 		{"challenge": {"PROOF_OF_WORK"}, "powBits": {"ten"}},
 		{"challenge": {"CAPTCHA"}},
 		{"challenge": {"NONE"}, "brake": {"-1"}},
@@ -67,6 +88,25 @@ func TestGuardForm(t *testing.T) {
 		}
 		if q := bad.Get("quiz"); q != "" && p.Find(`[data-testid="guard-input-quiz"]`).Text() != q {
 			t.Errorf("%v: the form lost the quiz", bad)
+		}
+	}
+
+	// An empty difficulty is the default; what the field holds counts only
+	// for a proof of work.
+	for _, tt := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"challenge": {"PROOF_OF_WORK"}, "powBits": {""}}, "proof of work, 20 zero bits"},
+		{url.Values{"challenge": {"PROOF_OF_WORK"}, "powBits": {"6"}}, "proof of work, 6 zero bits"},
+		{url.Values{"challenge": {"NONE"}, "powBits": {"0"}}, "none"},
+	} {
+		if res := d.do("POST", "/admin/campaigns/2/guard", tt.form, c, nil); res.StatusCode != http.StatusSeeOther {
+			t.Errorf("%v: %s", tt.form, res.Status)
+		}
+		page := doc(t, d.do("GET", "/admin/campaigns/2", nil, c, nil))
+		if got := strings.Join(strings.Fields(page.Find(`[data-testid="guard-challenge"]`).Text()), " "); got != tt.want {
+			t.Errorf("%v: challenge shown as %q, want %q", tt.form, got, tt.want)
 		}
 	}
 

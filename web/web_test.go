@@ -445,8 +445,11 @@ func TestCreateCampaignForm(t *testing.T) {
 		{"brake", "fast", "“Brake” must be a whole number"},
 		{"challenge", "CAPTCHA", "“Challenge” must be NONE, QUIZ or PROOF_OF_WORK"},
 		{"powBits", "40", "“Proof of work: zero bits” must be between 1 and 32"},
+		{"powBits", "0", "“Proof of work: zero bits” must be between 1 and 32"},
 		{"quiz", "", "QUIZ needs at least one question"},
 		{"quiz", "What is 2 + 2?", "line 1: write the question, then | and each accepted answer"},
+		{"quiz", "What is 2 + 2? | *4 | 5 | 22", "question 1 offers 3 choices: give 4 to 10, or none for a free answer"},
+		{"quiz", "What is 2 + 2? | *4 | *four | 5 | 22", "question 1 accepts 2 of its 4 choices: at most a quarter, so that a guess is right at most one time in four"},
 	} {
 		t.Run(tt.field+"="+tt.value, func(t *testing.T) {
 			f := url.Values{}
@@ -532,6 +535,7 @@ func TestCreateCampaignForm(t *testing.T) {
 		want                            string // the campaign page's challenge
 	}{
 		{"QUIZ", "9", "What is 2 + 2? | 4 | four\n\nCapital of France? | Paris\n", "50", "quiz (2 questions, one at random per buyer)"},
+		{"QUIZ", "", "Capital of France? | Lyon | *Paris | Nice | Lille\n", "", "quiz (1 questions, one at random per buyer)"},
 		{"PROOF_OF_WORK", "", "ignored", "", "proof of work, 20 zero bits"},
 		{"PROOF_OF_WORK", "12", "", "0", "proof of work, 12 zero bits"},
 	} {

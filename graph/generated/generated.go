@@ -39,6 +39,7 @@ type DirectiveRoot struct {
 type ComplexityRoot struct {
 	Challenge struct {
 		Bits      func(childComplexity int) int
+		Choices   func(childComplexity int) int
 		ExpiresAt func(childComplexity int) int
 		Kind      func(childComplexity int) int
 		Question  func(childComplexity int) int
@@ -103,9 +104,10 @@ type ComplexityRoot struct {
 	}
 
 	SeckillResult struct {
-		Message func(childComplexity int) int
-		OrderID func(childComplexity int) int
-		Outcome func(childComplexity int) int
+		Message    func(childComplexity int) int
+		OrderID    func(childComplexity int) int
+		Outcome    func(childComplexity int) int
+		RetryAfter func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -170,6 +172,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Challenge.Bits(childComplexity), true
+	case "Challenge.choices":
+		if e.ComplexityRoot.Challenge.Choices == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Challenge.Choices(childComplexity), true
 	case "Challenge.expiresAt":
 		if e.ComplexityRoot.Challenge.ExpiresAt == nil {
 			break
@@ -493,6 +501,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SeckillResult.Outcome(childComplexity), true
+	case "SeckillResult.retryAfter":
+		if e.ComplexityRoot.SeckillResult.RetryAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SeckillResult.RetryAfter(childComplexity), true
 
 	case "Subscription.orderStatus":
 		if e.ComplexityRoot.Subscription.OrderStatus == nil {
@@ -678,19 +692,19 @@ enum SeckillOutcome {
   NOT_STARTED
   "The sale is over."
   ENDED
-  "Too many attempts from you in a short time; try again in a moment."
+  "Too many attempts from you in a short time, or a wait after a wrong answer to the challenge (see ` + "`" + `retryAfter` + "`" + `); try again in a moment."
   RATE_LIMITED
   "An operator paused the sale."
   PAUSED
   "The sale asks for a challenge first: get one with ` + "`" + `seckillChallenge` + "`" + ` and pass its answer."
   CHALLENGE_REQUIRED
-  "The answer is wrong, or the token is not one the server signed. Counts against your limit."
+  "The answer is wrong (its token is spent, and you wait ` + "`" + `retryAfter` + "`" + ` seconds before your next attempt), or the token is not one the server signed. Counts against your limit."
   CHALLENGE_WRONG
   "The challenge expired; get a new one."
   CHALLENGE_EXPIRED
   "The challenge was given to another user or for another voucher."
   CHALLENGE_NOT_YOURS
-  "The challenge was used already (each is good for one attempt); get a new one."
+  "The challenge was used already (each is good for one answer, right or wrong); get a new one."
   CHALLENGE_USED
 }
 
@@ -713,6 +727,12 @@ type SeckillResult {
   orderId: ID
   "A sentence to show the buyer."
   message: String!
+  """
+  Seconds to wait before trying again (rounded up), after a wrong answer to
+  the challenge: with CHALLENGE_WRONG the wait it started, with RATE_LIMITED
+  what is left of it. Null otherwise.
+  """
+  retryAfter: Int
 }
 
 "Where an order stands."
@@ -931,18 +951,31 @@ type Challenge {
   token: String
   "QUIZ: the question."
   question: String
+  """
+  QUIZ: the choices to pick the answer from (send one of them, as written,
+  as the solution), in an order of this challenge's; null when the question
+  takes a free answer.
+  """
+  choices: [String!]
   "PROOF_OF_WORK: the zero bits SHA-256(token + ':' + counter) must start with."
   bits: Int
   "When the token stops being accepted."
   expiresAt: Time
 }
 
-"A quiz question with the answers it accepts."
+"""
+A quiz question with the answers it accepts. With ` + "`" + `choices` + "`" + ` the buyer picks
+one (each challenge lists them in its own order), so a guess is right at
+most one time in four; without, the buyer types a free answer (then do not
+ask a yes/no question: it is guessed one time in two).
+"""
 input QuizQuestionInput {
   "1 to 500 characters."
   question: String!
-  "1 to 10 accepted answers, each 1 to 100 characters; compared ignoring case and extra spaces."
+  "1 to 10 accepted answers, each 1 to 100 characters; compared ignoring case and extra spaces. With choices, each must be one of them, and at most a quarter of them may be accepted."
   answers: [String!]!
+  "4 to 10 distinct choices (ignoring case and extra spaces), each 1 to 100 characters, that the accepted answers are among; omitted, null or empty: a free answer."
+  choices: [String!]
 }
 
 "The flash sale of one voucher."
@@ -1014,7 +1047,7 @@ input AddSeckillVoucherInput {
   endTime: Time!
   "What a buyer must solve first; NONE when absent."
   challenge: ChallengeKind
-  "PROOF_OF_WORK: zero bits, 1 to 32 (default 20, about a second in a browser)."
+  "PROOF_OF_WORK: zero bits, 1 to 32; omitted (or null): 20, about a second in a browser. A value given outside 1 to 32, 0 included, is INVALID_INPUT."
   powBits: Int
   "QUIZ: 1 to 50 questions."
   quiz: [QuizQuestionInput!]
@@ -1061,6 +1094,8 @@ func (ec *executionContext) childFields_Challenge(ctx context.Context, field gra
 		return ec.fieldContext_Challenge_token(ctx, field)
 	case "question":
 		return ec.fieldContext_Challenge_question(ctx, field)
+	case "choices":
+		return ec.fieldContext_Challenge_choices(ctx, field)
 	case "bits":
 		return ec.fieldContext_Challenge_bits(ctx, field)
 	case "expiresAt":
@@ -1161,6 +1196,8 @@ func (ec *executionContext) childFields_SeckillResult(ctx context.Context, field
 		return ec.fieldContext_SeckillResult_orderId(ctx, field)
 	case "message":
 		return ec.fieldContext_SeckillResult_message(ctx, field)
+	case "retryAfter":
+		return ec.fieldContext_SeckillResult_retryAfter(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SeckillResult", field.Name)
 }
@@ -1601,6 +1638,29 @@ func (ec *executionContext) _Challenge_question(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_Challenge_question(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Challenge", field, false, false, "String")
+}
+
+func (ec *executionContext) _Challenge_choices(ctx context.Context, field graphql.CollectedField, obj *model.Challenge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Challenge_choices(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Choices, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Challenge_choices(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Challenge", field, false, false, "String")
 }
 
@@ -2867,6 +2927,29 @@ func (ec *executionContext) _SeckillResult_message(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_SeckillResult_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SeckillResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _SeckillResult_retryAfter(ctx context.Context, field graphql.CollectedField, obj *model.SeckillResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SeckillResult_retryAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RetryAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int32) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint32(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SeckillResult_retryAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SeckillResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Subscription_orderStatus(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -4395,7 +4478,7 @@ func (ec *executionContext) unmarshalInputQuizQuestionInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"question", "answers"}
+	fieldsInOrder := [...]string{"question", "answers", "choices"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -4416,6 +4499,13 @@ func (ec *executionContext) unmarshalInputQuizQuestionInput(ctx context.Context,
 				return it, err
 			}
 			it.Answers = data
+		case "choices":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("choices"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Choices = data
 		}
 	}
 	return it, nil
@@ -4464,6 +4554,11 @@ func (ec *executionContext) _Challenge(ctx context.Context, sel ast.SelectionSet
 			}
 		case "question":
 			out.Values[i] = ec._Challenge_question(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "choices":
+			out.Values[i] = ec._Challenge_choices(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -4924,6 +5019,11 @@ func (ec *executionContext) _SeckillResult(ctx context.Context, sel ast.Selectio
 		case "message":
 			out.Values[i] = ec._SeckillResult_message(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "retryAfter":
+			out.Values[i] = ec._SeckillResult_retryAfter(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -5908,6 +6008,41 @@ func (ec *executionContext) marshalOSeckillCampaign2ᚖseckillᚋgraphᚋmodel�
 		return graphql.Null
 	}
 	return ec._SeckillCampaign(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

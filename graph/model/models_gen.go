@@ -33,7 +33,7 @@ type AddSeckillVoucherInput struct {
 	EndTime time.Time `json:"endTime"`
 	// What a buyer must solve first; NONE when absent.
 	Challenge *ChallengeKind `json:"challenge,omitempty"`
-	// PROOF_OF_WORK: zero bits, 1 to 32 (default 20, about a second in a browser).
+	// PROOF_OF_WORK: zero bits, 1 to 32; omitted (or null): 20, about a second in a browser. A value given outside 1 to 32, 0 included, is INVALID_INPUT.
 	PowBits *int32 `json:"powBits,omitempty"`
 	// QUIZ: 1 to 50 questions.
 	Quiz []*QuizQuestionInput `json:"quiz,omitempty"`
@@ -52,6 +52,10 @@ type Challenge struct {
 	Token *string `json:"token,omitempty"`
 	// QUIZ: the question.
 	Question *string `json:"question,omitempty"`
+	// QUIZ: the choices to pick the answer from (send one of them, as written,
+	// as the solution), in an order of this challenge's; null when the question
+	// takes a free answer.
+	Choices []string `json:"choices,omitempty"`
 	// PROOF_OF_WORK: the zero bits SHA-256(token + ':' + counter) must start with.
 	Bits *int32 `json:"bits,omitempty"`
 	// When the token stops being accepted.
@@ -119,12 +123,17 @@ type Payment struct {
 	PayBy time.Time `json:"payBy"`
 }
 
-// A quiz question with the answers it accepts.
+// A quiz question with the answers it accepts. With `choices` the buyer picks
+// one (each challenge lists them in its own order), so a guess is right at
+// most one time in four; without, the buyer types a free answer (then do not
+// ask a yes/no question: it is guessed one time in two).
 type QuizQuestionInput struct {
 	// 1 to 500 characters.
 	Question string `json:"question"`
-	// 1 to 10 accepted answers, each 1 to 100 characters; compared ignoring case and extra spaces.
+	// 1 to 10 accepted answers, each 1 to 100 characters; compared ignoring case and extra spaces. With choices, each must be one of them, and at most a quarter of them may be accepted.
 	Answers []string `json:"answers"`
+	// 4 to 10 distinct choices (ignoring case and extra spaces), each 1 to 100 characters, that the accepted answers are among; omitted, null or empty: a free answer.
+	Choices []string `json:"choices,omitempty"`
 }
 
 // The flash sale of one voucher.
@@ -159,6 +168,10 @@ type SeckillResult struct {
 	OrderID *string `json:"orderId,omitempty"`
 	// A sentence to show the buyer.
 	Message string `json:"message"`
+	// Seconds to wait before trying again (rounded up), after a wrong answer to
+	// the challenge: with CHALLENGE_WRONG the wait it started, with RATE_LIMITED
+	// what is left of it. Null otherwise.
+	RetryAfter *int32 `json:"retryAfter,omitempty"`
 }
 
 // Something a shop sells.
@@ -459,19 +472,19 @@ const (
 	SeckillOutcomeNotStarted SeckillOutcome = "NOT_STARTED"
 	// The sale is over.
 	SeckillOutcomeEnded SeckillOutcome = "ENDED"
-	// Too many attempts from you in a short time; try again in a moment.
+	// Too many attempts from you in a short time, or a wait after a wrong answer to the challenge (see `retryAfter`); try again in a moment.
 	SeckillOutcomeRateLimited SeckillOutcome = "RATE_LIMITED"
 	// An operator paused the sale.
 	SeckillOutcomePaused SeckillOutcome = "PAUSED"
 	// The sale asks for a challenge first: get one with `seckillChallenge` and pass its answer.
 	SeckillOutcomeChallengeRequired SeckillOutcome = "CHALLENGE_REQUIRED"
-	// The answer is wrong, or the token is not one the server signed. Counts against your limit.
+	// The answer is wrong (its token is spent, and you wait `retryAfter` seconds before your next attempt), or the token is not one the server signed. Counts against your limit.
 	SeckillOutcomeChallengeWrong SeckillOutcome = "CHALLENGE_WRONG"
 	// The challenge expired; get a new one.
 	SeckillOutcomeChallengeExpired SeckillOutcome = "CHALLENGE_EXPIRED"
 	// The challenge was given to another user or for another voucher.
 	SeckillOutcomeChallengeNotYours SeckillOutcome = "CHALLENGE_NOT_YOURS"
-	// The challenge was used already (each is good for one attempt); get a new one.
+	// The challenge was used already (each is good for one answer, right or wrong); get a new one.
 	SeckillOutcomeChallengeUsed SeckillOutcome = "CHALLENGE_USED"
 )
 

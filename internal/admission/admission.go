@@ -20,6 +20,9 @@
 //	<p>seckill:{v42}:limit:a<addr> a client address's shared limit (GCRA
 //	                               state; an IPv4 address or an IPv6 /64)
 //	<p>seckill:{v42}:used:<nonce>  a used challenge token, until it expires
+//	<p>seckill:{v42}:wrong:<user>  hash: n, until: a user's wrong answers to the
+//	                               challenge and the end of their wait; gone
+//	                               an hour after the wait ends
 //	<p>seckill:{v42}:brake         the brake's GCRA state
 //	<p>seckill:{v42}:returned      set of ids whose unit a cancel or an
 //	                               expiry gave back (ReturnUnit)
@@ -133,7 +136,19 @@ type Options struct {
 	// less): none. An attempt without an address is not counted.
 	AddressRate  float64
 	AddressBurst int
+	// WrongAnswerWait is how long a user waits after their first wrong
+	// answer to a campaign's challenge before they may try that campaign
+	// again; each further one doubles it, up to WrongAnswerWaitMax. 0
+	// means seckill.DefaultWrongAnswerWait (and the Max
+	// seckill.DefaultMaxWrongAnswerWait); a negative value: no wait.
+	WrongAnswerWait    time.Duration
+	WrongAnswerWaitMax time.Duration
 }
+
+// wrongKeep is how long a user's count of wrong answers outlives their
+// wait: a user who stays away that long starts from the first wait again,
+// and Redis keeps nothing of them for long.
+const wrongKeep = time.Hour
 
 // Admitter implements seckill.Admitter on Redis.
 //
@@ -157,6 +172,8 @@ type Admitter struct {
 	userBurst int
 	addrEvery int64 // microseconds between an address's attempts; 0: no limit
 	addrBurst int
+	wrongWait int64 // milliseconds after the first wrong answer; 0: no wait
+	wrongMax  int64 // the longest wait, milliseconds
 
 	startMu sync.Mutex
 	subDone chan struct{} // closed when the stock_returned listener exits
@@ -191,6 +208,11 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 	}
 	a.userEvery = gcraInterval(opts.UserRate)
 	a.addrEvery = gcraInterval(opts.AddressRate)
+	if opts.WrongAnswerWait >= 0 {
+		wait := cmp.Or(opts.WrongAnswerWait, seckill.DefaultWrongAnswerWait)
+		a.wrongWait = max(wait.Milliseconds(), 1)
+		a.wrongMax = max(cmp.Or(opts.WrongAnswerWaitMax, seckill.DefaultMaxWrongAnswerWait).Milliseconds(), a.wrongWait)
+	}
 	return a
 }
 
@@ -293,25 +315,30 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		keys = a.keys.admit(voucherID)
 	}
 
-	ticket, exp := string(t.Kind), int64(0)
+	// A ticket with a nonce spends its token, right or wrong (verdict "0"
+	// when wrong); one refused without a nonce spends nothing.
+	ticket, exp, verdict := "", int64(0), "1"
 	switch {
+	case t.Nonce != "" && (t.Kind == seckill.ChallengeQuiz || t.Kind == seckill.ChallengePoW):
+		ticket, exp = string(t.Kind), t.ExpiresAt.UnixMilli()
+		if t.Refusal != "" {
+			verdict = "0"
+		}
 	case t.Refusal != "":
 		ticket = "REFUSED"
-	case t.Kind == seckill.ChallengeQuiz || t.Kind == seckill.ChallengePoW:
-		exp = t.ExpiresAt.UnixMilli()
-	default:
-		ticket = ""
 	}
 	addr, addrEvery := clientaddr.Bucket(seckill.ClientAddrFromContext(ctx)), a.addrEvery
 	if addr == "" {
 		addrEvery = 0
 	}
-	all := make([]string, 0, len(keys)+5)
+	all := make([]string, 0, len(keys)+6)
 	all = append(all, keys...)
 	all = append(all, a.keys.guard(voucherID), a.keys.userLimit(voucherID, userID),
-		a.keys.used(voucherID, t.Nonce), a.keys.brake(voucherID), a.keys.addressLimit(voucherID, addr))
+		a.keys.used(voucherID, t.Nonce), a.keys.brake(voucherID), a.keys.addressLimit(voucherID, addr),
+		a.keys.wrong(voucherID, userID))
 	sent := time.Now()
-	reply := a.admits.run(ctx, all, userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, a.addrBurst)
+	reply := a.admits.run(ctx, all, userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, a.addrBurst, verdict,
+		a.wrongWait, a.wrongMax, wrongKeep.Milliseconds())
 	res, err := reply.res, reply.err
 	if err != nil {
 		return "", seckill.Admission{}, redisError("admit", err, nil)
@@ -343,11 +370,16 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 			a.local.rememberFor(state, gen, outcome, min(time.Duration(wait)*time.Millisecond-time.Since(sent), windowMark))
 		}
 		return outcome, seckill.Admission{}, nil
-	case seckill.OutcomeChallengeWrong:
-		if t.Refusal != "" {
-			return t.Refusal, seckill.Admission{}, nil // expired, not yours or wrong
+	case seckill.OutcomeChallengeWrong, seckill.OutcomeRateLimited:
+		// A wait after a wrong answer: the one it started, or what is left.
+		var adm seckill.Admission
+		if wait, ok := int64At(res, 1); ok && wait > 0 {
+			adm.RetryAfter = time.Duration(wait) * time.Millisecond
 		}
-		return outcome, seckill.Admission{}, nil
+		if outcome == seckill.OutcomeChallengeWrong && t.Refusal != "" {
+			return t.Refusal, adm, nil // expired, not yours or wrong
+		}
+		return outcome, adm, nil
 	case seckill.OutcomeAccepted:
 	default:
 		return outcome, seckill.Admission{}, nil

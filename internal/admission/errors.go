@@ -27,6 +27,7 @@ const (
 	codeChallengeMissing = 9
 	codeChallengeRefused = 10
 	codeChallengeUsed    = 11
+	codeChallengeExpired = 12
 )
 
 // toOutcome maps an admit script code to the outcome of the purchase: the
@@ -57,6 +58,8 @@ func toOutcome(voucherID, code int64) (seckill.Outcome, error) {
 		return seckill.OutcomeChallengeWrong, nil
 	case codeChallengeUsed:
 		return seckill.OutcomeChallengeUsed, nil
+	case codeChallengeExpired:
+		return seckill.OutcomeChallengeExpired, nil
 	}
 	return "", fmt.Errorf("admission: admit voucher %d: unexpected script code %d", voucherID, code)
 }

@@ -50,3 +50,6 @@ func UserLimitKey(a *Admitter, voucherID, userID int64) string {
 func AddressLimitKey(a *Admitter, voucherID int64, addr string) string {
 	return a.keys.addressLimit(voucherID, addr)
 }
+
+// WrongKey is the key of a user's wrong answers to a campaign's challenge.
+func WrongKey(a *Admitter, voucherID, userID int64) string { return a.keys.wrong(voucherID, userID) }

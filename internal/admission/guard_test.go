@@ -67,7 +67,9 @@ func admitAtOnce(t *testing.T, n int, admit func(i int) (seckill.Outcome, error)
 func TestAdmitChallenge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, _ := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	// No wait after a wrong answer here (TestAdmitWrongAnswerWait has it),
+	// so that a user may try again at once.
+	a, _ := newAdmitter(t, admission.Options{SoldOutTTL: -1, WrongAnswerWait: -1})
 	ch := seckill.NewChallenger([]byte("test secret of at least thirty-two bytes"), time.Minute, time.Minute)
 	c := liveCampaign(1, 100)
 	c.Challenge, c.PoWBits = seckill.ChallengePoW, 4
@@ -77,8 +79,10 @@ func TestAdmitChallenge(t *testing.T) {
 		iss := ch.Issue(seckill.ChallengePoW, 1, user, 4, nil, time.Now())
 		return ch.Check(seckill.ChallengeAnswer{Token: iss.Token, Solution: seckill.SolvePoW(iss.Token, 4)}, 1, user, time.Now())
 	}
-	good := solve(7)
+	goodIss := ch.Issue(seckill.ChallengePoW, 1, 7, 4, nil, time.Now())
+	good := ch.Check(seckill.ChallengeAnswer{Token: goodIss.Token, Solution: seckill.SolvePoW(goodIss.Token, 4)}, 1, 7, time.Now())
 	other := ch.Issue(seckill.ChallengePoW, 1, 8, 4, nil, time.Now())
+	wrongOnce := ch.Issue(seckill.ChallengePoW, 1, 12, 4, nil, time.Now())
 	expired := ch.Issue(seckill.ChallengePoW, 1, 9, 4, nil, time.Now().Add(-2*time.Minute))
 	quizOfAnother := ch.Issue(seckill.ChallengeQuiz, 1, 10, 0, []seckill.QuizQuestion{{Question: "2+2?", Answers: []string{"4"}}}, time.Now())
 
@@ -91,11 +95,19 @@ func TestAdmitChallenge(t *testing.T) {
 		{"no answer", 1, seckill.Ticket{}, seckill.OutcomeChallengeRequired},
 		{"a good answer", 7, good, seckill.OutcomeAccepted},
 		{"the same answer again", 7, good, seckill.OutcomeChallengeUsed},
+		{"a wrong answer to the used token", 7, ch.Check(seckill.ChallengeAnswer{Token: goodIss.Token, Solution: "x"}, 1, 7, time.Now()), seckill.OutcomeChallengeUsed},
 		{"a wrong counter", 8, ch.Check(seckill.ChallengeAnswer{Token: other.Token, Solution: "x"}, 1, 8, time.Now()), seckill.OutcomeChallengeWrong},
+		// The first answer spends the token, right or wrong: a second one
+		// hears that it was used, whatever it says.
+		{"a wrong answer", 12, ch.Check(seckill.ChallengeAnswer{Token: wrongOnce.Token, Solution: "x"}, 1, 12, time.Now()), seckill.OutcomeChallengeWrong},
+		{"the right answer after a wrong one", 12, ch.Check(seckill.ChallengeAnswer{Token: wrongOnce.Token, Solution: seckill.SolvePoW(wrongOnce.Token, 4)}, 1, 12, time.Now()), seckill.OutcomeChallengeUsed},
 		{"another user's token", 2, ch.Check(seckill.ChallengeAnswer{Token: other.Token, Solution: seckill.SolvePoW(other.Token, 4)}, 1, 2, time.Now()), seckill.OutcomeChallengeNotYours},
 		{"an expired token", 9, ch.Check(seckill.ChallengeAnswer{Token: expired.Token, Solution: seckill.SolvePoW(expired.Token, 4)}, 1, 9, time.Now()), seckill.OutcomeChallengeExpired},
 		{"a forged token", 3, ch.Check(seckill.ChallengeAnswer{Token: "eyJ9.AAAA", Solution: "1"}, 1, 3, time.Now()), seckill.OutcomeChallengeWrong},
 		{"a quiz answer for a proof-of-work sale", 10, ch.Check(seckill.ChallengeAnswer{Token: quizOfAnother.Token, Solution: "4"}, 1, 10, time.Now()), seckill.OutcomeChallengeWrong},
+		// The process's clock said it was valid, Redis's says it expired.
+		{"a token expired by Redis's clock", 13, seckill.Ticket{Kind: seckill.ChallengePoW, Nonce: "late",
+			ExpiresAt: time.Now().Add(-time.Second)}, seckill.OutcomeChallengeExpired},
 		{"another good answer", 11, solve(11), seckill.OutcomeAccepted},
 	}
 	for _, tt := range tests {
@@ -283,5 +295,134 @@ func TestAdmitWindowFromMemory(t *testing.T) {
 			t.Fatalf("after the window changed: still %s", o)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Each wrong answer to a campaign's challenge makes its user wait, twice as
+// long as the one before up to the longest wait; while they wait, every
+// attempt of theirs at the campaign is RATE_LIMITED with what is left,
+// before their token is looked at (so it is not spent) and before anything
+// is taken from their limit. Other users and other campaigns do not wait.
+func TestAdmitWrongAnswerWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const base, longest = 150 * time.Millisecond, 500 * time.Millisecond
+	// A burst of six: enough for the five attempts that count (four wrong
+	// answers and the purchase), not for the dozen refused while waiting.
+	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1, WrongAnswerWait: base, WrongAnswerWaitMax: longest,
+		UserRate: 0.1, UserBurst: 6})
+	ch := seckill.NewChallenger([]byte("test secret of at least thirty-two bytes"), time.Minute, time.Minute)
+	quiz := []seckill.QuizQuestion{{Question: "2+2?", Answers: []string{"4"}}}
+	for _, id := range []int64{1, 2} {
+		c := liveCampaign(id, 100)
+		c.Challenge = seckill.ChallengeQuiz
+		mustWarm(t, a, seckill.WarmState{Campaign: c})
+	}
+	issue := func(voucher, user int64) seckill.Challenge {
+		return ch.Issue(seckill.ChallengeQuiz, voucher, user, 0, quiz, time.Now())
+	}
+	admit := func(voucher, user int64, tok seckill.Challenge, solution string) (seckill.Outcome, time.Duration) {
+		t.Helper()
+		o, adm, err := a.Admit(ctx, voucher, user, ch.Check(seckill.ChallengeAnswer{Token: tok.Token, Solution: solution}, voucher, user, time.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o, adm.RetryAfter
+	}
+
+	var waits []time.Duration
+	for n := 1; n <= 4; n++ {
+		o, wait := admit(1, 7, issue(1, 7), "5")
+		if o != seckill.OutcomeChallengeWrong {
+			t.Fatalf("wrong answer %d: %s", n, o)
+		}
+		if want := seckill.WrongAnswerWait(n, base, longest); wait != want {
+			t.Errorf("wait after wrong answer %d: %v, want %v", n, wait, want)
+		}
+		waits = append(waits, wait)
+		// Waiting: refused before the token is looked at, so a good token
+		// survives it; no answer, a forged token, the same.
+		good := issue(1, 7)
+		for _, try := range []struct {
+			name string
+			tok  seckill.Challenge
+			sol  string
+		}{{"a right answer", good, "4"}, {"a forged token", seckill.Challenge{Token: "eyJ9.AAAA"}, "4"}} {
+			o, left := admit(1, 7, try.tok, try.sol)
+			if o != seckill.OutcomeRateLimited || left <= 0 || left > wait {
+				t.Errorf("wrong answer %d, then %s while waiting: %s, retry after %v (the wait was %v)", n, try.name, o, left, wait)
+			}
+		}
+		if o, _ := mustAdmit(t, a, 1, 7); o != seckill.OutcomeRateLimited {
+			t.Errorf("no answer while waiting: %s", o)
+		}
+		// Nobody else waits: another user here, this user elsewhere.
+		if o, _ := mustAdmit(t, a, 1, 8); o != seckill.OutcomeChallengeRequired {
+			t.Errorf("another user while user 7 waits: %s", o)
+		}
+		if o, _ := mustAdmit(t, a, 2, 7); o != seckill.OutcomeChallengeRequired {
+			t.Errorf("user 7 at another campaign: %s", o)
+		}
+		time.Sleep(wait + 20*time.Millisecond)
+		if n == 4 {
+			// The token kept through the waits still buys; its burst of
+			// three was not spent on the refusals.
+			if o, _ := admit(1, 7, good, "4"); o != seckill.OutcomeAccepted {
+				t.Errorf("the token kept through the wait, after it: %s", o)
+			}
+		}
+	}
+	if want := []time.Duration{150 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond}; !cmp.Equal(waits, want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+
+	// The count goes on its own, an hour after the wait ends.
+	key := admission.WrongKey(a, 1, 7)
+	ttl, err := rdb.PTTL(ctx, key).Result()
+	if err != nil || ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Errorf("the wrong answers' key lives %v (%v), want about an hour", ttl, err)
+	}
+	size, err := rdb.MemoryUsage(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a user's wrong answers take %d bytes of Redis (MEMORY USAGE of %s)", size, key)
+	if size > 200 {
+		t.Errorf("a user's wrong answers take %d bytes", size)
+	}
+
+	// A campaign without a challenge never reads the key.
+	plain := liveCampaign(3, 10)
+	mustWarm(t, a, seckill.WarmState{Campaign: plain})
+	if err := rdb.HSet(ctx, admission.WrongKey(a, 3, 7), "n", 9, "until", time.Now().Add(time.Hour).UnixMilli()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := mustAdmit(t, a, 3, 7); o != seckill.OutcomeAccepted {
+		t.Errorf("a campaign without a challenge: %s", o)
+	}
+}
+
+// A wrong answer to a campaign without a challenge, or the wait turned off,
+// makes nobody wait.
+func TestAdmitWrongAnswerNoWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1, WrongAnswerWait: -1})
+	ch := seckill.NewChallenger([]byte("test secret of at least thirty-two bytes"), time.Minute, time.Minute)
+	c := liveCampaign(1, 100)
+	c.Challenge, c.PoWBits = seckill.ChallengePoW, 4
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	tok := ch.Issue(seckill.ChallengePoW, 1, 7, 4, nil, time.Now())
+	o, adm, err := a.Admit(ctx, 1, 7, ch.Check(seckill.ChallengeAnswer{Token: tok.Token, Solution: "x"}, 1, 7, time.Now()))
+	if err != nil || o != seckill.OutcomeChallengeWrong || adm.RetryAfter != 0 {
+		t.Fatalf("a wrong answer without the wait: %s, retry after %v, %v", o, adm.RetryAfter, err)
+	}
+	// The token is spent all the same.
+	o, _, err = a.Admit(ctx, 1, 7, ch.Check(seckill.ChallengeAnswer{Token: tok.Token, Solution: seckill.SolvePoW(tok.Token, 4)}, 1, 7, time.Now()))
+	if err != nil || o != seckill.OutcomeChallengeUsed {
+		t.Errorf("its right answer after: %s, %v", o, err)
+	}
+	if n, err := rdb.Exists(ctx, admission.WrongKey(a, 1, 7)).Result(); err != nil || n != 0 {
+		t.Errorf("a wrong answers' key without the wait: %d, %v", n, err)
 	}
 }

@@ -48,6 +48,13 @@ func (k keys) used(voucherID int64, nonce string) string {
 	return k.tagged(voucherID, "used:"+nonce)
 }
 
+// wrong is a hash of one user's wrong answers to the campaign's challenge:
+// n, their count, and until, the Unix milliseconds before which they may
+// not try again. It expires on its own (wrongKeep after the wait).
+func (k keys) wrong(voucherID, userID int64) string {
+	return k.tagged(voucherID, "wrong:"+strconv.FormatInt(userID, 10))
+}
+
 // brake is the state of the campaign's ceiling on admissions a second.
 func (k keys) brake(voucherID int64) string { return k.tagged(voucherID, "brake") }
 

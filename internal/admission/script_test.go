@@ -59,6 +59,18 @@ func TestScriptArgumentValidation(t *testing.T) {
 		{"admit: user in exponent form", admitScript, admitKeys, []any{"1e3"}},
 		{"admit: user with a space", admitScript, admitKeys, []any{" 7"}},
 		{"admit: user too long", admitScript, admitKeys, []any{"12345678901234567890"}},
+		// ARGV: user, user limit (2), ticket, expiry, address limit (2), verdict.
+		{"admit: ticket unknown", admitScript, admitKeys, []any{"7", "0", "1", "CAPTCHA", "0", "0", "1", "1"}},
+		{"admit: ticket without expiry", admitScript, admitKeys, []any{"7", "0", "1", "QUIZ", "0", "0", "1", "1"}},
+		{"admit: verdict missing", admitScript, admitKeys, []any{"7", "0", "1", "QUIZ", "99999999999999", "0", "1"}},
+		{"admit: verdict not a flag", admitScript, admitKeys, []any{"7", "0", "1", "QUIZ", "99999999999999", "0", "1", "yes"}},
+		// ... then the wait after a wrong answer: base, longest, keep (ms).
+		{"admit: wait missing", admitScript, admitKeys, []any{"7", "0", "1", "", "0", "0", "1", "1"}},
+		{"admit: wait negative", admitScript, admitKeys, []any{"7", "0", "1", "", "0", "0", "1", "1", "-1", "10", "0"}},
+		{"admit: wait fractional", admitScript, admitKeys, []any{"7", "0", "1", "", "0", "0", "1", "1", "1.5", "10", "0"}},
+		{"admit: longest below the wait", admitScript, admitKeys, []any{"7", "0", "1", "", "0", "0", "1", "1", "20", "10", "0"}},
+		{"admit: keep missing", admitScript, admitKeys, []any{"7", "0", "1", "", "0", "0", "1", "1", "2000", "300000"}},
+		{"admit: keep negative", admitScript, admitKeys, []any{"7", "0", "1", "", "0", "0", "1", "1", "2000", "300000", "-1"}},
 
 		{"warm: no args", warmScript, campaign, nil},
 		{"warm: negative stock", warmScript, campaign, []any{-1, 0, 1, 2, "0"}},
@@ -150,9 +162,9 @@ func TestKeys(t *testing.T) {
 	t.Parallel()
 	k := keys{prefix: "p:"}
 	got := []string{k.campaign(42), k.buyers(42), k.pending(42), k.pendingAt(42),
-		k.rebuild(42), k.orderStatus(), k.stockReturned()}
+		k.rebuild(42), k.wrong(42, 7), k.orderStatus(), k.stockReturned()}
 	want := []string{"p:seckill:{v42}:campaign", "p:seckill:{v42}:buyers", "p:seckill:{v42}:pending",
-		"p:seckill:{v42}:pending_at", "p:seckill:{v42}:rebuild",
+		"p:seckill:{v42}:pending_at", "p:seckill:{v42}:rebuild", "p:seckill:{v42}:wrong:7",
 		"p:seckill:{global}:order_status", "p:seckill:{global}:stock_returned"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)

@@ -2,14 +2,18 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"seckill/internal/seckill"
@@ -18,7 +22,8 @@ import (
 // TestChallengeFlow goes through the real HTTP handler, Postgres and Redis:
 // an operator creates a QUIZ campaign and a PROOF_OF_WORK one, a buyer asks
 // for a challenge, answers it and buys; a bot that skips the challenge, a
-// wrong answer and a reused one get nothing.
+// wrong answer, a token answered again (after a wrong answer or a right
+// one) get nothing.
 func TestChallengeFlow(t *testing.T) {
 	e := newTestEnv(t, "")
 	create := func(extra map[string]any) int64 {
@@ -54,24 +59,32 @@ func TestChallengeFlow(t *testing.T) {
 		Kind     string
 		Token    string
 		Question *string
+		Choices  []string
 		Bits     *int
 	}
 	ask := func(token string, voucher int64) challenge {
 		var data struct{ SeckillChallenge challenge }
-		res, err := e.gql(nil, token, `query($v: ID!) { seckillChallenge(voucherId: $v) { kind token question bits expiresAt } }`,
+		res, err := e.gql(nil, token, `query($v: ID!) { seckillChallenge(voucherId: $v) { kind token question choices bits expiresAt } }`,
 			map[string]any{"v": strconv.FormatInt(voucher, 10)}, &data)
 		if err != nil || len(res.Errors) > 0 {
 			t.Fatalf("seckillChallenge: %v %+v", err, res)
 		}
 		return data.SeckillChallenge
 	}
+	var retryAfter *int // of the last buy
 	buy := func(token string, voucher int64, tok, solution string) string {
-		var data struct{ Seckill purchase }
-		res, err := e.gql(nil, token, `mutation($v: ID!, $a: ChallengeAnswer) { seckill(voucherId: $v, answer: $a) { outcome orderId } }`,
+		var data struct {
+			Seckill struct {
+				purchase
+				RetryAfter *int `json:"retryAfter"`
+			}
+		}
+		res, err := e.gql(nil, token, `mutation($v: ID!, $a: ChallengeAnswer) { seckill(voucherId: $v, answer: $a) { outcome orderId retryAfter } }`,
 			map[string]any{"v": strconv.FormatInt(voucher, 10), "a": map[string]any{"token": tok, "solution": solution}}, &data)
 		if err != nil || len(res.Errors) > 0 {
 			t.Fatalf("seckill: %v %+v", err, res)
 		}
+		retryAfter = data.Seckill.RetryAfter
 		return data.Seckill.Outcome
 	}
 
@@ -90,14 +103,26 @@ func TestChallengeFlow(t *testing.T) {
 	if q.Kind != "QUIZ" || q.Question == nil || *q.Question != "What is two plus two?" {
 		t.Fatalf("quiz challenge %+v", q)
 	}
-	if got := buy(alice, quiz, q.Token, "five"); got != string(seckill.OutcomeChallengeWrong) {
-		t.Errorf("wrong answer: %s", got)
+	// A wrong answer spends the token and makes alice wait, at this
+	// campaign only, before she may try again.
+	if got := buy(alice, quiz, q.Token, "five"); got != string(seckill.OutcomeChallengeWrong) || retryAfter == nil || *retryAfter != 2 {
+		t.Errorf("wrong answer: %s, retry after %v s, want CHALLENGE_WRONG after 2", got, retryAfter)
 	}
+	if got := buy(alice, quiz, q.Token, " Four "); got != string(seckill.OutcomeRateLimited) || retryAfter == nil || *retryAfter < 1 || *retryAfter > 2 {
+		t.Fatalf("right answer while she waits: %s, retry after %v s", got, retryAfter)
+	}
+	wait := time.Duration(*retryAfter) * time.Second
 	if got := buy(bob, quiz, q.Token, "four"); got != string(seckill.OutcomeChallengeNotYours) {
 		t.Errorf("alice's challenge used by bob: %s", got)
 	}
-	if got := buy(alice, quiz, q.Token, " Four "); got != string(seckill.OutcomeAccepted) {
-		t.Errorf("right answer: %s", got)
+	time.Sleep(wait)
+	// The wrong answer spent the token: one guess a token.
+	if got := buy(alice, quiz, q.Token, " Four "); got != string(seckill.OutcomeChallengeUsed) {
+		t.Errorf("right answer after the wait, on the token answered wrong: %s", got)
+	}
+	q = ask(alice, quiz)
+	if got := buy(alice, quiz, q.Token, " Four "); got != string(seckill.OutcomeAccepted) || retryAfter != nil {
+		t.Errorf("right answer: %s, retry after %v", got, retryAfter)
 	}
 	q2 := ask(bob, quiz)
 	if got := buy(bob, quiz, q2.Token, "4"); got != string(seckill.OutcomeAccepted) {
@@ -114,15 +139,44 @@ func TestChallengeFlow(t *testing.T) {
 	if got := buy(alice, pow, p.Token, seckill.SolvePoW(p.Token, 8)); got != string(seckill.OutcomeAccepted) {
 		t.Errorf("solved proof of work: %s", got)
 	}
-	if got := buy(alice, quiz, p.Token, seckill.SolvePoW(p.Token, 8)); got != string(seckill.OutcomeChallengeNotYours) {
+	if got := buy(bob, pow, p.Token, seckill.SolvePoW(p.Token, 8)); got != string(seckill.OutcomeChallengeNotYours) {
+		t.Errorf("alice's proof of work used by bob: %s", got)
+	}
+	if got := buy(bob, quiz, p.Token, seckill.SolvePoW(p.Token, 8)); got != string(seckill.OutcomeChallengeNotYours) {
 		t.Errorf("a proof of work for another campaign: %s", got)
 	}
 	// The funnel counts where each attempt stopped.
-	for layer, least := range map[string]float64{seckill.LayerChallengeMissing: 1, seckill.LayerChallengeWrong: 4, seckill.LayerAdmitted: 3} {
+	for layer, least := range map[string]float64{seckill.LayerChallengeMissing: 1, seckill.LayerChallengeWrong: 5,
+		seckill.LayerSharedLimit: 1, seckill.LayerAdmitted: 3} {
 		if got := testutil.ToFloat64(e.app.Metrics.Funnel.WithLabelValues(layer)); got < least {
 			t.Errorf("funnel layer %s counted %v, want at least %v", layer, got, least)
 		}
 	}
+	// A question with choices: each challenge lists them all, in its own
+	// order, and the buyer sends the one they pick.
+	choices := []string{"Lyon", "Paris", "Nice", "Lille"}
+	picked := create(map[string]any{"challenge": "QUIZ", "quiz": []map[string]any{
+		{"question": "What is the capital of France?", "answers": []string{"paris"}, "choices": choices},
+	}})
+	orders := map[string]bool{}
+	for range 20 {
+		c := ask(bob, picked)
+		if got, want := slices.Sorted(slices.Values(c.Choices)), slices.Sorted(slices.Values(choices)); !slices.Equal(got, want) {
+			t.Fatalf("choices %v, want %v in any order", c.Choices, choices)
+		}
+		orders[strings.Join(c.Choices, ",")] = true
+	}
+	if len(orders) < 2 {
+		t.Errorf("20 challenges listed the choices in %d order(s): not shuffled", len(orders))
+	}
+	c := ask(bob, picked)
+	if got := buy(bob, picked, c.Token, "Paris"); got != string(seckill.OutcomeAccepted) {
+		t.Errorf("the right choice: %s", got)
+	}
+	if c := ask(alice, quiz); c.Choices != nil {
+		t.Errorf("a free-answer question lists choices %v", c.Choices)
+	}
+
 	plain := e.createCampaign(5)
 	if c := ask(alice, plain); c.Kind != "NONE" || c.Token != "" {
 		t.Errorf("a campaign without a challenge: %+v", c)
@@ -154,7 +208,7 @@ func TestChallengeSettingsReads(t *testing.T) {
 	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
 		ShopID: 1, Title: "challenged", PayValue: 100, ActualValue: 200, Stock: 5,
 		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour),
-		Challenge: seckill.ChallengePoW, PoWBits: 8,
+		Challenge: seckill.ChallengePoW, PoWBits: new(8),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -234,4 +288,49 @@ func TestChallengeSettingsReads(t *testing.T) {
 			t.Errorf("%d Postgres reads at once, want at most 8", m)
 		}
 	})
+}
+
+// failingGuard is an admission that cannot take a guard change.
+type failingGuard struct{ seckill.CampaignAdmitter }
+
+func (failingGuard) UpdateGuard(context.Context, int64, seckill.ChallengeKind, int) error {
+	return errors.New("redis: connection refused")
+}
+
+// A guard change that admission cannot take is undone in Postgres whole:
+// the quiz's questions as well as its kind, bits and brake, so that the
+// operator who is told nothing changed finds the old questions.
+func TestGuardRevertRestoresQuiz(t *testing.T) {
+	e := newTestEnv(t, "")
+	admin := asUser(e.ctx, 1, true)
+	old := []seckill.QuizQuestion{{Question: "What is two plus two?", Answers: []string{"4"}}}
+	v, err := e.app.Service.AddSeckillVoucher(admin, seckill.NewSeckillVoucher{
+		ShopID: 1, Title: "quiz", PayValue: 100, ActualValue: 200, Stock: 5,
+		BeginTime: time.Now().Add(time.Hour), EndTime: time.Now().Add(2 * time.Hour),
+		Challenge: seckill.ChallengeQuiz, Quiz: old,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &seckill.Service{Store: e.app.Store, Admitter: e.app.Admitter, Logger: e.app.Logger,
+		Campaigns: e.app.Store, CampaignAdmitter: failingGuard{e.app.Admitter}}
+	_, err = svc.UpdateGuard(admin, v.ID, seckill.GuardEdit{Challenge: seckill.ChallengeQuiz, Brake: 7,
+		Quiz: []seckill.QuizQuestion{{Question: "What is the capital of France?", Answers: []string{"paris"}}}})
+	if seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
+		t.Fatalf("UpdateGuard with admission down: %v, want UNAVAILABLE", err)
+	}
+	got, err := e.app.Service.CampaignQuiz(admin, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(old, got); diff != "" {
+		t.Errorf("questions after the undone change (-want +got):\n%s", diff)
+	}
+	after, err := e.app.Store.Voucher(e.ctx, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := after.Campaign; c.Challenge != seckill.ChallengeQuiz || c.Brake != 0 {
+		t.Errorf("after the undone change: challenge %s brake %d, want QUIZ and 0", c.Challenge, c.Brake)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"slices"
@@ -34,7 +33,7 @@ import (
 // make test runs a bounded number of sequences; make test-model many more
 // (-rapid.checks).
 func TestOrderLifeModel(t *testing.T) {
-	boundChecks(t, 60)
+	boundRapidChecks(t, 60)
 	e := newTestEnv(t, "", func(m map[string]string) {
 		m["SECKILL_USER_RATE"] = "0"
 	})
@@ -72,19 +71,6 @@ func TestOrderLifeModel(t *testing.T) {
 			"":                 m.check,
 		})
 	})
-}
-
-// boundChecks sets rapid's number of sequences to n unless the command
-// line set it (make test-model does).
-func boundChecks(t *testing.T, n int) {
-	t.Helper()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
-	if !set {
-		if err := flag.Set("rapid.checks", fmt.Sprint(n)); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // The model: one campaign's orders and payments, as the rules of

@@ -27,7 +27,11 @@ var benchQuiz = []map[string]any{{"question": "What is two plus two?", "answers"
 func challengeInput(kind string, bits int) map[string]any {
 	switch kind {
 	case ChallengePoW:
-		return map[string]any{"challenge": string(seckill.ChallengePoW), "powBits": bits}
+		in := map[string]any{"challenge": string(seckill.ChallengePoW)}
+		if bits != 0 { // 0: the server's default, which an omitted powBits takes
+			in["powBits"] = bits
+		}
+		return in
 	case ChallengeQuiz:
 		return map[string]any{"challenge": string(seckill.ChallengeQuiz), "quiz": benchQuiz}
 	}

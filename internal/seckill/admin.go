@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -131,9 +132,10 @@ type OrderFilter struct {
 // CampaignStore is what campaign management needs from the system of record.
 type CampaignStore interface {
 	// ChangeCampaign locks the campaign of a voucher, lets change modify the
-	// voucher (texts) and its campaign (window, pause, stock), and writes
-	// the result together with the audit entry that change returns, in one
-	// transaction. It returns the voucher as written. ENOTFOUND; an error
+	// voucher (texts) and its campaign (window, pause, stock, guard, and
+	// the quiz: change finds the questions as they stand in Campaign.Quiz),
+	// and writes the result together with the audit entry that change
+	// returns, in one transaction. It returns the voucher as written. ENOTFOUND; an error
 	// from change is returned as it is and nothing is written; EINVALID
 	// when the database's rules reject the result.
 	ChangeCampaign(ctx context.Context, voucherID int64, change func(v *Voucher) (AuditEntry, error)) (*Voucher, error)
@@ -198,6 +200,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, voucherID int64, e Campaig
 		if err := in.Validate(now); err != nil {
 			return "", err
 		}
+		in = in.Normalized()
 		var changes []string
 		diff := func(name, from, to string) {
 			if from != to {
@@ -220,24 +223,31 @@ func (s *Service) UpdateCampaign(ctx context.Context, voucherID int64, e Campaig
 }
 
 // GuardEdit is a campaign's challenge and brake as an operator sets them.
-// Quiz replaces the questions when the challenge is QUIZ.
+// PoWBits is as in NewSeckillVoucher: nil when omitted (the default for
+// PROOF_OF_WORK), a given one 1 to 32. Quiz replaces the questions when
+// the challenge is QUIZ.
 type GuardEdit struct {
 	Challenge ChallengeKind
-	PoWBits   int
+	PoWBits   *int
 	Quiz      []QuizQuestion
 	Brake     int
 }
 
-// Validate checks e and fills in the default difficulty. EINVALID with
-// the field.
+// Difficulty is the proof of work's difficulty the campaign holds after
+// e: 0 unless it is a PROOF_OF_WORK.
+func (e GuardEdit) Difficulty() int {
+	if b := normalPoWBits(e.Challenge, e.PoWBits); b != nil {
+		return *b
+	}
+	return 0
+}
+
+// Validate checks e, without changing it. EINVALID with the field.
 func (e *GuardEdit) Validate() error {
-	if e.Challenge == ChallengePoW && e.PoWBits == 0 {
-		e.PoWBits = DefaultPoWBits
+	if err := checkPoWBits(e.PoWBits); err != nil {
+		return err
 	}
-	if e.Challenge != ChallengePoW {
-		e.PoWBits = 0
-	}
-	if err := ValidateChallenge(e.Challenge, e.PoWBits, e.Quiz); err != nil {
+	if err := ValidateChallenge(e.Challenge, e.Difficulty(), e.Quiz); err != nil {
 		return err
 	}
 	if e.Brake < 0 || e.Brake > MaxBrake {
@@ -257,29 +267,26 @@ func (s *Service) UpdateGuard(ctx context.Context, voucherID int64, e GuardEdit)
 		}
 		return nil, err
 	}
+	bits := e.Difficulty()
 	return s.manage(ctx, voucherID, AuditGuard, func(v *Voucher, now time.Time) (string, error) {
 		c := v.Campaign
 		if !now.Before(c.EndTime) {
 			return "", Errorf(ECONFLICT, "campaign %d has ended", v.ID)
 		}
-		challengeChanged := c.Challenge != e.Challenge || c.PoWBits != e.PoWBits || e.Challenge == ChallengeQuiz
+		challengeChanged := c.Challenge != e.Challenge || c.PoWBits != bits || e.Challenge == ChallengeQuiz
 		if challengeChanged && !now.Before(c.BeginTime) {
 			return "", Invalidf("challenge", "the challenge can only change before the sale starts")
 		}
 		detail := fmt.Sprintf("challenge %s → %s", c.Challenge, e.Challenge)
 		if e.Challenge == ChallengePoW {
-			detail += fmt.Sprintf(" (%d bits)", e.PoWBits)
+			detail += fmt.Sprintf(" (%d bits)", bits)
 		}
 		if e.Challenge == ChallengeQuiz {
 			detail += fmt.Sprintf(" (%d questions)", len(e.Quiz))
 		}
 		detail += fmt.Sprintf("; brake %d → %d a second", c.Brake, e.Brake)
 		if now.Before(c.BeginTime) {
-			c.Challenge, c.PoWBits = e.Challenge, e.PoWBits
-			c.Quiz = e.Quiz
-			if c.Quiz == nil {
-				c.Quiz = []QuizQuestion{}
-			}
+			c.Challenge, c.PoWBits, c.Quiz = e.Challenge, bits, e.Quiz
 		}
 		c.Brake = e.Brake
 		s.settings.forget(v.ID)
@@ -408,6 +415,7 @@ func (s *Service) manage(ctx context.Context, voucherID int64, action string,
 		}
 		before = *v
 		c := *v.Campaign
+		c.Quiz = slices.Clone(c.Quiz)
 		before.Campaign = &c
 		detail, err := change(v, now)
 		if err != nil {
@@ -458,10 +466,12 @@ func (s *Service) revert(ctx context.Context, u *User, before, after *Voucher, a
 			v.Title, v.SubTitle, v.Rules = before.Title, before.SubTitle, before.Rules
 			c.BeginTime, c.EndTime, c.Paused = before.Campaign.BeginTime, before.Campaign.EndTime, before.Campaign.Paused
 			c.Challenge, c.PoWBits, c.Brake = before.Campaign.Challenge, before.Campaign.PoWBits, before.Campaign.Brake
+			c.Quiz = before.Campaign.Quiz
 		}
 		return AuditEntry{VoucherID: before.ID, Actor: actorName(u), Action: AuditRevert,
 			Detail: fmt.Sprintf("%s undone: admission was unavailable", action)}, nil
 	})
+	s.settings.forget(before.ID)
 	if err != nil {
 		// Postgres and admission disagree until an operator repeats the
 		// action; the dashboard's consistency panel shows it.

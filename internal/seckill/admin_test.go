@@ -335,6 +335,31 @@ func TestManageRevertsWhenAdmissionFails(t *testing.T) {
 	}
 }
 
+// A guard change admission cannot take is undone whole, the quiz's
+// questions included (the store hands the change the questions as they
+// stand, and writes back what it leaves).
+func TestGuardRevertRestoresQuiz(t *testing.T) {
+	s, st, adm := newAdminService(adminTestNow.Add(time.Hour), adminTestNow.Add(2*time.Hour))
+	old := []QuizQuestion{{Question: "What is two plus two?", Answers: []string{"4"}}}
+	st.v.Campaign.Challenge, st.v.Campaign.Quiz = ChallengeQuiz, old
+	adm.err = errors.New("redis: connection refused")
+	_, err := s.UpdateGuard(operator(), 42, GuardEdit{Challenge: ChallengeQuiz, Brake: 3,
+		Quiz: []QuizQuestion{{Question: "What is the capital of France?", Answers: []string{"paris"}}}})
+	if ErrorCode(err) != EUNAVAILABLE {
+		t.Fatalf("UpdateGuard with admission down: %v", err)
+	}
+	c := st.v.Campaign
+	if diff := cmp.Diff(old, c.Quiz); diff != "" {
+		t.Errorf("questions after the undo (-want +got):\n%s", diff)
+	}
+	if c.Challenge != ChallengeQuiz || c.Brake != 0 {
+		t.Errorf("after the undo: challenge %s brake %d", c.Challenge, c.Brake)
+	}
+	if diff := cmp.Diff([]string{AuditGuard, AuditRevert}, st.actions()); diff != "" {
+		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+}
+
 func TestAddSeckillVoucherIsAudited(t *testing.T) {
 	st := &campaignStore{}
 	s := &Service{

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,16 +52,53 @@ const (
 	MaxQuizQuestions   = 50
 	MaxQuizAnswers     = 10
 	MaxQuizQuestionLen = 500
-	MaxQuizAnswerLen   = 100
+	MaxQuizAnswerLen   = 100 // an accepted answer's and a choice's, normalized
 	maxTokenLen        = 2048
 	maxSolutionLen     = 200
+
+	// A question that lists its choices offers MinQuizChoices to
+	// MaxQuizChoices of them and accepts at most a quarter: one token
+	// guesses right at most one time in four.
+	MinQuizChoices = 4
+	MaxQuizChoices = 10
 )
 
+// The wait after a wrong answer. A token answers one guess, but tokens are
+// free: without a cost a bot would fetch one for each choice of a quiz and
+// guess them all within its burst. So each wrong answer to a campaign's
+// challenge (quiz or proof of work) makes its user wait before their next
+// attempt at that campaign, twice as long as the wrong answer before,
+// from DefaultWrongAnswerWait up to DefaultMaxWrongAnswerWait: with four
+// choices the worst guesser waits 2 + 4 + 8 = 14 s before their fourth
+// guess, while a sale sells out in about a second. The admission script
+// keeps the count beside the campaign (WrongAnswerWait is its schedule).
+const (
+	DefaultWrongAnswerWait    = 2 * time.Second
+	DefaultMaxWrongAnswerWait = 5 * time.Minute
+)
+
+// WrongAnswerWait is how long a user waits after their n-th wrong answer
+// (n >= 1) to a campaign's challenge: base·2^(n−1), at most max.
+func WrongAnswerWait(n int, base, max time.Duration) time.Duration {
+	if n < 1 || base <= 0 {
+		return 0
+	}
+	w := base
+	for i := 1; i < n && w < max; i++ {
+		w *= 2
+	}
+	return min(w, max)
+}
+
 // QuizQuestion is one question of a campaign's quiz with the answers it
-// accepts (compared after NormalizeAnswer).
+// accepts (compared after NormalizeAnswer). Choices, when set, are what a
+// buyer picks from (each challenge lists them in its own order), and the
+// accepted answers are among them; without choices the buyer types a free
+// answer.
 type QuizQuestion struct {
 	Question string
 	Answers  []string
+	Choices  []string
 }
 
 // NormalizeAnswer is how answers are compared: case folded, surrounding
@@ -101,6 +140,49 @@ func ValidateChallenge(kind ChallengeKind, powBits int, quiz []QuizQuestion) err
 				return Invalidf("quiz", "each answer of question %d must have 1 to %d characters", i+1, MaxQuizAnswerLen)
 			}
 		}
+		if err := validateChoices(i, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateChoices checks the choices of question i (0-based), if it lists
+// any: MinQuizChoices to MaxQuizChoices distinct ones, every accepted answer
+// among them, and at most a quarter of them accepted, so that one token
+// guesses right at most one time in four.
+func validateChoices(i int, q QuizQuestion) error {
+	if len(q.Choices) == 0 {
+		return nil
+	}
+	if n := len(q.Choices); n < MinQuizChoices || n > MaxQuizChoices {
+		return Invalidf("quiz", "question %d offers %d choices: give %d to %d, or none for a free answer", i+1, n, MinQuizChoices, MaxQuizChoices)
+	}
+	choices := make(map[string]bool, len(q.Choices))
+	for _, c := range q.Choices {
+		if err := checkText("quiz", c, false); err != nil {
+			return err
+		}
+		nc := NormalizeAnswer(c)
+		if n := utf8.RuneCountInString(nc); n == 0 || n > MaxQuizAnswerLen {
+			return Invalidf("quiz", "each choice of question %d must have 1 to %d characters", i+1, MaxQuizAnswerLen)
+		}
+		if choices[nc] {
+			return Invalidf("quiz", "question %d offers the choice %q twice (case and extra spaces do not count)", i+1, nc)
+		}
+		choices[nc] = true
+	}
+	accepted := map[string]bool{}
+	for _, a := range q.Answers {
+		na := NormalizeAnswer(a)
+		if !choices[na] {
+			return Invalidf("quiz", "question %d accepts %q, which is not one of its choices", i+1, na)
+		}
+		accepted[na] = true
+	}
+	if len(accepted)*4 > len(q.Choices) {
+		return Invalidf("quiz", "question %d accepts %d of its %d choices: at most a quarter, so that a guess is right at most one time in four",
+			i+1, len(accepted), len(q.Choices))
 	}
 	return nil
 }
@@ -110,8 +192,9 @@ func ValidateChallenge(kind ChallengeKind, powBits int, quiz []QuizQuestion) err
 type Challenge struct {
 	Kind      ChallengeKind
 	Token     string
-	Question  string // QUIZ: the question to answer
-	Bits      int    // PROOF_OF_WORK: leading zero bits required
+	Question  string   // QUIZ: the question to answer
+	Choices   []string // QUIZ: what to pick the answer from, in an order of this challenge's; none for a free answer
+	Bits      int      // PROOF_OF_WORK: leading zero bits required
 	ExpiresAt time.Time
 }
 
@@ -122,9 +205,12 @@ type ChallengeAnswer struct {
 }
 
 // Ticket is what the purchase path hands the admission script about the
-// challenge: nothing (Kind ""), a solved challenge (its kind, nonce and
-// expiry), or a refused answer (Refusal set), which still counts against
-// the user's limit.
+// challenge: nothing (Kind ""), an answer to a token we signed for this
+// user and campaign that has not expired (its kind, nonce and expiry; the
+// token is spent by this answer, right or wrong: Refusal is "" for a right
+// one, CHALLENGE_WRONG for a wrong one), or a token we cannot trust
+// (Refusal set and no nonce: not ours, another's, expired), which spends
+// nothing. Every kind counts against the user's limit.
 type Ticket struct {
 	Kind      ChallengeKind
 	Nonce     string
@@ -180,6 +266,7 @@ func (c *Challenger) Issue(kind ChallengeKind, voucherID, userID int64, powBits 
 		rand.Read(ib[:])
 		q := quiz[int(uint64(ib[0])|uint64(ib[1])<<8|uint64(ib[2])<<16)%len(quiz)]
 		ch.Question = q.Question
+		ch.Choices = shuffled(q.Choices)
 		ds := make([]string, len(q.Answers))
 		for i, a := range q.Answers {
 			ds[i] = c.answerDigest(nonce, a)
@@ -193,10 +280,34 @@ func (c *Challenger) Issue(kind ChallengeKind, voucherID, userID int64, powBits 
 	return ch
 }
 
+// shuffled returns a copy of choices in a random order, so that where the
+// right one stands tells nothing (nil for none).
+func shuffled(choices []string) []string {
+	if len(choices) == 0 {
+		return nil
+	}
+	out := slices.Clone(choices)
+	for i := len(out) - 1; i > 0; i-- {
+		j := int(randUint64() % uint64(i+1)) // bias below 2^-59 for ten choices
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+func randUint64() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
 // Check verifies an answer for the user and campaign at now, in
-// microseconds and without I/O. The Ticket it returns carries the refusal
-// (CHALLENGE_WRONG, CHALLENGE_EXPIRED, CHALLENGE_NOT_YOURS) or, for a good
-// answer, what the admission script needs to use the token once.
+// microseconds and without I/O. For a token we signed for them that has
+// not expired, the Ticket carries what the admission script needs to
+// spend it once, and CHALLENGE_WRONG when the answer is wrong: the first
+// answer spends a token, right or wrong. Otherwise it carries only the
+// refusal (CHALLENGE_WRONG for a token we did not sign,
+// CHALLENGE_EXPIRED, CHALLENGE_NOT_YOURS), since its nonce cannot be
+// trusted.
 func (c *Challenger) Check(a ChallengeAnswer, voucherID, userID int64, now time.Time) Ticket {
 	wrong := Ticket{Refusal: OutcomeChallengeWrong}
 	if len(a.Token) > maxTokenLen || len(a.Solution) > maxSolutionLen {
@@ -225,15 +336,21 @@ func (c *Challenger) Check(a ChallengeAnswer, voucherID, userID int64, now time.
 	if now.UnixMilli() >= exp {
 		return Ticket{Refusal: OutcomeChallengeExpired}
 	}
+	ticket := Ticket{Kind: kind, Nonce: nonce, ExpiresAt: time.UnixMilli(exp)}
+	spent := ticket // a wrong answer spends the token too
+	spent.Refusal = OutcomeChallengeWrong
 	switch kind {
 	case ChallengePoW:
 		n, err := strconv.Atoi(extra)
-		if err != nil || !PoWSolves(a.Token, a.Solution, n) {
+		if err != nil {
 			return wrong
+		}
+		if !PoWSolves(a.Token, a.Solution, n) {
+			return spent
 		}
 	case ChallengeQuiz:
 		if len(a.Solution) == 0 {
-			return wrong
+			return spent
 		}
 		d := c.answerDigest(nonce, a.Solution)
 		found := false
@@ -241,12 +358,12 @@ func (c *Challenger) Check(a ChallengeAnswer, voucherID, userID int64, now time.
 			found = hmac.Equal([]byte(d), []byte(want)) || found
 		}
 		if !found {
-			return wrong
+			return spent
 		}
 	default:
 		return wrong
 	}
-	return Ticket{Kind: kind, Nonce: nonce, ExpiresAt: time.UnixMilli(exp)}
+	return ticket
 }
 
 // PoWSolves reports whether solution solves the proof of work of token at

@@ -140,12 +140,19 @@ type Admission struct {
 	// process's own memory (a sold-out or window mark) without asking
 	// Redis: the funnel counts those apart. Never stored or sent.
 	FromMemory bool `json:"-"`
+	// RetryAfter is set on a refusal that makes the user wait after a
+	// wrong answer: CHALLENGE_WRONG (the wait it started) and RATE_LIMITED
+	// (what is left of it). Never stored.
+	RetryAfter time.Duration `json:"-"`
 }
 
 // PurchaseResult is what a buyer is told.
 type PurchaseResult struct {
 	Outcome Outcome
 	OrderID int64 // set when Outcome is ACCEPTED
+	// RetryAfter is how long the user must wait before trying again,
+	// after a wrong answer (CHALLENGE_WRONG, RATE_LIMITED); 0 otherwise.
+	RetryAfter time.Duration
 }
 
 // Reasons an admission can never be persisted (PersistOutcome.Reason).

@@ -61,7 +61,8 @@ type Admitter interface {
 	// Admit decides one purchase. On ACCEPTED the admission is recorded as
 	// pending in the same atomic step. The same step takes the attempt
 	// from the user's shared limit, checks t against the campaign's
-	// challenge (a good ticket's token is used once; a refused one answers
+	// challenge (a ticket with a nonce spends its token, right or wrong,
+	// and a second answer to it is CHALLENGE_USED; a refused one answers
 	// its Refusal) and applies the campaign's brake. ENOTFOUND when Redis
 	// does not know the campaign; ErrRebuildNeeded when it must be rebuilt
 	// first; EUNAVAILABLE when Redis cannot be reached in time.

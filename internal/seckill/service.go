@@ -80,13 +80,14 @@ func (s *Service) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (
 	if err := in.Validate(s.now()); err != nil {
 		return nil, err
 	}
+	in = in.Normalized()
 	v := &Voucher{
 		ShopID: in.ShopID, Title: in.Title, SubTitle: in.SubTitle, Rules: in.Rules,
 		PayValue: in.PayValue, ActualValue: in.ActualValue, Type: VoucherSeckill,
 		Campaign: &Campaign{
 			InitialStock: in.Stock, Stock: in.Stock,
 			BeginTime: in.BeginTime.UTC(), EndTime: in.EndTime.UTC(),
-			Challenge: in.Challenge, PoWBits: in.PoWBits, Quiz: in.Quiz, Brake: in.Brake,
+			Challenge: in.Challenge, PoWBits: in.Difficulty(), Quiz: in.Quiz, Brake: in.Brake,
 			PayWindow: cmp.Or(in.PayWindow, s.PayWindow, DefaultPayWindow),
 		},
 	}
@@ -215,7 +216,7 @@ func (s *Service) PurchaseWith(ctx context.Context, voucherID int64, answer *Cha
 		return PurchaseResult{}, err
 	}
 	if outcome != OutcomeAccepted {
-		return PurchaseResult{Outcome: outcome}, nil
+		return PurchaseResult{Outcome: outcome, RetryAfter: adm.RetryAfter}, nil
 	}
 	// The admission is pending in Redis already: if this enqueue fails (or
 	// the process dies now) the reconciler enqueues it later, so the buyer

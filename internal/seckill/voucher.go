@@ -67,8 +67,9 @@ type Campaign struct {
 	PoWBits   int
 	Brake     int
 	// Quiz is the quiz's questions where a caller asked for them: creating
-	// a campaign writes them, a change that sets them (non-nil) replaces
-	// them; reads leave it nil (Store.CampaignQuiz reads it).
+	// a campaign writes them; CampaignStore.ChangeCampaign hands its change
+	// the questions as they stand and writes back what the change leaves
+	// there; other reads leave it nil (Store.CampaignQuiz reads it).
 	Quiz []QuizQuestion
 	// PayWindow is how long a buyer has to pay an order.
 	PayWindow time.Duration
@@ -117,10 +118,13 @@ type NewSeckillVoucher struct {
 	Stock       int64
 	BeginTime   time.Time
 	EndTime     time.Time
-	// Challenge is NONE when empty; PoWBits defaults to DefaultPoWBits
-	// for PROOF_OF_WORK; Quiz holds the questions of a QUIZ.
+	// Challenge is NONE when empty. PoWBits is the proof of work's
+	// difficulty as the operator gave it: nil when omitted (DefaultPoWBits
+	// for PROOF_OF_WORK); a given one must be MinPoWBits to MaxPoWBits, 0
+	// included, and counts only for PROOF_OF_WORK. Quiz holds the
+	// questions of a QUIZ.
 	Challenge ChallengeKind
-	PoWBits   int
+	PoWBits   *int
 	Quiz      []QuizQuestion
 	Brake     int
 	// PayWindow is how long buyers have to pay; 0 takes the service's
@@ -128,10 +132,62 @@ type NewSeckillVoucher struct {
 	PayWindow time.Duration
 }
 
-// Validate checks every field and returns the first EINVALID error, naming
-// the field. now is the moment the campaign must end after.
-func (in *NewSeckillVoucher) Validate(now time.Time) error {
+// Normalized returns in as a campaign holds it: the title trimmed, an
+// empty challenge NONE, and PoWBits filled in for PROOF_OF_WORK (the
+// default when omitted) and nil for the other kinds.
+func (in NewSeckillVoucher) Normalized() NewSeckillVoucher {
 	in.Title = strings.TrimSpace(in.Title)
+	if in.Challenge == "" {
+		in.Challenge = ChallengeNone
+	}
+	in.PoWBits = normalPoWBits(in.Challenge, in.PoWBits)
+	return in
+}
+
+// Difficulty is the proof of work's difficulty a campaign made of in
+// holds: 0 unless it is a PROOF_OF_WORK.
+func (in NewSeckillVoucher) Difficulty() int {
+	if b := normalPoWBits(in.Challenge, in.PoWBits); b != nil {
+		return *b
+	}
+	return 0
+}
+
+// normalPoWBits is given as a campaign of kind holds it: the default when
+// omitted for PROOF_OF_WORK, nil for other kinds.
+func normalPoWBits(kind ChallengeKind, given *int) *int {
+	switch {
+	case kind != ChallengePoW:
+		return nil
+	case given == nil:
+		b := DefaultPoWBits
+		return &b
+	}
+	b := *given
+	return &b
+}
+
+// checkPoWBits refuses a difficulty that was given outside its range:
+// whatever the kind, since the operator asked for it.
+func checkPoWBits(given *int) error {
+	if given != nil && (*given < MinPoWBits || *given > MaxPoWBits) {
+		return Invalidf("powBits", "powBits must be between %d and %d", MinPoWBits, MaxPoWBits)
+	}
+	return nil
+}
+
+// Validate checks every field of in as Normalized makes it, without
+// changing in, and returns the first EINVALID error, naming the field. now
+// is the moment the campaign must end after.
+func (in *NewSeckillVoucher) Validate(now time.Time) error {
+	if err := checkPoWBits(in.PoWBits); err != nil {
+		return err
+	}
+	n := in.Normalized()
+	return n.validate(now)
+}
+
+func (in *NewSeckillVoucher) validate(now time.Time) error {
 	if err := checkText("title", in.Title, false); err != nil {
 		return err
 	}
@@ -177,16 +233,10 @@ func (in *NewSeckillVoucher) Validate(now time.Time) error {
 	if !in.EndTime.After(now) {
 		return Invalidf("endTime", "endTime must be in the future")
 	}
-	if in.Challenge == "" {
-		in.Challenge = ChallengeNone
-	}
-	if in.Challenge == ChallengePoW && in.PoWBits == 0 {
-		in.PoWBits = DefaultPoWBits
-	}
 	if in.Brake < 0 || in.Brake > MaxBrake {
 		return Invalidf("brake", "brake must be between 0 (none) and %d admissions a second", MaxBrake)
 	}
-	return ValidateChallenge(in.Challenge, in.PoWBits, in.Quiz)
+	return ValidateChallenge(in.Challenge, in.Difficulty(), in.Quiz)
 }
 
 // MaxBrake bounds a campaign's ceiling on admissions a second.

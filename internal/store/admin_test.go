@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -211,6 +212,78 @@ func TestChangeCampaign(t *testing.T) {
 	}
 	if entries, _ = s.AuditLog(ctx, v.ID, 1); len(entries) != 1 || entries[0].Actor != "bob" {
 		t.Errorf("newest entry first, limited: %+v", entries)
+	}
+}
+
+// ChangeCampaign hands change the quiz as it stands and writes back the
+// questions change leaves there: the same ones write nothing, others
+// replace them, none delete them.
+func TestChangeCampaignQuiz(t *testing.T) {
+	db, s := newStore(t)
+	ctx := t.Context()
+	q1 := []seckill.QuizQuestion{{Question: "What is two plus two?", Answers: []string{"4", "four"}}}
+	v := storetest.CreateCampaign(t, db, 10, func(v *seckill.Voucher) {
+		v.Campaign.Challenge, v.Campaign.Quiz = seckill.ChallengeQuiz, q1
+	})
+	change := func(edit func(c *seckill.Campaign)) []seckill.QuizQuestion {
+		t.Helper()
+		var seen []seckill.QuizQuestion
+		_, err := s.ChangeCampaign(ctx, v.ID, func(w *seckill.Voucher) (seckill.AuditEntry, error) {
+			seen = slices.Clone(w.Campaign.Quiz)
+			edit(w.Campaign)
+			return seckill.AuditEntry{Actor: "alice", Action: seckill.AuditGuard}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seen
+	}
+	stored := func() []seckill.QuizQuestion {
+		t.Helper()
+		qs, err := s.CampaignQuiz(ctx, v.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return qs
+	}
+
+	if diff := cmp.Diff(q1, change(func(c *seckill.Campaign) { c.Brake = 5 })); diff != "" {
+		t.Errorf("change sees questions (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(q1, stored()); diff != "" {
+		t.Errorf("a change that leaves the quiz alone (-want +got):\n%s", diff)
+	}
+	q2 := []seckill.QuizQuestion{{Question: "  Capital of France? ", Answers: []string{" PARIS "}}}
+	change(func(c *seckill.Campaign) { c.Quiz = q2 })
+	want := []seckill.QuizQuestion{{Question: "Capital of France?", Answers: []string{"paris"}}}
+	if diff := cmp.Diff(want, stored()); diff != "" {
+		t.Errorf("replaced questions (-want +got):\n%s", diff)
+	}
+	// Choices are kept as written (trimmed: buyers see them), accepted
+	// answers normalized.
+	q3 := []seckill.QuizQuestion{
+		{Question: "Capital of France?", Answers: []string{"Paris"}, Choices: []string{" Paris", "Lyon ", "Nice", "Lille"}},
+		{Question: "Name a colour", Answers: []string{"red"}},
+	}
+	change(func(c *seckill.Campaign) { c.Quiz = q3 })
+	want = []seckill.QuizQuestion{
+		{Question: "Capital of France?", Answers: []string{"paris"}, Choices: []string{"Paris", "Lyon", "Nice", "Lille"}},
+		{Question: "Name a colour", Answers: []string{"red"}},
+	}
+	if diff := cmp.Diff(want, stored()); diff != "" {
+		t.Errorf("questions with choices (-want +got):\n%s", diff)
+	}
+	// The database holds a question to 4 to 10 choices, or none.
+	_, err := s.ChangeCampaign(ctx, v.ID, func(w *seckill.Voucher) (seckill.AuditEntry, error) {
+		w.Campaign.Quiz = []seckill.QuizQuestion{{Question: "Q", Answers: []string{"a"}, Choices: []string{"a", "b", "c"}}}
+		return seckill.AuditEntry{Actor: "alice", Action: seckill.AuditGuard}, nil
+	})
+	if seckill.ErrorCode(err) != seckill.EINVALID {
+		t.Errorf("three choices: %v, want INVALID_INPUT from the database", err)
+	}
+	change(func(c *seckill.Campaign) { c.Challenge, c.Quiz = seckill.ChallengeNone, nil })
+	if got := stored(); len(got) != 0 {
+		t.Errorf("questions after the quiz was removed: %+v", got)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -70,9 +71,10 @@ func (s *Store) AuditLog(ctx context.Context, voucherID int64, limit int) ([]sec
 }
 
 // ChangeCampaign implements seckill.CampaignStore: it locks the campaign
-// row (PersistOrders' stock decrement waits for it, and it for them), lets
-// change edit the voucher, writes the texts, window, pause and stock back
-// and records the audit entry, in one transaction.
+// row (PersistOrders' stock decrement waits for it, and it for them), reads
+// the quiz, lets change edit the voucher, writes the texts, window, pause,
+// stock, guard and (when change replaced them) the questions back and
+// records the audit entry, in one transaction.
 func (s *Store) ChangeCampaign(ctx context.Context, voucherID int64, change func(v *seckill.Voucher) (seckill.AuditEntry, error)) (*seckill.Voucher, error) {
 	var out *seckill.Voucher
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -86,8 +88,14 @@ func (s *Store) ChangeCampaign(ctx context.Context, voucherID int64, change func
 		if err != nil {
 			return err
 		}
+		var quiz []seckill.QuizQuestion
 		if len(locked) == 0 {
 			v.Campaign = nil // a NORMAL voucher: change reports it
+		} else {
+			if quiz, err = readQuiz(ctx, tx, voucherID); err != nil {
+				return err
+			}
+			v.Campaign.Quiz = slices.Clone(quiz)
 		}
 		entry, err := change(v)
 		if err != nil {
@@ -113,13 +121,8 @@ func (s *Store) ChangeCampaign(ctx context.Context, voucherID int64, change func
 		if err != nil {
 			return voucherWriteError("update campaign", err)
 		}
-		if c.Quiz != nil {
-			if _, err := tx.NewDelete().Model((*quizRow)(nil)).Where("voucher_id = ?", voucherID).Exec(ctx); err != nil {
-				return fmt.Errorf("store: replace quiz of %d: %w", voucherID, err)
-			}
-			if err := writeQuiz(ctx, tx, voucherID, c.Quiz); err != nil {
-				return err
-			}
+		if err := replaceQuiz(ctx, tx, voucherID, quiz, c.Quiz); err != nil {
+			return err
 		}
 		entry.VoucherID = voucherID
 		if err := addAudit(ctx, tx, entry); err != nil {

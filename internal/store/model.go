@@ -61,6 +61,7 @@ type quizRow struct {
 	Position  int      `bun:"position,pk"`
 	Question  string   `bun:"question,notnull"`
 	Answers   []string `bun:"answers,array,notnull"`
+	Choices   []string `bun:"choices,array,notnull"` // empty: a free answer
 }
 
 // admissionCols are the columns voucher_order and order_failure share: the
@@ -187,7 +188,11 @@ func toDBQuiz(voucherID int64, qs []seckill.QuizQuestion) []quizRow {
 		for j, a := range q.Answers {
 			answers[j] = seckill.NormalizeAnswer(a)
 		}
-		rows[i] = quizRow{VoucherID: voucherID, Position: i, Question: strings.TrimSpace(q.Question), Answers: answers}
+		choices := make([]string, len(q.Choices))
+		for j, c := range q.Choices {
+			choices[j] = strings.TrimSpace(c) // shown to buyers as the operator wrote them
+		}
+		rows[i] = quizRow{VoucherID: voucherID, Position: i, Question: strings.TrimSpace(q.Question), Answers: answers, Choices: choices}
 	}
 	return rows
 }

@@ -503,20 +503,20 @@ func CampaignForm(p FormPage) templ.Component {
 					}
 					templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 45, "><label for=\"f-quiz\">Quiz questions</label> <textarea id=\"f-quiz\" name=\"quiz\" data-testid=\"input-quiz\" placeholder=\"What is 2 + 2? | 4 | four\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 45, "><label for=\"f-quiz\">Quiz questions</label> <textarea id=\"f-quiz\" name=\"quiz\" data-testid=\"input-quiz\" placeholder=\"What is 2 + 2? | 3 | *4 | 5 | 22\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var23 string
 				templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinStringErrs(p.Values["quiz"])
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/views/form.templ`, Line: 79, Col: 122}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/views/form.templ`, Line: 79, Col: 129}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var23))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 46, "</textarea><p class=\"help\">For a quiz: one question a line, then | and each accepted answer (case and extra spaces do not matter).</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 46, "</textarea><p class=\"help\">For a quiz: one question a line, then | and its 4 to 10 choices with * before each right one (at most a quarter of them: a guess wins one time in four), or | and each accepted free answer (then ask no yes/no question). Case and extra spaces do not matter.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -271,20 +271,20 @@ func guardPanel(g GuardView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "\" data-testid=\"guard-input-powBits\"><p class=\"help\">1 to 32; 20 costs a browser about a second, each bit doubles it.</p></div></div><div class=\"field\"><label for=\"g-quiz\">Quiz questions</label> <textarea id=\"g-quiz\" name=\"quiz\" data-testid=\"guard-input-quiz\" placeholder=\"What is 2 + 2? | 4 | four\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "\" data-testid=\"guard-input-powBits\"><p class=\"help\">1 to 32; 20 costs a browser about a second, each bit doubles it.</p></div></div><div class=\"field\"><label for=\"g-quiz\">Quiz questions</label> <textarea id=\"g-quiz\" name=\"quiz\" data-testid=\"guard-input-quiz\" placeholder=\"What is 2 + 2? | 3 | *4 | 5 | 22\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var14 string
 				templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(g.Quiz)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/views/guard.templ`, Line: 61, Col: 119}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/views/guard.templ`, Line: 61, Col: 126}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "</textarea><p class=\"help\">One question a line, then | and each accepted answer (case and extra spaces do not matter).</p></div>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "</textarea><p class=\"help\">One question a line, then | and its 4 to 10 choices with * before each right one (at most a quarter of them: a guess wins one time in four), or | and each accepted free answer (then ask no yes/no question). Case and extra spaces do not matter.</p></div>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

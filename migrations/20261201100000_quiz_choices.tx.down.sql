@@ -1,0 +1,1 @@
+ALTER TABLE campaign_quiz DROP COLUMN choices;
