@@ -241,14 +241,14 @@ const (
 type OrdersView struct {
 	Currency string // of the orders' amounts
 	Action   string // URL of the search form
-	By     string // "order" or "user"
-	Query  string
-	Status string // only orders in this status, when set
-	CSV    string // URL of the CSV export of the orders shown (their filter)
-	Rows   []OrderRow
-	Error  string
-	Older  string // URL of the next page
-	Newer  string // URL of the first page
+	By       string // "order" or "user"
+	Query    string
+	Status   string // only orders in this status, when set
+	CSV      string // URL of the CSV export of the orders shown (their filter)
+	Rows     []OrderRow
+	Error    string
+	Older    string // URL of the next page
+	Newer    string // URL of the first page
 }
 
 // OrderRow is one order.
