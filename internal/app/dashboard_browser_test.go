@@ -304,8 +304,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		PaymentID: pay.ID, Amount: pay.Amount, Currency: pay.Currency})
 	must("pay", err)
 	waitFor("the payment on the live page", `window.__noReload === 43 && `+stat("stat-paid")+` === "1" && `+
-		stat("stat-awaiting")+` === "3" && `+stat("funnel-paid")+` === "1" && `+stat("stat-revenue")+` === "1.00" && `+
+		stat("stat-awaiting")+` === "3" && `+stat("funnel-paid")+` === "1" && `+stat("stat-revenue")+` === "1.00 CNY" && `+
 		`document.querySelector('[data-testid="consistency"]').dataset.state === "ok"`)
+	// 9002 opens a payment it will pay only after its order is cancelled:
+	// the provider's late success is owed back.
+	late, err := e.app.Service.CreatePayment(seckill.NewContextWithUser(e.ctx, &seckill.User{ID: 9002}), orderOf(9002))
+	must("create the payment paid late", err)
 	must("reload for the order list", chromedp.Do(ctx, chromedp.Reload()))
 	cancelButton := `[data-testid="order-row"][data-order-id="` + strconv.FormatInt(orderOf(9002), 10) + `"] [data-testid="cancel-order"] button`
 	must("cancel an unpaid order", chromedp.Do(ctx, chromedp.Click(css(cancelButton))))
@@ -318,6 +322,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitFor("the cancelled order's unit back", stat("stat-cancelled")+` === "1" && `+stat("stat-remaining")+` === "2" && `+
 		`document.querySelector('[data-testid="consistency"]').dataset.state === "ok" && `+
 		`document.querySelector('[data-testid="audit-entry"][data-action="cancel_order"]') !== null`)
+	_, err = e.app.Service.ApplyPaymentEvent(e.ctx, seckill.PaymentEvent{ID: "evt_browser_late", Type: seckill.EventPaymentSucceeded,
+		PaymentID: late.ID, Amount: late.Amount, Currency: late.Currency})
+	must("pay late", err)
+	waitFor("the refund owed on the live page", stat("refunds-owed")+` === "1" && `+stat("refunds-owed-amount")+` === "1.00 CNY"`)
+	must("reload for the refunds", chromedp.Do(ctx, chromedp.Reload()))
+	waitFor("the refund in the list", `document.querySelector('[data-testid="refund-row"][data-payment-id="`+late.ID+`"][data-status="REFUND_NEEDED"]') !== null && `+
+		`document.querySelector('[data-testid="refunds-off"]') !== null`)
 	screenshots(t, ctx, "campaign")
 	must("open the list", chromedp.Do(ctx, chromedp.Navigate(base+"/admin")))
 	waitFor("the list", row+` !== null`)

@@ -141,7 +141,7 @@ func TestCampaignPage(t *testing.T) {
 	for id, want := range map[string]string{
 		"stat-initial": "10", "stat-remaining": "4", "stat-queued": "1", "stat-sold": "5", "stat-failed": "2",
 		"stat-awaiting": "3", "stat-paid": "2", "stat-revenue": "123.45 CNY", "stat-cancelled": "1", "stat-expired": "4",
-		"refunds-owed": "1", "refunds-owed-amount": "1.00 CNY", "refunds-sent": "0", "refunds-sent-amount": "—",
+		"refunds-owed": "1", "refunds-owed-amount": "1.00 CNY", "refunds-sent": "0",
 		"refunds-done": "2", "refunds-done-amount": "2.00 CNY", "refunds-failed": "1",
 		"refunds-stuck":   "1 owed for more than an hour without the provider's confirmation.",
 		"campaign-price":  "pays 1.00 CNY, worth 2.50 CNY",
