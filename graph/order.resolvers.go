@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"seckill/graph/generated"
 	"seckill/graph/model"
 )
 
@@ -79,3 +80,8 @@ func (r *subscriptionResolver) OrderStatus(ctx context.Context, orderID string) 
 	}()
 	return out, nil
 }
+
+// Order returns generated.OrderResolver implementation.
+func (r *Resolver) Order() generated.OrderResolver { return &orderResolver{r} }
+
+type orderResolver struct{ *Resolver }

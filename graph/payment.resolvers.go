@@ -35,3 +35,25 @@ func (r *mutationResolver) CancelOrder(ctx context.Context, orderID string) (*mo
 	}
 	return toGraphOrder(o)
 }
+
+// Payments is the resolver for the payments field.
+func (r *orderResolver) Payments(ctx context.Context, obj *model.Order) ([]*model.Payment, error) {
+	if obj.Status == model.OrderStatusQueued || obj.Status == model.OrderStatusFailed {
+		return []*model.Payment{}, nil // nothing can be paid before it is CREATED
+	}
+	id, err := parseID("id", obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := r.Service.OrderPayments(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.Payment, len(ps))
+	for i := range ps {
+		if out[i], err = toGraphPayment(&ps[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

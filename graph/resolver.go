@@ -41,6 +41,9 @@ type Service interface {
 	// CreatePayment opens (or returns the open) payment of the caller's
 	// order awaiting payment. EUNAUTHENTICATED, ENOTFOUND, ECONFLICT.
 	CreatePayment(ctx context.Context, orderID int64) (*seckill.Payment, error)
+	// OrderPayments returns the payments of an order the caller may see,
+	// oldest first. ENOTFOUND.
+	OrderPayments(ctx context.Context, orderID int64) ([]seckill.Payment, error)
 	// CancelOrder cancels the caller's order awaiting payment.
 	// EUNAUTHENTICATED, ENOTFOUND, ECONFLICT.
 	CancelOrder(ctx context.Context, id int64) (*seckill.Order, error)

@@ -1,3 +1,7 @@
+DROP INDEX payment_order_idx;
+
+--bun:split
+
 DROP INDEX payment_refund_idx;
 
 --bun:split

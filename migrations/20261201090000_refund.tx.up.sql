@@ -72,3 +72,8 @@ DROP INDEX payment_refund_idx;
 --bun:split
 
 CREATE INDEX payment_refund_idx ON payment (owed_at) WHERE owed_at IS NOT NULL;
+
+--bun:split
+
+-- An order's payments, for the order's page (Order.payments).
+CREATE INDEX payment_order_idx ON payment (order_id);

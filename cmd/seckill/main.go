@@ -28,8 +28,8 @@ Usage:
   seckill admin create --user NAME [--password-stdin]   a dashboard operator (password prompted or from stdin)
   seckill demo [--url URL] [--stock 100] [--duration 1h] [--buyer 1001]
                                     a campaign on sale now on a running server, and shell commands that buy, query and follow an order
-  seckill payments simulate --order ID [--url URL] [--fail]
-                                    play the payment provider: open the order's payment, sign and send its webhook event
+  seckill payments simulate --order ID [--payment ID] [--url URL] [--fail]
+                                    play the payment provider: open the order's payment (or take the one named), sign and send its webhook event
   seckill payments provider [--listen 127.0.0.1:8090] [--webhook URL] [--refuse] [--delay 200ms]
                                     a development payment provider: answers the refund call, confirms each refund by webhook
 
@@ -183,6 +183,7 @@ func payments(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	url := fs.String("url", "", "the running server (default: SECKILL_HTTP_ADDR on this machine)")
 	order := fs.Int64("order", 0, "the order to pay")
+	payment := fs.String("payment", "", "a payment of the order opened before (a late success: no payment is opened)")
 	fail := fs.Bool("fail", false, "send payment.failed instead of payment.succeeded")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -191,7 +192,7 @@ func payments(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return app.SimulatePayment(ctx, cfg, app.SimulateOptions{URL: *url, OrderID: *order, Fail: *fail}, stdout)
+	return app.SimulatePayment(ctx, cfg, app.SimulateOptions{URL: *url, OrderID: *order, PaymentID: *payment, Fail: *fail}, stdout)
 }
 
 func provider(ctx context.Context, args []string, stdout, stderr io.Writer) error {

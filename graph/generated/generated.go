@@ -29,6 +29,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	Mutation() MutationResolver
+	Order() OrderResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
 }
@@ -61,6 +62,7 @@ type ComplexityRoot struct {
 		ID            func(childComplexity int) int
 		PaidAt        func(childComplexity int) int
 		PayBy         func(childComplexity int) int
+		Payments      func(childComplexity int) int
 		Status        func(childComplexity int) int
 		UserID        func(childComplexity int) int
 		VoucherID     func(childComplexity int) int
@@ -136,6 +138,9 @@ type MutationResolver interface {
 	CreatePayment(ctx context.Context, orderID string) (*model.Payment, error)
 	CancelOrder(ctx context.Context, orderID string) (*model.Order, error)
 	AddSeckillVoucher(ctx context.Context, input model.AddSeckillVoucherInput) (*model.Voucher, error)
+}
+type OrderResolver interface {
+	Payments(ctx context.Context, obj *model.Order) ([]*model.Payment, error)
 }
 type QueryResolver interface {
 	Order(ctx context.Context, id string) (*model.Order, error)
@@ -290,6 +295,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Order.PayBy(childComplexity), true
+	case "Order.payments":
+		if e.ComplexityRoot.Order.Payments == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Order.Payments(childComplexity), true
 	case "Order.status":
 		if e.ComplexityRoot.Order.Status == nil {
 			break
@@ -817,7 +828,7 @@ extend enum OrderStatus {
 }
 
 extend type Order {
-  "Cents to pay: the voucher's payValue when the order was admitted; null while QUEUED or FAILED."
+  "What to pay, in the currency's minor unit (100 is 1.00 CNY): the voucher's payValue when the order was admitted; null while QUEUED or FAILED."
   amount: Int
   "Pay by then, or the order expires; null while QUEUED or FAILED."
   payBy: Time
@@ -825,6 +836,13 @@ extend type Order {
   paidAt: Time
   "When the order was cancelled or expired; null otherwise."
   closedAt: Time
+  """
+  The order's payments, oldest first: the open one, those that failed or were
+  cancelled, the one that paid it, and any the provider confirmed too late,
+  with their refund's status (REFUND_NEEDED, REFUNDING, REFUNDED,
+  REFUND_FAILED). Empty while QUEUED or FAILED.
+  """
+  payments: [Payment!]!
 }
 
 extend input AddSeckillVoucherInput {
@@ -840,16 +858,24 @@ extend type SeckillCampaign {
   payWindowSeconds: Int!
 }
 
-"Where a payment stands."
+"Where a payment stands (docs/payments.md has what each provider event does to each)."
 enum PaymentStatus {
-  "Handed to the provider; no answer yet."
+  "Handed to the provider; no answer yet. Payable until the order's payBy."
   PENDING
   "The provider confirmed it; the order is PAID."
   SUCCEEDED
   "The provider reported a failure; ask for a new payment while the order awaits payment."
   FAILED
-  "The provider took the money after the order expired or was cancelled: it is refunded."
+  "The order was cancelled, expired or paid by another payment before the provider answered: it can no longer be paid."
+  CANCELLED
+  "The provider took the money for an order that cannot take it (paid by another payment, cancelled or expired): it is owed back, and its refund is about to be sent."
   REFUND_NEEDED
+  "The refund was sent to the provider; its confirmation has not come yet."
+  REFUNDING
+  "The provider confirmed the refund: the money is back with the buyer."
+  REFUNDED
+  "The provider refused the refund or never confirmed it: an operator sends it again."
+  REFUND_FAILED
 }
 
 "What a buyer's app hands to the payment provider."
@@ -858,7 +884,7 @@ type Payment {
   id: ID!
   "The order paid for."
   orderId: ID!
-  "Cents to pay."
+  "What to pay, in the currency's minor unit (100 is 1.00 CNY, 100 JPY)."
   amount: Int!
   "ISO 4217 currency code."
   currency: String!
@@ -870,16 +896,17 @@ type Payment {
 
 extend type Mutation {
   """
-  Opens a payment for one of your CREATED orders, or returns the one already
-  open. Needs a token. NOT_FOUND for an order you cannot see; CONFLICT for an
-  order not awaiting payment (still QUEUED, or PAID, CANCELLED, EXPIRED).
+  Opens a payment for one of your CREATED orders before its payBy, or returns
+  the one already open. Needs a token. NOT_FOUND for an order you cannot see;
+  CONFLICT, saying why, for any other order: still QUEUED, its time to pay
+  run out, PAID, CANCELLED, EXPIRED or FAILED.
   """
   createPayment(orderId: ID!): Payment!
   """
   Cancels one of your orders that awaits payment (CREATED); its unit goes
-  back on sale and you may buy again. Needs a token. NOT_FOUND for an order
-  you cannot see; CONFLICT for an order not awaiting payment. Cancelling a
-  CANCELLED order returns it as it is.
+  back on sale, its open payment can no longer be paid, and you may buy
+  again. Needs a token. NOT_FOUND for an order you cannot see; CONFLICT,
+  saying why, for an order in any other status (a second cancel included).
   """
   cancelOrder(orderId: ID!): Order!
 }
@@ -1012,9 +1039,9 @@ type Voucher {
   subTitle: String
   "Terms of use, free text."
   rules: String
-  "What the buyer pays, in cents."
+  "What the buyer pays, in the payments' currency's minor unit (100 is 1.00 CNY)."
   payValue: Int!
-  "What the voucher is worth, in cents; at least payValue."
+  "What the voucher is worth, in the same unit; at least payValue."
   actualValue: Int!
   "Whether it is sold in a flash sale."
   type: VoucherType!
@@ -1035,9 +1062,9 @@ input AddSeckillVoucherInput {
   subTitle: String
   "At most 4096 characters."
   rules: String
-  "Cents the buyer pays; 0 or more."
+  "What the buyer pays, in the currency's minor unit (100 is 1.00 CNY); 0 or more."
   payValue: Int!
-  "Cents the voucher is worth; at least payValue."
+  "What the voucher is worth, in the same unit; at least payValue."
   actualValue: Int!
   "Units on sale, 1 to 10000000."
   stock: Int!
@@ -1126,6 +1153,8 @@ func (ec *executionContext) childFields_Order(ctx context.Context, field graphql
 		return ec.fieldContext_Order_paidAt(ctx, field)
 	case "closedAt":
 		return ec.fieldContext_Order_closedAt(ctx, field)
+	case "payments":
+		return ec.fieldContext_Order_payments(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Order", field.Name)
 }
@@ -2114,6 +2143,38 @@ func (ec *executionContext) _Order_closedAt(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_Order_closedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Order", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Order_payments(ctx context.Context, field graphql.CollectedField, obj *model.Order) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Order_payments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Order().Payments(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Payment) graphql.Marshaler {
+			return ec.marshalNPayment2ᚕᚖseckillᚋgraphᚋmodelᚐPaymentᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Order_payments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Order",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Payment(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _OrderStatusEvent_orderId(ctx context.Context, field graphql.CollectedField, obj *model.OrderStatusEvent) (ret graphql.Marshaler) {
@@ -4667,53 +4728,59 @@ func (ec *executionContext) _Order(ctx context.Context, sel ast.SelectionSet, ob
 		case "id":
 			out.Values[i] = ec._Order_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "voucherId":
 			out.Values[i] = ec._Order_voucherId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "userId":
 			out.Values[i] = ec._Order_userId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "status":
 			out.Values[i] = ec._Order_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._Order_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "failureReason":
 			out.Values[i] = ec._Order_failureReason(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "amount":
 			out.Values[i] = ec._Order_amount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "payBy":
 			out.Values[i] = ec._Order_payBy(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "paidAt":
 			out.Values[i] = ec._Order_paidAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "closedAt":
 			out.Values[i] = ec._Order_closedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "payments":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Order_payments(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -5613,6 +5680,22 @@ func (ec *executionContext) marshalNOrderStatusEvent2ᚖseckillᚋgraphᚋmodel�
 		return graphql.Null
 	}
 	return ec._OrderStatusEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPayment2ᚕᚖseckillᚋgraphᚋmodelᚐPaymentᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Payment) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPayment2ᚖseckillᚋgraphᚋmodelᚐPayment(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNPayment2ᚖseckillᚋgraphᚋmodelᚐPayment(ctx context.Context, sel ast.SelectionSet, v *model.Payment) graphql.Marshaler {

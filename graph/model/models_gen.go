@@ -21,9 +21,9 @@ type AddSeckillVoucherInput struct {
 	SubTitle *string `json:"subTitle,omitempty"`
 	// At most 4096 characters.
 	Rules *string `json:"rules,omitempty"`
-	// Cents the buyer pays; 0 or more.
+	// What the buyer pays, in the currency's minor unit (100 is 1.00 CNY); 0 or more.
 	PayValue int32 `json:"payValue"`
-	// Cents the voucher is worth; at least payValue.
+	// What the voucher is worth, in the same unit; at least payValue.
 	ActualValue int32 `json:"actualValue"`
 	// Units on sale, 1 to 10000000.
 	Stock int32 `json:"stock"`
@@ -85,7 +85,7 @@ type Order struct {
 	CreatedAt time.Time `json:"createdAt"`
 	// Why the order FAILED; null otherwise.
 	FailureReason *string `json:"failureReason,omitempty"`
-	// Cents to pay: the voucher's payValue when the order was admitted; null while QUEUED or FAILED.
+	// What to pay, in the currency's minor unit (100 is 1.00 CNY): the voucher's payValue when the order was admitted; null while QUEUED or FAILED.
 	Amount *int32 `json:"amount,omitempty"`
 	// Pay by then, or the order expires; null while QUEUED or FAILED.
 	PayBy *time.Time `json:"payBy,omitempty"`
@@ -93,6 +93,11 @@ type Order struct {
 	PaidAt *time.Time `json:"paidAt,omitempty"`
 	// When the order was cancelled or expired; null otherwise.
 	ClosedAt *time.Time `json:"closedAt,omitempty"`
+	// The order's payments, oldest first: the open one, those that failed or were
+	// cancelled, the one that paid it, and any the provider confirmed too late,
+	// with their refund's status (REFUND_NEEDED, REFUNDING, REFUNDED,
+	// REFUND_FAILED). Empty while QUEUED or FAILED.
+	Payments []*Payment `json:"payments"`
 }
 
 // A status of an order, current or new.
@@ -113,7 +118,7 @@ type Payment struct {
 	ID string `json:"id"`
 	// The order paid for.
 	OrderID string `json:"orderId"`
-	// Cents to pay.
+	// What to pay, in the currency's minor unit (100 is 1.00 CNY, 100 JPY).
 	Amount int32 `json:"amount"`
 	// ISO 4217 currency code.
 	Currency string `json:"currency"`
@@ -186,9 +191,9 @@ type Voucher struct {
 	SubTitle *string `json:"subTitle,omitempty"`
 	// Terms of use, free text.
 	Rules *string `json:"rules,omitempty"`
-	// What the buyer pays, in cents.
+	// What the buyer pays, in the payments' currency's minor unit (100 is 1.00 CNY).
 	PayValue int32 `json:"payValue"`
-	// What the voucher is worth, in cents; at least payValue.
+	// What the voucher is worth, in the same unit; at least payValue.
 	ActualValue int32 `json:"actualValue"`
 	// Whether it is sold in a flash sale.
 	Type VoucherType `json:"type"`
@@ -394,30 +399,42 @@ func (e OrderStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Where a payment stands.
+// Where a payment stands (docs/payments.md has what each provider event does to each).
 type PaymentStatus string
 
 const (
-	// Handed to the provider; no answer yet.
+	// Handed to the provider; no answer yet. Payable until the order's payBy.
 	PaymentStatusPending PaymentStatus = "PENDING"
 	// The provider confirmed it; the order is PAID.
 	PaymentStatusSucceeded PaymentStatus = "SUCCEEDED"
 	// The provider reported a failure; ask for a new payment while the order awaits payment.
 	PaymentStatusFailed PaymentStatus = "FAILED"
-	// The provider took the money after the order expired or was cancelled: it is refunded.
+	// The order was cancelled, expired or paid by another payment before the provider answered: it can no longer be paid.
+	PaymentStatusCancelled PaymentStatus = "CANCELLED"
+	// The provider took the money for an order that cannot take it (paid by another payment, cancelled or expired): it is owed back, and its refund is about to be sent.
 	PaymentStatusRefundNeeded PaymentStatus = "REFUND_NEEDED"
+	// The refund was sent to the provider; its confirmation has not come yet.
+	PaymentStatusRefunding PaymentStatus = "REFUNDING"
+	// The provider confirmed the refund: the money is back with the buyer.
+	PaymentStatusRefunded PaymentStatus = "REFUNDED"
+	// The provider refused the refund or never confirmed it: an operator sends it again.
+	PaymentStatusRefundFailed PaymentStatus = "REFUND_FAILED"
 )
 
 var AllPaymentStatus = []PaymentStatus{
 	PaymentStatusPending,
 	PaymentStatusSucceeded,
 	PaymentStatusFailed,
+	PaymentStatusCancelled,
 	PaymentStatusRefundNeeded,
+	PaymentStatusRefunding,
+	PaymentStatusRefunded,
+	PaymentStatusRefundFailed,
 }
 
 func (e PaymentStatus) IsValid() bool {
 	switch e {
-	case PaymentStatusPending, PaymentStatusSucceeded, PaymentStatusFailed, PaymentStatusRefundNeeded:
+	case PaymentStatusPending, PaymentStatusSucceeded, PaymentStatusFailed, PaymentStatusCancelled, PaymentStatusRefundNeeded, PaymentStatusRefunding, PaymentStatusRefunded, PaymentStatusRefundFailed:
 		return true
 	}
 	return false

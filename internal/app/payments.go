@@ -23,6 +23,10 @@ type SimulateOptions struct {
 	// the configured SECKILL_HTTP_ADDR on this machine.
 	URL     string
 	OrderID int64
+	// PaymentID, when set, is the payment of the order the event is about,
+	// opened before: no payment is opened, so that a success can come late,
+	// as a provider's may, after the order was cancelled or expired.
+	PaymentID string
 	// Fail sends a payment.failed event instead of payment.succeeded.
 	Fail bool
 }
@@ -47,22 +51,10 @@ func SimulatePayment(ctx context.Context, cfg *config.Config, opts SimulateOptio
 	if err != nil {
 		return err
 	}
-	var data struct {
-		CreatePayment struct {
-			ID       string `json:"id"`
-			Amount   int64  `json:"amount"`
-			Currency string `json:"currency"`
-			Status   string `json:"status"`
-			PayBy    string `json:"payBy"`
-		} `json:"createPayment"`
-	}
-	err = demoGraphQL(ctx, base.String()+"/graphql", admin, `mutation($id: ID!) {
-  createPayment(orderId: $id) { id amount currency status payBy }
-}`, map[string]any{"id": fmt.Sprint(opts.OrderID)}, &data)
+	p, err := simulatedPayment(ctx, base.String()+"/graphql", admin, opts)
 	if err != nil {
 		return fmt.Errorf("payments simulate: nothing sent: %w", err)
 	}
-	p := data.CreatePayment
 	fmt.Fprintf(out, "payment %s: %s, %s, pay by %s\n", p.ID, seckill.FormatAmount(p.Amount, p.Currency), p.Status, p.PayBy)
 	typ := seckill.EventPaymentSucceeded
 	if opts.Fail {
@@ -84,6 +76,51 @@ func SimulatePayment(ctx context.Context, cfg *config.Config, opts SimulateOptio
 		return fmt.Errorf("payments simulate: the webhook answered %d", status)
 	}
 	return nil
+}
+
+// apiPayment is a payment as the API answers it.
+type apiPayment struct {
+	ID       string `json:"id"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Status   string `json:"status"`
+	PayBy    string `json:"payBy"`
+}
+
+// simulatedPayment is the payment the simulated event is about: the one
+// opts names among the order's, or the order's open one, opened now if
+// need be.
+func simulatedPayment(ctx context.Context, endpoint, admin string, opts SimulateOptions) (apiPayment, error) {
+	vars := map[string]any{"id": fmt.Sprint(opts.OrderID)}
+	if opts.PaymentID == "" {
+		var data struct {
+			CreatePayment apiPayment `json:"createPayment"`
+		}
+		err := demoGraphQL(ctx, endpoint, admin, `mutation($id: ID!) {
+  createPayment(orderId: $id) { id amount currency status payBy }
+}`, vars, &data)
+		return data.CreatePayment, err
+	}
+	var data struct {
+		Order *struct {
+			Payments []apiPayment `json:"payments"`
+		} `json:"order"`
+	}
+	err := demoGraphQL(ctx, endpoint, admin, `query($id: ID!) {
+  order(id: $id) { payments { id amount currency status payBy } }
+}`, vars, &data)
+	if err != nil {
+		return apiPayment{}, err
+	}
+	if data.Order == nil {
+		return apiPayment{}, fmt.Errorf("there is no order %d", opts.OrderID)
+	}
+	for _, p := range data.Order.Payments {
+		if p.ID == opts.PaymentID {
+			return p, nil
+		}
+	}
+	return apiPayment{}, fmt.Errorf("order %d has no payment %s", opts.OrderID, opts.PaymentID)
 }
 
 // ProviderOptions say where the development payment provider listens and

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -239,5 +241,58 @@ func TestRefundProviderFailsTimesOutAndAnswersTwice(t *testing.T) {
 		if err != nil || res.Outcome != seckill.AppliedIgnored || res.Payment.Status != seckill.PaymentSucceeded || res.Order.Status != seckill.OrderPaid {
 			t.Errorf("%s of a paid order's payment: %+v, %v", typ, res, err)
 		}
+	}
+}
+
+// TestSimulateLatePayment tries the refund as a developer would with make
+// run: open a payment, cancel the order, and have the provider's success
+// come late with `payments simulate --payment`; the development provider
+// refunds it. The order's payments tell the buyer where the money stands.
+func TestSimulateLatePayment(t *testing.T) {
+	front := &swappable{}
+	prov := httptest.NewServer(front)
+	t.Cleanup(prov.Close)
+	e, v := newLifeEnvWith(t, 5, func(m map[string]string) { m["SECKILL_PAYMENT_REFUND_URL"] = prov.URL + "/refunds" })
+	dev, err := payhook.NewDevProvider(payhook.DevProviderOptions{Secret: config.DevWebhookSecret,
+		Webhook: e.url + "/webhooks/payments", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front.set(dev)
+	go dev.Run(e.ctx)
+
+	id := e.buyCreated(v, 71)
+	p := e.createPayment(id, 71)
+	if _, err := e.app.Service.CancelOrder(asUser(e.ctx, 71, false), id); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := SimulatePayment(e.ctx, e.app.Config, SimulateOptions{URL: e.url, OrderID: id, PaymentID: p.ID}, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "1.00 CNY, CANCELLED") || !strings.Contains(out.String(), `"result":"REFUND_NEEDED"`) {
+		t.Errorf("simulate printed:\n%s", out.String())
+	}
+	eventually(t, 20*time.Second, "the late payment refunded", func() bool { return e.paymentStatus(p.ID) == seckill.PaymentRefunded })
+	// The buyer reads it on the order.
+	var got struct {
+		Order struct {
+			Status   string
+			Payments []struct{ ID, Status, Currency string }
+		}
+	}
+	res, err := e.gql(nil, e.token(71, false), `query($id: ID!) { order(id: $id) { status payments { id status currency } } }`,
+		map[string]any{"id": strconv.FormatInt(id, 10)}, &got)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("order query: %v %+v", err, res)
+	}
+	if got.Order.Status != "CANCELLED" || len(got.Order.Payments) != 1 || got.Order.Payments[0].ID != p.ID ||
+		got.Order.Payments[0].Status != "REFUNDED" || got.Order.Payments[0].Currency != "CNY" {
+		t.Errorf("the order reads %+v", got.Order)
+	}
+	// A payment the order does not have is refused, and nothing sent.
+	err = SimulatePayment(e.ctx, e.app.Config, SimulateOptions{URL: e.url, OrderID: id, PaymentID: "pay_" + strings.Repeat("1", 32)}, &out)
+	if err == nil || !strings.Contains(err.Error(), "has no payment") {
+		t.Errorf("unknown payment: %v", err)
 	}
 }

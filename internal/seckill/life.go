@@ -81,6 +81,9 @@ type OrderLife interface {
 	// currency differ from the payment's, ECONFLICT for an event id applied
 	// to another payment; nothing is recorded then.
 	ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (PaymentResult, error)
+	// OrderPayments returns an order's payments, oldest first (none for an
+	// order it does not hold).
+	OrderPayments(ctx context.Context, orderID int64) ([]Payment, error)
 }
 
 // UnitReturner gives units back to admission (Redis).

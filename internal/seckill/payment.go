@@ -223,6 +223,16 @@ func (s *Service) notPersisted(ctx context.Context, u *User, orderID int64, verb
 	return true, nil
 }
 
+// OrderPayments returns the payments of an order the caller may see (their
+// own, or any for an admin), oldest first, with their refunds' status.
+// ENOTFOUND for an order they may not see.
+func (s *Service) OrderPayments(ctx context.Context, orderID int64) ([]Payment, error) {
+	if _, err := s.Order(ctx, orderID); err != nil {
+		return nil, err
+	}
+	return s.Life.OrderPayments(ctx, orderID)
+}
+
 // ApplyPaymentEvent applies an event of the payment provider, whose
 // signature the edge has checked. It is idempotent per event id. EINVALID,
 // ENOTFOUND, ECONFLICT: see OrderLife.ApplyPaymentEvent; nothing changed

@@ -237,6 +237,25 @@ func (s *Store) CreatePayment(ctx context.Context, orderID, userID int64, curren
 	return &p, nil
 }
 
+// OrderPayments returns an order's payments, oldest first.
+func (s *Store) OrderPayments(ctx context.Context, orderID int64) ([]seckill.Payment, error) {
+	var rows []struct {
+		paymentRow
+		PayBy time.Time `bun:"pay_by"`
+	}
+	err := s.db.NewRaw(`SELECT p.id, p.order_id, p.amount, p.currency, p.status, p.created_at, p.updated_at, o.pay_by
+		FROM payment AS p JOIN voucher_order AS o ON o.id = p.order_id
+		WHERE p.order_id = ? ORDER BY p.created_at, p.id`, orderID).Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: select payments of order %d: %w", orderID, err)
+	}
+	out := make([]seckill.Payment, len(rows))
+	for i := range rows {
+		out[i] = toDomainPayment(&rows[i].paymentRow, rows[i].PayBy)
+	}
+	return out, nil
+}
+
 // ApplyPaymentEvent applies a provider's event once per event id; see
 // seckill.OrderLife. It locks the order, then the payment, so concurrent
 // deliveries of one event (or of two events of one order's payments) go
