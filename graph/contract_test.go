@@ -29,7 +29,7 @@ func TestMemAdmitterContract(t *testing.T) {
 	if err := real.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	sameStory(t, admitterStory, seckill.Admitter(real), seckill.Admitter(newMemAdmitter()))
+	sameStory(t, admitterStory, admitterPorts(real), admitterPorts(newMemAdmitter()))
 }
 
 // sameStory tells story on the real adapter and on its fake, and fails on
@@ -59,7 +59,15 @@ func code(err error) string {
 // admitterStory warms an open campaign with two units (and one not started,
 // one ended), buys, refuses, releases and acknowledges, and returns one line
 // per step.
-func admitterStory(t *testing.T, a seckill.Admitter) []string {
+// admitterPorts are the Redis ports memAdmitter stands in for.
+type admitterPorts interface {
+	seckill.Admitter
+	seckill.Outbox
+	seckill.Rebuilder
+	seckill.CampaignAdmitter
+}
+
+func admitterStory(t *testing.T, a admitterPorts) []string {
 	ctx := t.Context()
 	now := time.Now()
 	campaign := func(id int64, begin, end time.Time, stock int64) seckill.WarmState {
@@ -188,13 +196,20 @@ func busStory(t *testing.T, b seckill.StatusBus) []string {
 // TestMemStoreContract runs one story of vouchers and orders against
 // memStore and the Postgres Store and compares what each answered.
 func TestMemStoreContract(t *testing.T) {
-	sameStory(t, storeStory, seckill.Store(store.New(storetest.NewDB(t))), seckill.Store(newMemStore()))
+	sameStory(t, storeStory, storePorts(store.New(storetest.NewDB(t))), storePorts(newMemStore()))
 }
 
 // storeStory creates two campaigns of one unit, persists admissions (one
 // twice, one beyond the stock), reads them back, and returns one line per
 // step.
-func storeStory(t *testing.T, s seckill.Store) []string {
+// storePorts are the Postgres ports memStore stands in for.
+type storePorts interface {
+	seckill.CatalogStore
+	seckill.OrderStore
+	seckill.RecoveryStore
+}
+
+func storeStory(t *testing.T, s storePorts) []string {
 	ctx := t.Context()
 	var out transcript
 	say := out.say

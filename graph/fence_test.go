@@ -51,7 +51,7 @@ func TestFastPathFence(t *testing.T) {
 		},
 		ComplexityLimit: 17, MaxDepth: 4, MaxSelections: 99,
 	}
-	e := NewHandler(nil, nil, opts).(*endpoint)
+	e := NewHandler(Domain{}, nil, opts).(*endpoint)
 
 	var honoured []string
 	for name := range fastPathHonours {

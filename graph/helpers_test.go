@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -16,10 +17,11 @@ import (
 	"seckill/internal/seckill"
 )
 
-// testEnv is a real *seckill.Service over in-memory fakes behind the real
-// handler on a real HTTP server.
+// testEnv is the real domain (its catalog, purchases, challenges and the
+// order's life) over in-memory fakes behind the real handler on a real HTTP
+// server.
 type testEnv struct {
-	svc     *seckill.Service
+	svc     *seckill.Purchases
 	store   *memStore
 	adm     *memAdmitter
 	queue   *memQueue
@@ -41,11 +43,12 @@ func newTestEnv(tb testing.TB, opts Options) *testEnv {
 		logs:   &syncBuffer{},
 	}
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	e.svc = &seckill.Service{Store: e.store, Admitter: e.adm, Queue: e.queue, Bus: e.bus, Logger: logger}
+	d, purchases := newDomain(tb, e, logger)
+	e.svc = purchases
 	if opts.Logger == nil {
 		opts.Logger = logger
 	}
-	e.handler = NewHandler(e.svc, e.tokens, opts)
+	e.handler = NewHandler(d, e.tokens, opts)
 	e.srv = httptest.NewServer(e.handler)
 	tb.Cleanup(e.srv.Close)
 	return e
@@ -199,4 +202,46 @@ func (e *testEnv) addVoucher(tb testing.TB, input map[string]any) string {
 		tb.Fatal(err)
 	}
 	return data.AddSeckillVoucher.ID
+}
+
+// newDomain builds the domain's parts over e's fakes.
+func newDomain(tb testing.TB, e *testEnv, logger *slog.Logger) (Domain, *seckill.Purchases) {
+	tb.Helper()
+	must := func(err error) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	now := time.Now
+	challenger := seckill.NewChallenger([]byte("graph-test-challenges"), time.Minute, time.Minute)
+	challenges, err := seckill.NewChallenges(e.store, challenger, now)
+	must(err)
+	catalog, err := seckill.NewCatalog(seckill.CatalogDeps{Store: e.store, Auditor: e.store, Admission: e.adm,
+		Admitter: e.adm, Challenges: challenges, Logger: logger, Now: now})
+	must(err)
+	purchases, err := seckill.NewPurchases(seckill.PurchaseDeps{Orders: e.store, Campaigns: e.store, Admitter: e.adm,
+		Outbox: e.adm, Rebuilder: e.adm, Queue: e.queue, Bus: e.bus, Limiter: seckill.NoLimit{}, Challenger: challenger,
+		Expiry: noExpiry{}, Logger: logger, Now: now})
+	must(err)
+	refunds, err := seckill.NewRefunds(noLife{}, seckill.NoPaymentProvider{}, noLife{}, e.store, logger,
+		seckill.RefundConfig{ConfirmWait: time.Minute, MaxSends: 1})
+	must(err)
+	life, err := seckill.NewLife(seckill.LifeDeps{Store: noLife{}, Returner: noLife{}, Orders: purchases, Bus: e.bus,
+		Refunds: refunds, Auditor: e.store, Logger: logger})
+	must(err)
+	return Domain{Catalog: catalog, Purchases: purchases, Challenges: challenges, Life: life}, purchases
+}
+
+// noExpiry schedules nothing: these tests never reach an order's pay_by.
+type noExpiry struct{}
+
+func (noExpiry) ScheduleExpiry(context.Context, []seckill.Order) error { return nil }
+
+// noLife stands for the order's life and refunds, which these tests do not
+// reach (internal/app's do, on Postgres): it has no orders to change.
+type noLife struct {
+	seckill.OrderLife
+	seckill.RefundStore
+	seckill.UnitReturner
+	seckill.RefundQueue
 }

@@ -17,7 +17,7 @@ func (r *mutationResolver) Seckill(ctx context.Context, voucherID string, answer
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.Service.PurchaseWith(ctx, id, toChallengeAnswer(answer))
+	res, err := r.Purchases.PurchaseWith(ctx, id, toChallengeAnswer(answer))
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +30,7 @@ func (r *queryResolver) Order(ctx context.Context, id string) (*model.Order, err
 	if err != nil {
 		return nil, err
 	}
-	o, err := r.Service.Order(ctx, oid)
+	o, err := r.Purchases.Order(ctx, oid)
 	if isNotFound(err) {
 		return nil, nil
 	} else if err != nil {
@@ -41,7 +41,7 @@ func (r *queryResolver) Order(ctx context.Context, id string) (*model.Order, err
 
 // MyOrders is the resolver for the myOrders field.
 func (r *queryResolver) MyOrders(ctx context.Context) ([]*model.Order, error) {
-	orders, err := r.Service.MyOrders(ctx)
+	orders, err := r.Purchases.MyOrders(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (r *subscriptionResolver) OrderStatus(ctx context.Context, orderID string) 
 	if err != nil {
 		return nil, err
 	}
-	events, err := r.Service.WatchOrder(ctx, id)
+	events, err := r.Purchases.WatchOrder(ctx, id)
 	if err != nil {
 		return nil, err
 	}

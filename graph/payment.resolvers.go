@@ -16,7 +16,7 @@ func (r *mutationResolver) CreatePayment(ctx context.Context, orderID string) (*
 	if err != nil {
 		return nil, err
 	}
-	p, err := r.Service.CreatePayment(ctx, id)
+	p, err := r.Life.CreatePayment(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +29,7 @@ func (r *mutationResolver) CancelOrder(ctx context.Context, orderID string) (*mo
 	if err != nil {
 		return nil, err
 	}
-	o, err := r.Service.CancelOrder(ctx, id)
+	o, err := r.Life.CancelOrder(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func (r *orderResolver) Payments(ctx context.Context, obj *model.Order) ([]*mode
 	if err != nil {
 		return nil, err
 	}
-	ps, err := r.Service.OrderPayments(ctx, id)
+	ps, err := r.Life.OrderPayments(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,5 @@
 // Package graph is the GraphQL edge of the service: the schema (*.graphqls),
-// thin resolvers that convert, call the Service once and convert back, and
+// thin resolvers that convert, call the domain once and convert back, and
 // the HTTP and WebSocket handler (NewHandler). gqlgen writes graph/generated,
 // graph/model/models_gen.go and the skeletons of *.resolvers.go; run
 // `go tool gqlgen generate` from the repository root after changing the
@@ -12,9 +12,18 @@ import (
 	"seckill/internal/seckill"
 )
 
-// Service is what the resolvers need from the domain; *seckill.Service
-// implements it. The caller is read from ctx (seckill.UserFromContext).
-type Service interface {
+// Domain is what the resolvers need of the domain, by part; the caller is
+// read from ctx (seckill.UserFromContext), and every permission decision is
+// the domain's.
+type Domain struct {
+	Catalog    Catalog
+	Purchases  Purchases
+	Challenges Challenges
+	Life       Life
+}
+
+// Catalog reads and creates vouchers (seckill.Catalog).
+type Catalog interface {
 	// AddSeckillVoucher creates a voucher with its campaign. EUNAUTHENTICATED,
 	// EFORBIDDEN (not an admin), EINVALID (naming the field).
 	AddSeckillVoucher(ctx context.Context, in seckill.NewSeckillVoucher) (*seckill.Voucher, error)
@@ -22,15 +31,16 @@ type Service interface {
 	Voucher(ctx context.Context, id int64) (*seckill.Voucher, error)
 	// Vouchers pages through vouchers in id order. EINVALID (first, after).
 	Vouchers(ctx context.Context, f seckill.VoucherFilter) ([]*seckill.Voucher, error)
+}
+
+// Purchases buys and reads orders (seckill.Purchases).
+type Purchases interface {
 	// Purchase tries to buy one unit for the caller; expected results are
 	// outcomes. EUNAUTHENTICATED, ENOTFOUND.
 	Purchase(ctx context.Context, voucherID int64) (seckill.PurchaseResult, error)
 	// PurchaseWith is Purchase with the answer to the campaign's challenge
 	// (nil: none given).
 	PurchaseWith(ctx context.Context, voucherID int64, answer *seckill.ChallengeAnswer) (seckill.PurchaseResult, error)
-	// Challenge hands the caller a challenge for a campaign.
-	// EUNAUTHENTICATED, ENOTFOUND, ECONFLICT (too early, or ended).
-	Challenge(ctx context.Context, voucherID int64) (*seckill.Challenge, error)
 	// Order returns an order the caller may see. EUNAUTHENTICATED, ENOTFOUND.
 	Order(ctx context.Context, id int64) (*seckill.Order, error)
 	// MyOrders returns the caller's orders, newest first. EUNAUTHENTICATED.
@@ -38,6 +48,17 @@ type Service interface {
 	// WatchOrder streams an order's status until it is terminal or ctx ends,
 	// then closes the channel. EUNAUTHENTICATED, ENOTFOUND.
 	WatchOrder(ctx context.Context, id int64) (<-chan seckill.StatusEvent, error)
+}
+
+// Challenges hands out challenges (seckill.Challenges).
+type Challenges interface {
+	// Challenge hands the caller a challenge for a campaign.
+	// EUNAUTHENTICATED, ENOTFOUND, ECONFLICT (too early, or ended).
+	Challenge(ctx context.Context, voucherID int64) (*seckill.Challenge, error)
+}
+
+// Life pays and cancels orders (seckill.Life).
+type Life interface {
 	// CreatePayment opens (or returns the open) payment of the caller's
 	// order awaiting payment. EUNAUTHENTICATED, ENOTFOUND, ECONFLICT.
 	CreatePayment(ctx context.Context, orderID int64) (*seckill.Payment, error)
@@ -49,9 +70,14 @@ type Service interface {
 	CancelOrder(ctx context.Context, id int64) (*seckill.Order, error)
 }
 
-var _ Service = (*seckill.Service)(nil)
+var (
+	_ Catalog    = (*seckill.Catalog)(nil)
+	_ Purchases  = (*seckill.Purchases)(nil)
+	_ Challenges = (*seckill.Challenges)(nil)
+	_ Life       = (*seckill.Life)(nil)
+)
 
 // Resolver is the root resolver; its fields are its dependencies.
 type Resolver struct {
-	Service Service
+	Domain
 }

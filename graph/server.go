@@ -177,16 +177,16 @@ func orDefault(d, def time.Duration) time.Duration {
 // ({"Authorization": "Bearer <token>"}) unless
 // its upgrade request was authenticated: without one it is closed with
 // 4401, with a bad one with 4403. The resolvers leave every permission
-// decision to the Service.
+// decision to the domain.
 //
 // The purchase mutation, which is nearly all of a sale's traffic, is
 // answered by a fast path that skips gqlgen's generic executor but gives
 // the same answers (see purchase.go); every other request goes to gqlgen.
-func NewHandler(svc Service, tokens TokenParser, opts Options) http.Handler {
+func NewHandler(d Domain, tokens TokenParser, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	log := opts.Logger
 
-	resolver := &Resolver{Service: svc}
+	resolver := &Resolver{Domain: d}
 	schema := generated.NewExecutableSchema(generated.Config{Resolvers: resolver})
 	srv := handler.New(schema)
 	// WebSocket first: it claims any request with an Upgrade header. No

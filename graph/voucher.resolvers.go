@@ -17,7 +17,7 @@ func (r *mutationResolver) AddSeckillVoucher(ctx context.Context, input model.Ad
 	if err != nil {
 		return nil, err
 	}
-	v, err := r.Service.AddSeckillVoucher(ctx, in)
+	v, err := r.Catalog.AddSeckillVoucher(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +30,7 @@ func (r *queryResolver) Voucher(ctx context.Context, id string) (*model.Voucher,
 	if err != nil {
 		return nil, err
 	}
-	v, err := r.Service.Voucher(ctx, vid)
+	v, err := r.Catalog.Voucher(ctx, vid)
 	if isNotFound(err) {
 		return nil, nil
 	} else if err != nil {
@@ -45,7 +45,7 @@ func (r *queryResolver) Vouchers(ctx context.Context, first *int32, after *strin
 	if err != nil {
 		return nil, err
 	}
-	vs, err := r.Service.Vouchers(ctx, f)
+	vs, err := r.Catalog.Vouchers(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (r *queryResolver) SeckillChallenge(ctx context.Context, voucherID string) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.Service.Challenge(ctx, id)
+	c, err := r.Challenges.Challenge(ctx, id)
 	if err != nil {
 		return nil, err
 	}

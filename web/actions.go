@@ -12,15 +12,15 @@ import (
 // Actions on a campaign: pause, resume, end, add stock.
 
 func (h *Handler) pauseCampaign(w http.ResponseWriter, r *http.Request) {
-	h.act(w, r, "pause", h.cfg.Service.PauseCampaign)
+	h.act(w, r, "pause", h.cfg.Campaigns.PauseCampaign)
 }
 
 func (h *Handler) resumeCampaign(w http.ResponseWriter, r *http.Request) {
-	h.act(w, r, "resume", h.cfg.Service.ResumeCampaign)
+	h.act(w, r, "resume", h.cfg.Campaigns.ResumeCampaign)
 }
 
 func (h *Handler) endCampaign(w http.ResponseWriter, r *http.Request) {
-	h.act(w, r, "end", h.cfg.Service.EndCampaign)
+	h.act(w, r, "end", h.cfg.Campaigns.EndCampaign)
 }
 
 func (h *Handler) addStock(w http.ResponseWriter, r *http.Request) {
@@ -30,7 +30,7 @@ func (h *Handler) addStock(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, seckill.Invalidf("stock", "stock to add must be a whole number")
 		}
-		return h.cfg.Service.AddStock(ctx, id, n)
+		return h.cfg.Campaigns.AddStock(ctx, id, n)
 	})
 }
 

@@ -127,7 +127,7 @@ func (h *Handler) pathCampaign(w http.ResponseWriter, r *http.Request) (*seckill
 
 // campaign returns a seckill voucher; a NORMAL one is not found here.
 func (h *Handler) campaign(ctx context.Context, id int64) (*seckill.Voucher, error) {
-	v, err := h.cfg.Service.Voucher(ctx, id)
+	v, err := h.cfg.Campaigns.Voucher(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (h *Handler) ordersView(ctx context.Context, r *http.Request, id int64) vie
 	}
 	// An order not in Postgres yet may be queued in Redis.
 	if f.OrderID > 0 && len(orders) == 0 {
-		if ord, err := h.cfg.Service.Order(ctx, f.OrderID); err == nil && ord.VoucherID == id {
+		if ord, err := h.cfg.Orders.Order(ctx, f.OrderID); err == nil && ord.VoucherID == id {
 			orders = append(orders, ord)
 		}
 	}

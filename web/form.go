@@ -58,7 +58,7 @@ func (h *Handler) createCampaign(w http.ResponseWriter, r *http.Request) {
 		h.formErrors(w, r, &p)
 		return
 	}
-	v, err := h.cfg.Service.AddSeckillVoucher(r.Context(), in)
+	v, err := h.cfg.Campaigns.AddSeckillVoucher(r.Context(), in)
 	if err != nil {
 		h.formError(w, r, &p, err)
 		return
@@ -106,7 +106,7 @@ func (h *Handler) editCampaign(w http.ResponseWriter, r *http.Request) {
 		h.formErrors(w, r, &p)
 		return
 	}
-	_, err := h.cfg.Service.UpdateCampaign(r.Context(), id, e)
+	_, err := h.cfg.Campaigns.UpdateCampaign(r.Context(), id, e)
 	if err == nil {
 		http.Redirect(w, r, "/admin/campaigns/"+strconv.FormatInt(id, 10)+"?done=edit", http.StatusSeeOther)
 		return

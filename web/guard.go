@@ -29,7 +29,7 @@ func (h *Handler) guardView(ctx context.Context, v *seckill.Voucher, now time.Ti
 		g.PoWBits = seckill.DefaultPoWBits
 	}
 	if c.Challenge == seckill.ChallengeQuiz {
-		if qs, err := h.cfg.Service.CampaignQuiz(ctx, v.ID); err == nil {
+		if qs, err := h.cfg.Campaigns.CampaignQuiz(ctx, v.ID); err == nil {
 			g.Quiz, g.Questions = formatQuiz(qs), len(qs)
 		}
 	}
@@ -159,7 +159,7 @@ func (h *Handler) updateGuard(w http.ResponseWriter, r *http.Request) {
 				return nil, h.guardRefused(&form, err)
 			}
 		}
-		v, err := h.cfg.Service.UpdateGuard(ctx, id, e)
+		v, err := h.cfg.Campaigns.UpdateGuard(ctx, id, e)
 		if err != nil {
 			return nil, h.guardRefused(&form, err)
 		}

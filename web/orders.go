@@ -61,12 +61,12 @@ func (h *Handler) cancelOrder(w http.ResponseWriter, r *http.Request) {
 	orderID, err := seckill.ParseID("order", r.PathValue("order"))
 	if err == nil {
 		var o *seckill.Order
-		if o, err = h.cfg.Service.Order(r.Context(), orderID); err == nil && o.VoucherID != id {
+		if o, err = h.cfg.Orders.Order(r.Context(), orderID); err == nil && o.VoucherID != id {
 			err = seckill.Errorf(seckill.ENOTFOUND, "order %d not found", orderID)
 		}
 	}
 	if err == nil {
-		_, err = h.cfg.Service.AdminCancelOrder(r.Context(), orderID)
+		_, err = h.cfg.Orders.AdminCancelOrder(r.Context(), orderID)
 	}
 	if err != nil {
 		if c := seckill.ErrorCode(err); c == seckill.ENOTFOUND || c == seckill.EUNAUTHENTICATED || c == seckill.EFORBIDDEN {

@@ -29,14 +29,12 @@ import (
 	"seckill/web/views"
 )
 
-// Service is the domain the dashboard drives (seckill.Service).
-type Service interface {
+// Campaigns is the catalog the dashboard manages (seckill.Catalog).
+type Campaigns interface {
 	// AddSeckillVoucher creates a campaign. EINVALID names the field.
 	AddSeckillVoucher(ctx context.Context, in seckill.NewSeckillVoucher) (*seckill.Voucher, error)
 	// Voucher returns a voucher with its live stock. ENOTFOUND.
 	Voucher(ctx context.Context, id int64) (*seckill.Voucher, error)
-	// Order returns an order, queued ones included. ENOTFOUND.
-	Order(ctx context.Context, id int64) (*seckill.Order, error)
 	// UpdateCampaign, PauseCampaign, ResumeCampaign, EndCampaign and
 	// AddStock manage a campaign: EINVALID (with the field), ECONFLICT,
 	// ENOTFOUND, EUNAVAILABLE.
@@ -50,6 +48,12 @@ type Service interface {
 	UpdateGuard(ctx context.Context, id int64, e seckill.GuardEdit) (*seckill.Voucher, error)
 	// CampaignQuiz returns a campaign's quiz questions. Admins only.
 	CampaignQuiz(ctx context.Context, id int64) ([]seckill.QuizQuestion, error)
+}
+
+// Orders reads and cancels orders (seckill.Purchases and seckill.Life).
+type Orders interface {
+	// Order returns an order, queued ones included. ENOTFOUND.
+	Order(ctx context.Context, id int64) (*seckill.Order, error)
 	// AdminCancelOrder cancels an order awaiting payment, audited.
 	// ENOTFOUND, ECONFLICT (not awaiting payment).
 	AdminCancelOrder(ctx context.Context, id int64) (*seckill.Order, error)
@@ -89,10 +93,11 @@ const DefaultSessionTTL = 12 * time.Hour
 
 // Config is the dashboard's dependencies and settings.
 type Config struct {
-	Service  Service
-	Records  Records
-	Sessions Sessions
-	Live     LiveCounter
+	Campaigns Campaigns
+	Orders    Orders
+	Records   Records
+	Sessions  Sessions
+	Live      LiveCounter
 	// Limiter bounds sign-in attempts; nil means an in-memory limiter with
 	// DefaultLoginLimits (per process).
 	Limiter LoginLimiter

@@ -32,7 +32,7 @@ func newDash(t *testing.T, limits seckill.LoginLimits, opts ...func(*web.Config)
 	t.Helper()
 	d := &dash{svc: newFakeService(), sessions: newFakeSessions(), live: &seckilltest.Live{}, refunds: &fakeRefunds{}}
 	cfg := web.Config{
-		Service: d.svc, Records: fakeRecords{d.svc}, Sessions: d.sessions, Live: d.live, Refunds: d.refunds,
+		Campaigns: d.svc, Orders: d.svc, Records: fakeRecords{d.svc}, Sessions: d.sessions, Live: d.live, Refunds: d.refunds,
 		Limiter: web.NewMemoryLimiter(limits), LoginSlowDown: testSlowDown,
 		Queues: fakeQueues{{Name: "orders"}},
 		Monitor: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -31,7 +31,11 @@ func CreateAdmin(ctx context.Context, cfg *config.Config, name, password string,
 		return err
 	}
 	defer db.Close()
-	a, err := store.New(db).CreateAdmin(ctx, name, password)
+	ops, err := seckill.NewOperators(store.New(db), bcryptCost)
+	if err != nil {
+		return err
+	}
+	a, err := ops.CreateAdmin(ctx, name, password)
 	if code := seckill.ErrorCode(err); code == seckill.ECONFLICT || code == seckill.EINVALID {
 		return errors.New(seckill.ErrorMessage(err))
 	} else if err != nil {

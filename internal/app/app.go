@@ -40,8 +40,15 @@ type App struct {
 	Queue    *asynq.Client
 	Enqueuer *jobs.Enqueuer
 	Tokens   *auth.Tokens
-	Service  *seckill.Service
-	Refunds  *seckill.Refunds
+
+	// The domain, by part; Challenger signs and checks challenge tokens.
+	Challenger *seckill.Challenger
+	Catalog    *seckill.Catalog
+	Purchases  *seckill.Purchases
+	Challenges *seckill.Challenges
+	Life       *seckill.Life
+	Refunds    *seckill.Refunds
+	Operators  *seckill.Operators
 
 	redisPoolSize int                         // connections per Redis server
 	live          *liveCampaigns              // what Postgres says is live, for the Redis guard
@@ -125,36 +132,63 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	} else {
 		logger.Warn("SECKILL_PAYMENT_REFUND_URL is not set: payments owed back are not refunded through the provider (they stay REFUND_NEEDED and alert after an hour)")
 	}
-	a.Refunds, err = seckill.NewRefunds(a.Store, provider, jobs.NewRefundScheduler(a.Queue), a.Store.AddAudit, logger,
-		seckill.RefundConfig{ConfirmWait: cfg.RefundConfirmWait, MaxSends: cfg.RefundMaxSends})
-	if err != nil {
+	if err := a.buildDomain(cfg, provider); err != nil {
 		a.Close()
 		return nil, err
-	}
-	a.Service = &seckill.Service{
-		Store:    traceStore{a.Metrics.wrapStore(a.Store)},
-		Admitter: a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes}),
-		Queue:    outageEnqueuer{a.Enqueuer, newOutageLog(logger, "enqueue admissions (the reconciler requeues them)")},
-		Bus:      a.Bus,
-		Limiter: a.Metrics.wrapLimiter(admission.NewUserLimiter(cfg.UserRate, cfg.UserBurst),
-			func(id int64) { a.outcomes.Add(id, seckill.OutcomeLocalLimit) }),
-		Logger: logger,
-
-		Challenges: seckill.NewChallenger([]byte(cfg.JWTSecret), cfg.ChallengeTTL, cfg.ChallengeLead),
-
-		Campaigns:        a.Store,
-		CampaignAdmitter: a.Admitter,
-
-		Life:      a.Metrics.wrapLife(a.Store),
-		Returner:  a.Admitter,
-		Expiry:    jobs.NewExpiryScheduler(a.Queue),
-		PayWindow: cfg.PayWindow,
-		Currency:  cfg.PaymentCurrency,
-		Refunds:   a.Refunds,
 	}
 	a.dashboard = a.newDashboard()
 	a.registerCollectors()
 	return a, nil
+}
+
+// bcryptCost is the work factor of operators' password hashes; tests
+// lower it.
+var bcryptCost = seckill.DefaultBcryptCost
+
+// buildDomain builds the domain's parts over the adapters, with the metrics
+// and traces each port carries.
+func (a *App) buildDomain(cfg *config.Config, provider seckill.PaymentProvider) error {
+	logger := a.Logger
+	admitter := a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes})
+	challenger := seckill.NewChallenger([]byte(cfg.JWTSecret), cfg.ChallengeTTL, cfg.ChallengeLead)
+	a.Challenger = challenger
+	var err error
+	if a.Challenges, err = seckill.NewChallenges(a.Store, challenger, time.Now); err != nil {
+		return err
+	}
+	if a.Catalog, err = seckill.NewCatalog(seckill.CatalogDeps{Store: a.Store, Auditor: a.Store, Admission: a.Admitter,
+		Admitter: admitter, Challenges: a.Challenges, Logger: logger, Now: time.Now, PayWindow: cfg.PayWindow}); err != nil {
+		return err
+	}
+	a.Purchases, err = seckill.NewPurchases(seckill.PurchaseDeps{
+		Orders:    traceStore{a.Metrics.wrapStore(a.Store)},
+		Campaigns: a.Store,
+		Admitter:  admitter,
+		Outbox:    a.Admitter,
+		Rebuilder: a.Metrics.wrapRebuilder(a.Admitter),
+		Queue:     outageEnqueuer{a.Enqueuer, newOutageLog(logger, "enqueue admissions (the reconciler requeues them)")},
+		Bus:       a.Bus,
+		Limiter: a.Metrics.wrapLimiter(admission.NewUserLimiter(cfg.UserRate, cfg.UserBurst),
+			func(id int64) { a.outcomes.Add(id, seckill.OutcomeLocalLimit) }),
+		Challenger: challenger,
+		Expiry:     jobs.NewExpiryScheduler(a.Queue),
+		Logger:     logger,
+		Now:        time.Now,
+	})
+	if err != nil {
+		return err
+	}
+	if a.Refunds, err = seckill.NewRefunds(a.Store, provider, jobs.NewRefundScheduler(a.Queue), a.Store, logger,
+		seckill.RefundConfig{ConfirmWait: cfg.RefundConfirmWait, MaxSends: cfg.RefundMaxSends}); err != nil {
+		return err
+	}
+	if a.Life, err = seckill.NewLife(seckill.LifeDeps{Store: a.Metrics.wrapLife(a.Store), Returner: a.Admitter,
+		Orders: a.Purchases, Bus: a.Bus, Refunds: a.Refunds, Auditor: a.Store, Logger: logger,
+		Currency: cfg.PaymentCurrency}); err != nil {
+		return err
+	}
+	a.Operators, err = seckill.NewOperators(a.Store, bcryptCost)
+	return err
 }
 
 // Close enqueues what is still gathering, then releases connections.
@@ -182,7 +216,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	persist := tracePersist(func(ctx context.Context, adms []seckill.Admission) error {
 		ctx, cancel := context.WithTimeout(ctx, 25*time.Second)
 		defer cancel()
-		err := a.Service.PersistAdmissions(ctx, adms)
+		err := a.Purchases.PersistAdmissions(ctx, adms)
 		if err != nil {
 			outage.fail(ctx, err)
 		} else {
@@ -196,7 +230,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	// rounds of writes wait for room within their own timeout.
 	coalescer := jobs.NewCoalescer(persist, a.Config.BatchSize, a.Config.PersistWriters, 2*a.Config.BatchSize*a.Config.PersistWriters)
 	mux := asynq.NewServeMux()
-	jobs.Register(mux, jobs.NewPersistHandler(coalescer), jobs.NewExpireHandler(a.Service), jobs.NewRefundHandler(a.Refunds))
+	jobs.Register(mux, jobs.NewPersistHandler(coalescer), jobs.NewExpireHandler(a.Life), jobs.NewRefundHandler(a.Refunds))
 	srv := asynq.NewServerFromRedisClient(a.Redis, asynq.Config{
 		Concurrency: a.Config.WorkerConcurrency,
 		Queues:      map[string]int{jobs.QueueOrders: 1},
@@ -252,17 +286,17 @@ func (a *App) RunReconciler(ctx context.Context) {
 
 func (a *App) reconcileOnce(ctx context.Context) {
 	_, _ = a.live.get(ctx) // keeps the Redis guard's fallback list fresh
-	if _, err := a.Service.RestoreCampaigns(ctx); err != nil && ctx.Err() == nil {
+	if _, err := a.Purchases.RestoreCampaigns(ctx); err != nil && ctx.Err() == nil {
 		a.Logger.ErrorContext(ctx, "restore campaigns", "err", err)
 	}
-	if n, err := a.Service.Reconcile(ctx, a.Config.ReconcileAfter, 1000); err != nil {
+	if n, err := a.Purchases.Reconcile(ctx, a.Config.ReconcileAfter, 1000); err != nil {
 		if ctx.Err() == nil {
 			a.Logger.ErrorContext(ctx, "reconcile admissions", "err", err)
 		}
 	} else {
 		a.Metrics.Reconciled.Add(float64(n))
 	}
-	if expired, returned, err := a.Service.SweepOrders(ctx, 1000); err != nil {
+	if expired, returned, err := a.Life.SweepOrders(ctx, 1000); err != nil {
 		if ctx.Err() == nil {
 			a.Logger.ErrorContext(ctx, "sweep orders", "err", err)
 		}
@@ -277,7 +311,7 @@ func (a *App) reconcileOnce(ctx context.Context) {
 		a.Logger.InfoContext(ctx, "scheduled refunds whose send was due", "count", n)
 	}
 	if last := a.retiredAt.Load(); time.Since(time.Unix(0, last)) >= retireEvery && a.retiredAt.CompareAndSwap(last, time.Now().UnixNano()) {
-		if n, err := a.Service.RetireCampaigns(ctx); err != nil {
+		if n, err := a.Purchases.RetireCampaigns(ctx); err != nil {
 			if ctx.Err() == nil {
 				a.Logger.ErrorContext(ctx, "retire ended campaigns", "err", err)
 			}

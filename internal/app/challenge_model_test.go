@@ -121,7 +121,8 @@ type userCamp struct {
 // tokens issued so far and what each user bought.
 type tokenModel struct {
 	e      *testEnv
-	svc    *seckill.Service
+	svc    *seckill.Purchases
+	issuer *seckill.Challenges
 	adm    *admission.Admitter
 	now    time.Time // the service's clock
 	camps  [2]int64  // voucher ids
@@ -138,8 +139,11 @@ const modelStock = 1000
 func newTokenModel(rt *rapid.T, e *testEnv, adm *admission.Admitter, ch *seckill.Challenger) *tokenModel {
 	m := &tokenModel{e: e, adm: adm, now: time.Now(), users: []int64{101, 102, 103},
 		bought: map[userCamp]bool{}, waiting: map[userCamp]bool{}}
-	m.svc = &seckill.Service{Store: e.app.Store, Admitter: adm, Queue: e.app.Enqueuer, Bus: e.app.Bus,
-		Logger: e.app.Logger, Challenges: ch, Now: func() time.Time { return m.now }}
+	clock := func() time.Time { return m.now }
+	m.svc = e.purchasesWith(rt, func(d *seckill.PurchaseDeps) {
+		d.Admitter, d.Outbox, d.Rebuilder, d.Challenger, d.Now = adm, adm, adm, ch, clock
+	})
+	m.issuer = e.challengesWith(rt, e.app.Store, ch, clock)
 	admin := asUser(e.ctx, 1, true)
 	for i, in := range []seckill.NewSeckillVoucher{
 		{Challenge: seckill.ChallengeQuiz, Quiz: modelQuiz},
@@ -147,7 +151,7 @@ func newTokenModel(rt *rapid.T, e *testEnv, adm *admission.Admitter, ch *seckill
 	} {
 		in.ShopID, in.Title, in.PayValue, in.ActualValue, in.Stock = 1, "model "+campName(i), 100, 200, modelStock
 		in.BeginTime, in.EndTime = time.Now().Add(-time.Minute), time.Now().Add(24*time.Hour)
-		v, err := e.app.Service.AddSeckillVoucher(admin, in)
+		v, err := e.app.Catalog.AddSeckillVoucher(admin, in)
 		if err != nil {
 			rt.Fatalf("create the %s campaign: %v", campName(i), err)
 		}
@@ -202,7 +206,7 @@ func (m *tokenModel) actions() map[string]func(*rapid.T) {
 func (m *tokenModel) challenge(rt *rapid.T) {
 	u := rapid.SampledFrom(m.users).Draw(rt, "user")
 	c := rapid.IntRange(0, 1).Draw(rt, "campaign")
-	got, err := m.svc.Challenge(asUser(m.e.ctx, u, false), m.camps[c])
+	got, err := m.issuer.Challenge(asUser(m.e.ctx, u, false), m.camps[c])
 	if err != nil {
 		rt.Fatalf("user %d asks for a %s challenge: %v", u, campName(c), err)
 	}

@@ -185,7 +185,7 @@ func TestChallengeFlow(t *testing.T) {
 
 // readCounter counts the voucher reads of a store, and the most at once.
 type readCounter struct {
-	seckill.Store
+	seckill.CatalogStore
 	reads, inflight, most atomic.Int64
 }
 
@@ -196,7 +196,7 @@ func (c *readCounter) Voucher(ctx context.Context, id int64) (*seckill.Voucher, 
 	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
 	}
 	time.Sleep(5 * time.Millisecond) // a read that takes a while, so that callers overlap
-	return c.Store.Voucher(ctx, id)
+	return c.CatalogStore.Voucher(ctx, id)
 }
 
 // Asking for challenges costs Postgres one read a campaign and second,
@@ -205,7 +205,7 @@ func (c *readCounter) Voucher(ctx context.Context, id int64) (*seckill.Voucher, 
 // them at a time.
 func TestChallengeSettingsReads(t *testing.T) {
 	e := newTestEnv(t, "")
-	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
+	v, err := e.app.Catalog.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
 		ShopID: 1, Title: "challenged", PayValue: 100, ActualValue: 200, Stock: 5,
 		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour),
 		Challenge: seckill.ChallengePoW, PoWBits: new(8),
@@ -214,7 +214,7 @@ func TestChallengeSettingsReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	pow := v.ID
-	ask := func(svc *seckill.Service, callers int, voucher func(i int) int64) map[string]int {
+	ask := func(svc *seckill.Challenges, callers int, voucher func(i int) int64) map[string]int {
 		var mu sync.Mutex
 		codes := map[string]int{}
 		var wg sync.WaitGroup
@@ -243,8 +243,8 @@ func TestChallengeSettingsReads(t *testing.T) {
 		{"a voucher Postgres does not know", func(int) int64 { return 987_654_321 }, map[string]int{seckill.ENOTFOUND: callers}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			store := &readCounter{Store: e.app.Store}
-			svc := &seckill.Service{Store: store, Challenges: e.app.Service.Challenges, Logger: e.app.Logger}
+			store := &readCounter{CatalogStore: e.app.Store}
+			svc := e.challengesWith(t, store, nil, time.Now)
 			if got := ask(svc, callers, tt.voucher); !maps.Equal(got, tt.want) {
 				t.Errorf("answers %v, want %v", got, tt.want)
 			}
@@ -256,8 +256,8 @@ func TestChallengeSettingsReads(t *testing.T) {
 		})
 	}
 	t.Run("the asker who started the read leaves", func(t *testing.T) {
-		store := &readCounter{Store: e.app.Store}
-		svc := &seckill.Service{Store: store, Challenges: e.app.Service.Challenges, Logger: e.app.Logger}
+		store := &readCounter{CatalogStore: e.app.Store}
+		svc := e.challengesWith(t, store, nil, time.Now)
 		first, leave := context.WithCancel(asUser(e.ctx, 2000, false))
 		left := make(chan error, 1)
 		go func() { _, err := svc.Challenge(first, pow); left <- err }()
@@ -278,8 +278,8 @@ func TestChallengeSettingsReads(t *testing.T) {
 		}
 	})
 	t.Run("many made-up vouchers", func(t *testing.T) {
-		store := &readCounter{Store: e.app.Store}
-		svc := &seckill.Service{Store: store, Challenges: e.app.Service.Challenges, Logger: e.app.Logger}
+		store := &readCounter{CatalogStore: e.app.Store}
+		svc := e.challengesWith(t, store, nil, time.Now)
 		got := ask(svc, callers, func(i int) int64 { return int64(900_000_000 + i) })
 		if got[seckill.ENOTFOUND]+got[seckill.EUNAVAILABLE] != callers || got[seckill.ENOTFOUND] == 0 {
 			t.Errorf("answers %v, want NOT_FOUND, or UNAVAILABLE beyond the reads allowed at once", got)
@@ -304,7 +304,7 @@ func TestGuardRevertRestoresQuiz(t *testing.T) {
 	e := newTestEnv(t, "")
 	admin := asUser(e.ctx, 1, true)
 	old := []seckill.QuizQuestion{{Question: "What is two plus two?", Answers: []string{"4"}}}
-	v, err := e.app.Service.AddSeckillVoucher(admin, seckill.NewSeckillVoucher{
+	v, err := e.app.Catalog.AddSeckillVoucher(admin, seckill.NewSeckillVoucher{
 		ShopID: 1, Title: "quiz", PayValue: 100, ActualValue: 200, Stock: 5,
 		BeginTime: time.Now().Add(time.Hour), EndTime: time.Now().Add(2 * time.Hour),
 		Challenge: seckill.ChallengeQuiz, Quiz: old,
@@ -312,14 +312,13 @@ func TestGuardRevertRestoresQuiz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &seckill.Service{Store: e.app.Store, Admitter: e.app.Admitter, Logger: e.app.Logger,
-		Campaigns: e.app.Store, CampaignAdmitter: failingGuard{e.app.Admitter}}
+	svc := e.catalogWith(t, func(d *seckill.CatalogDeps) { d.Admission = failingGuard{e.app.Admitter} })
 	_, err = svc.UpdateGuard(admin, v.ID, seckill.GuardEdit{Challenge: seckill.ChallengeQuiz, Brake: 7,
 		Quiz: []seckill.QuizQuestion{{Question: "What is the capital of France?", Answers: []string{"paris"}}}})
 	if seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
 		t.Fatalf("UpdateGuard with admission down: %v, want UNAVAILABLE", err)
 	}
-	got, err := e.app.Service.CampaignQuiz(admin, v.ID)
+	got, err := e.app.Catalog.CampaignQuiz(admin, v.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -298,9 +298,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		return os[0].ID
 	}
 	waitFor("four orders awaiting payment", stat("stat-awaiting")+` === "4"`)
-	pay, err := e.app.Service.CreatePayment(seckill.NewContextWithUser(e.ctx, &seckill.User{ID: 9001}), orderOf(9001))
+	pay, err := e.app.Life.CreatePayment(seckill.NewContextWithUser(e.ctx, &seckill.User{ID: 9001}), orderOf(9001))
 	must("create payment", err)
-	_, err = e.app.Service.ApplyPaymentEvent(e.ctx, seckill.PaymentEvent{ID: "evt_browser", Type: seckill.EventPaymentSucceeded,
+	_, err = e.app.Life.ApplyPaymentEvent(e.ctx, seckill.PaymentEvent{ID: "evt_browser", Type: seckill.EventPaymentSucceeded,
 		PaymentID: pay.ID, Amount: pay.Amount, Currency: pay.Currency})
 	must("pay", err)
 	waitFor("the payment on the live page", `window.__noReload === 43 && `+stat("stat-paid")+` === "1" && `+
@@ -308,7 +308,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		`document.querySelector('[data-testid="consistency"]').dataset.state === "ok"`)
 	// 9002 opens a payment it will pay only after its order is cancelled:
 	// the provider's late success is owed back.
-	late, err := e.app.Service.CreatePayment(seckill.NewContextWithUser(e.ctx, &seckill.User{ID: 9002}), orderOf(9002))
+	late, err := e.app.Life.CreatePayment(seckill.NewContextWithUser(e.ctx, &seckill.User{ID: 9002}), orderOf(9002))
 	must("create the payment paid late", err)
 	must("reload for the order list", chromedp.Do(ctx, chromedp.Reload()))
 	cancelButton := `[data-testid="order-row"][data-order-id="` + strconv.FormatInt(orderOf(9002), 10) + `"] [data-testid="cancel-order"] button`
@@ -322,7 +322,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitFor("the cancelled order's unit back", stat("stat-cancelled")+` === "1" && `+stat("stat-remaining")+` === "2" && `+
 		`document.querySelector('[data-testid="consistency"]').dataset.state === "ok" && `+
 		`document.querySelector('[data-testid="audit-entry"][data-action="cancel_order"]') !== null`)
-	_, err = e.app.Service.ApplyPaymentEvent(e.ctx, seckill.PaymentEvent{ID: "evt_browser_late", Type: seckill.EventPaymentSucceeded,
+	_, err = e.app.Life.ApplyPaymentEvent(e.ctx, seckill.PaymentEvent{ID: "evt_browser_late", Type: seckill.EventPaymentSucceeded,
 		PaymentID: late.ID, Amount: late.Amount, Currency: late.Currency})
 	must("pay late", err)
 	waitFor("the refund owed on the live page", stat("refunds-owed")+` === "1" && `+stat("refunds-owed-amount")+` === "1.00 CNY"`)

@@ -16,11 +16,9 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
-	"golang.org/x/crypto/bcrypt"
 
 	"seckill/internal/app"
 	"seckill/internal/config"
-	"seckill/internal/store"
 	"seckill/internal/store/storetest"
 	"seckill/internal/testenv"
 )
@@ -29,8 +27,6 @@ const (
 	dashAdmin    = "ops"
 	dashPassword = "a long enough password"
 )
-
-func init() { store.BcryptCost = bcrypt.MinCost }
 
 // dashEnv is a running seckill as `seckill serve` runs it: the HTTP API and
 // the dashboard on a test server, the workers, the dashboard's sampler.

@@ -38,11 +38,11 @@ func TestDashboardAfterPurchase(t *testing.T) {
 	}
 	// User 201 pays.
 	buyer := seckill.NewContextWithUser(e.ctx, &seckill.User{ID: 201})
-	p, err := e.app.Service.CreatePayment(buyer, orderOf(201).ID)
+	p, err := e.app.Life.CreatePayment(buyer, orderOf(201).ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, seckill.PaymentEvent{ID: "evt_dash_1", Type: seckill.EventPaymentSucceeded,
+	if _, err := e.app.Life.ApplyPaymentEvent(e.ctx, seckill.PaymentEvent{ID: "evt_dash_1", Type: seckill.EventPaymentSucceeded,
 		PaymentID: p.ID, Amount: p.Amount, Currency: p.Currency}); err != nil {
 		t.Fatal(err)
 	}

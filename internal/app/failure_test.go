@@ -20,11 +20,11 @@ func TestPermanentFailureReturnsStock(t *testing.T) {
 		t.Fatal(err)
 	}
 	user := asUser(e.ctx, 88, false)
-	res, err := e.app.Service.Purchase(user, voucher)
+	res, err := e.app.Purchases.Purchase(user, voucher)
 	if err != nil || res.Outcome != seckill.OutcomeAccepted {
 		t.Fatalf("purchase: %+v %v", res, err)
 	}
-	events, err := e.app.Service.WatchOrder(user, res.OrderID)
+	events, err := e.app.Purchases.WatchOrder(user, res.OrderID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestPermanentFailureReturnsStock(t *testing.T) {
 	if _, open := <-events; open {
 		t.Fatal("stream not closed after FAILED")
 	}
-	o, err := e.app.Service.Order(user, res.OrderID)
+	o, err := e.app.Purchases.Order(user, res.OrderID)
 	if err != nil || o.Status != seckill.OrderFailed || o.FailureReason == "" {
 		t.Fatalf("order after failure: %+v %v", o, err)
 	}
@@ -54,7 +54,7 @@ func TestPermanentFailureReturnsStock(t *testing.T) {
 		t.Fatalf("remaining %d after failure, want the unit back (5)", r)
 	}
 	// The buyer slot is free again: the same user may try once more.
-	again, err := e.app.Service.Purchase(user, voucher)
+	again, err := e.app.Purchases.Purchase(user, voucher)
 	if err != nil || again.Outcome != seckill.OutcomeAccepted || again.OrderID == res.OrderID {
 		t.Fatalf("second purchase after failure: %+v %v", again, err)
 	}
@@ -169,7 +169,7 @@ func TestSecondOrderOfAUserFailsAndKeepsTheSlot(t *testing.T) {
 	e.worker()
 	voucher := e.createCampaign(5)
 	user := asUser(e.ctx, 91, false)
-	first, err := e.app.Service.Purchase(user, voucher)
+	first, err := e.app.Purchases.Purchase(user, voucher)
 	if err != nil || first.Outcome != seckill.OutcomeAccepted {
 		t.Fatalf("first purchase: %+v %v", first, err)
 	}
@@ -177,18 +177,18 @@ func TestSecondOrderOfAUserFailsAndKeepsTheSlot(t *testing.T) {
 	if err := e.app.Redis.SRem(e.ctx, "seckill:{v"+strconv.FormatInt(voucher, 10)+"}:buyers", 91).Err(); err != nil {
 		t.Fatal(err)
 	}
-	second, err := e.app.Service.Purchase(user, voucher)
+	second, err := e.app.Purchases.Purchase(user, voucher)
 	if err != nil || second.Outcome != seckill.OutcomeAccepted {
 		t.Fatalf("second purchase after Redis forgot the buyer: %+v %v", second, err)
 	}
 	eventually(t, 20*time.Second, "second order failed", func() bool {
-		o, err := e.app.Service.Order(user, second.OrderID)
+		o, err := e.app.Purchases.Order(user, second.OrderID)
 		return err == nil && o.Status == seckill.OrderFailed && o.FailureReason == seckill.FailureUserHasOrder
 	})
 	if r := e.remaining(voucher); r != 4 {
 		t.Fatalf("remaining %d, want 4 (the failed order's unit back)", r)
 	}
-	third, err := e.app.Service.Purchase(user, voucher)
+	third, err := e.app.Purchases.Purchase(user, voucher)
 	if err != nil || third.Outcome != seckill.OutcomeAlreadyPurchased {
 		t.Fatalf("third purchase: %+v %v, want ALREADY_PURCHASED", third, err)
 	}

@@ -23,7 +23,7 @@ import (
 // request metrics (observe).
 func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
-	gql := graph.NewHandler(a.Service, a.Tokens, graph.Options{
+	gql := graph.NewHandler(graph.Domain{Catalog: a.Catalog, Purchases: a.Purchases, Challenges: a.Challenges, Life: a.Life}, a.Tokens, graph.Options{
 		Logger:         a.Logger,
 		AllowedOrigins: a.Config.AllowedOrigins,
 		Introspection:  a.Config.Dev() || a.Config.Playground,
@@ -31,7 +31,7 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	})
 	mux.Handle("/graphql", a.shed(gql))
 	// The payment provider's calls; see internal/payhook for the signature.
-	mux.Handle("/webhooks/payments", payhook.NewHandler(a.Service, a.Config.PaymentWebhookSecret, a.Logger))
+	mux.Handle("/webhooks/payments", payhook.NewHandler(a.Life, a.Config.PaymentWebhookSecret, a.Logger))
 	if a.Config.Playground {
 		pg := playground.Handler("/playground", "/graphql")
 		mux.Handle("GET /playground", pg)

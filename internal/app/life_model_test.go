@@ -1,16 +1,17 @@
 package app
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"pgregory.net/rapid"
 
 	"seckill/internal/config"
@@ -34,24 +35,11 @@ import (
 // (-rapid.checks).
 func TestOrderLifeModel(t *testing.T) {
 	boundRapidChecks(t, 60)
-	e := newTestEnv(t, "", func(m map[string]string) {
-		m["SECKILL_USER_RATE"] = "0"
-	})
+	provider, e := newRefundEnv(t)
 	secret := []byte(config.DevWebhookSecret)
-	// Refunds go to a provider the test plays, which may accept, confirm,
-	// refuse, fail or time out on each send; their sends are run by the
-	// test (refundSend), not by workers.
-	provider := &modelProvider{refunds: map[string]*providerRefund{}}
-	queue := &modelQueue{}
-	refunds, err := seckill.NewRefunds(e.app.Store, provider, queue, e.app.Store.AddAudit, e.app.Logger,
-		seckill.RefundConfig{ConfirmWait: time.Minute, MaxSends: modelMaxSends})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.app.Service.Refunds = refunds
 	rapid.Check(t, func(rt *rapid.T) {
 		m := newLifeModel(rt, e, secret, int64(rapid.IntRange(1, 3).Draw(rt, "stock")))
-		m.refunds, m.provider, m.queue = refunds, provider, queue
+		m.refunds, m.provider = e.app.Refunds, provider
 		rt.Repeat(map[string]func(*rapid.T){
 			"buy":              m.buy,
 			"persist":          m.persist,
@@ -96,7 +84,6 @@ type lifeModel struct {
 
 	refunds  *seckill.Refunds
 	provider *modelProvider
-	queue    *modelQueue
 }
 
 // modelMaxSends is the sends a refund gets in a round in the model test.
@@ -120,7 +107,7 @@ type modelPayment struct {
 var modelUsers int64 = 700_000
 
 func newLifeModel(rt *rapid.T, e *testEnv, secret []byte, stock int64) *lifeModel {
-	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
+	v, err := e.app.Catalog.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
 		ShopID: 1, Title: "model", PayValue: 150, ActualValue: 300, Stock: stock,
 		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour),
 	})
@@ -203,7 +190,7 @@ func (m *lifeModel) drawPayment(rt *rapid.T) *modelPayment {
 
 func (m *lifeModel) buy(rt *rapid.T) {
 	u := rapid.SampledFrom(m.users).Draw(rt, "user")
-	res, err := m.e.app.Service.Purchase(asUser(m.e.ctx, u, false), m.voucherID)
+	res, err := m.e.app.Purchases.Purchase(asUser(m.e.ctx, u, false), m.voucherID)
 	if err != nil {
 		rt.Fatalf("purchase by %d: %v", u, err)
 	}
@@ -234,7 +221,7 @@ func (m *lifeModel) persist(rt *rapid.T) {
 	if err != nil {
 		rt.Fatalf("pending %d: %v", o.id, err)
 	}
-	if err := m.e.app.Service.PersistAdmissions(m.e.ctx, []seckill.Admission{*adm}); err != nil {
+	if err := m.e.app.Purchases.PersistAdmissions(m.e.ctx, []seckill.Admission{*adm}); err != nil {
 		rt.Fatalf("persist %d: %v", o.id, err)
 	}
 	o.status = seckill.OrderCreated
@@ -256,7 +243,7 @@ func (m *lifeModel) caller(rt *rapid.T, o *modelOrder) (user int64, admin bool) 
 func (m *lifeModel) createPayment(rt *rapid.T) {
 	o := m.drawOrder(rt)
 	user, admin := m.caller(rt, o)
-	p, err := m.e.app.Service.CreatePayment(asUser(m.e.ctx, user, admin), o.id)
+	p, err := m.e.app.Life.CreatePayment(asUser(m.e.ctx, user, admin), o.id)
 	var open *modelPayment
 	for _, id := range m.payIDs {
 		if mp := m.payments[id]; mp.order == o.id && mp.status == seckill.PaymentPending {
@@ -453,9 +440,9 @@ func (m *lifeModel) cancel(rt *rapid.T) {
 	var got *seckill.Order
 	var err error
 	if admin {
-		got, err = m.e.app.Service.AdminCancelOrder(asUser(m.e.ctx, user, true), o.id)
+		got, err = m.e.app.Life.AdminCancelOrder(asUser(m.e.ctx, user, true), o.id)
 	} else {
-		got, err = m.e.app.Service.CancelOrder(asUser(m.e.ctx, user, false), o.id)
+		got, err = m.e.app.Life.CancelOrder(asUser(m.e.ctx, user, false), o.id)
 	}
 	rt.Logf("cancel %d (%s) by %d admin %v: %v", o.id, o.status, user, admin, err)
 	switch {
@@ -494,7 +481,7 @@ func (m *lifeModel) payByPasses(rt *rapid.T) {
 
 func (m *lifeModel) expire(rt *rapid.T) {
 	o := m.drawOrderWhere(rt, "persisted", func(o *modelOrder) bool { return o.status != seckill.OrderQueued })
-	closed, err := m.e.app.Service.ExpireOrder(m.e.ctx, o.id)
+	closed, err := m.e.app.Life.ExpireOrder(m.e.ctx, o.id)
 	if err != nil {
 		rt.Fatalf("expire %d: %v", o.id, err)
 	}
@@ -507,7 +494,7 @@ func (m *lifeModel) expire(rt *rapid.T) {
 }
 
 func (m *lifeModel) sweep(rt *rapid.T) {
-	if _, _, err := m.e.app.Service.SweepOrders(m.e.ctx, 1000); err != nil {
+	if _, _, err := m.e.app.Life.SweepOrders(m.e.ctx, 1000); err != nil {
 		rt.Fatalf("sweep: %v", err)
 	}
 	for _, id := range m.orderIDs {
@@ -529,7 +516,7 @@ func (m *lifeModel) differs(rt *rapid.T) string {
 	e := m.e
 	admin := asUser(e.ctx, 1, true)
 	for _, id := range m.orderIDs {
-		o, err := e.app.Service.Order(admin, id)
+		o, err := e.app.Purchases.Order(admin, id)
 		if err != nil {
 			rt.Fatalf("order %d: %v", id, err)
 		}
@@ -604,8 +591,26 @@ func (m *lifeModel) differs(rt *rapid.T) string {
 	return ""
 }
 
-// modelProvider is the payment provider of the model test: it refunds once
-// per idempotency key, and answers each send as the test draws.
+// newRefundEnv starts a seckill, without workers (the test runs what they
+// would), whose refunds go to a provider the test plays over the refund
+// call: it may accept, confirm, refuse, fail or time out on each send.
+func newRefundEnv(t *testing.T, opts ...envOption) (*modelProvider, *testEnv) {
+	t.Helper()
+	provider := &modelProvider{refunds: map[string]*providerRefund{}}
+	srv := httptest.NewServer(provider)
+	t.Cleanup(srv.Close)
+	e := newTestEnv(t, "", append([]envOption{func(m map[string]string) {
+		m["SECKILL_USER_RATE"] = "0"
+		m["SECKILL_PAYMENT_REFUND_URL"] = srv.URL + "/refunds"
+		m["SECKILL_REFUND_MAX_SENDS"] = fmt.Sprint(modelMaxSends)
+		m["SECKILL_REFUND_CONFIRM_WAIT"] = "1m"
+	}}, opts...)...)
+	return provider, e
+}
+
+// modelProvider is the payment provider of the model test, behind the
+// built-in provider's signed refund call: it refunds once per idempotency
+// key, and answers each send as the test draws.
 type modelProvider struct {
 	mu      sync.Mutex
 	refunds map[string]*providerRefund // by key
@@ -626,32 +631,47 @@ const (
 	answerPending providerAnswer = iota // accepted; a webhook confirms it later
 	answerDone                          // refunded and confirmed at once
 	answerRefuse                        // refused: no money moves
-	answerDown                          // unreachable: nothing happens
+	answerDown                          // unavailable: nothing happens
 	answerTimeout                       // refunded, but the answer is lost
 )
 
-func (p *modelProvider) Refund(_ context.Context, r seckill.RefundRequest) (seckill.RefundAnswer, error) {
+func (p *modelProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	call, err := payhook.ParseRefundCall([]byte(config.DevWebhookSecret), r.Header, body, time.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.next == answerDown {
-		return seckill.RefundAnswer{}, errors.New("connection refused")
+	next := p.next
+	if next != answerDown && next != answerRefuse {
+		rf, ok := p.refunds[call.IdempotencyKey]
+		if !ok {
+			rf = &providerRefund{paymentID: call.PaymentID, amount: call.Amount}
+			p.refunds[call.IdempotencyKey] = rf
+		}
+		rf.calls++
 	}
-	if p.next == answerRefuse {
-		return seckill.RefundAnswer{State: seckill.RefundRefused, Reason: "card closed"}, nil
+	p.mu.Unlock()
+	reply := func(status string) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(payhook.RefundReply{Status: status, Reason: "card closed"})
 	}
-	rf, ok := p.refunds[r.Key]
-	if !ok {
-		rf = &providerRefund{paymentID: r.PaymentID, amount: r.Amount}
-		p.refunds[r.Key] = rf
-	}
-	rf.calls++
-	switch p.next {
+	switch next {
+	case answerDown:
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	case answerRefuse:
+		reply("failed")
 	case answerTimeout:
-		return seckill.RefundAnswer{}, context.DeadlineExceeded
+		// The refund is made; the answer never arrives.
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
 	case answerDone:
-		return seckill.RefundAnswer{State: seckill.RefundSucceeded}, nil
+		reply("succeeded")
+	default:
+		reply("pending")
 	}
-	return seckill.RefundAnswer{State: seckill.RefundPending}, nil
 }
 
 // paidBack is what the provider has paid back for a payment, and under how
@@ -680,27 +700,25 @@ func (p *modelProvider) fail(paymentID string) {
 	}
 }
 
-// modelQueue records the sends Refunds schedules; the test runs them.
-type modelQueue struct {
-	mu    sync.Mutex
-	tasks map[string]time.Duration // by task id: the delay
+// answer sets how the provider answers the next send.
+func (p *modelProvider) answer(a providerAnswer) {
+	p.mu.Lock()
+	p.next = a
+	p.mu.Unlock()
 }
 
-func (q *modelQueue) ScheduleRefund(_ context.Context, s seckill.RefundSend, delay time.Duration) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.tasks == nil {
-		q.tasks = map[string]time.Duration{}
+// scheduled reports whether a send of s's refund is scheduled (an Asynq
+// task), and in how long.
+func (e *testEnv) scheduled(s seckill.RefundSend) (time.Duration, bool) {
+	insp := asynq.NewInspectorFromRedisClient(e.app.Redis)
+	info, err := insp.GetTaskInfo(jobs.QueueOrders, jobs.RefundTaskID(s))
+	if err != nil {
+		return 0, false
 	}
-	q.tasks[jobs.RefundTaskID(s)] = delay
-	return nil
-}
-
-func (q *modelQueue) scheduled(s seckill.RefundSend) (time.Duration, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	d, ok := q.tasks[jobs.RefundTaskID(s)]
-	return d, ok
+	if info.State == asynq.TaskStatePending {
+		return 0, true
+	}
+	return time.Until(info.NextProcessAt).Round(time.Minute), true
 }
 
 // refundSend runs one send of a refund, with the provider answering as
@@ -709,9 +727,7 @@ func (m *lifeModel) refundSend(rt *rapid.T) {
 	p := m.drawPayment(rt)
 	ans := providerAnswer(rapid.IntRange(0, 4).Draw(rt, "answer"))
 	final := rapid.IntRange(0, 5).Draw(rt, "final") == 0
-	m.provider.mu.Lock()
-	m.provider.next = ans
-	m.provider.mu.Unlock()
+	m.provider.answer(ans)
 	err := m.refunds.Send(m.e.ctx, p.id, final)
 	rt.Logf("refund send of %s (%s, send %d) answered %d, final %v: %v", p.id, p.status, p.sends, ans, final, err)
 	if p.status != seckill.PaymentRefundNeeded && p.status != seckill.PaymentRefunding {
@@ -736,7 +752,7 @@ func (m *lifeModel) refundSend(rt *rapid.T) {
 		}
 		// It is sent again after ConfirmWait unless confirmed by then.
 		next := seckill.RefundSend{PaymentID: p.id, Generation: p.gen, Round: p.round, Sends: p.sends}
-		if d, ok := m.queue.scheduled(next); !ok || d != time.Minute {
+		if d, ok := m.e.scheduled(next); !ok || d != time.Minute {
 			rt.Fatalf("after an unconfirmed send of %s: next send scheduled %v (%v), want in 1m", p.id, ok, d)
 		}
 	case answerDone:
@@ -782,7 +798,7 @@ func (m *lifeModel) refundRetry(rt *rapid.T) {
 		p.gen++
 	}
 	p.status, p.round, p.sends, p.refused = seckill.PaymentRefundNeeded, p.round+1, 0, false
-	if _, ok := m.queue.scheduled(seckill.RefundSend{PaymentID: p.id, Generation: p.gen, Round: p.round}); !ok {
+	if _, ok := m.e.scheduled(seckill.RefundSend{PaymentID: p.id, Generation: p.gen, Round: p.round}); !ok {
 		rt.Fatalf("retry of %s scheduled no send", p.id)
 	}
 }

@@ -25,7 +25,7 @@ func newLifeEnv(t *testing.T, stock int64, window time.Duration) (*testEnv, int6
 	t.Helper()
 	e := newTestEnv(t, "")
 	e.worker()
-	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
+	v, err := e.app.Catalog.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
 		ShopID: 1, Title: "100 off 200", PayValue: 100, ActualValue: 200, Stock: stock,
 		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour), PayWindow: window,
 	})
@@ -47,7 +47,7 @@ func (e *testEnv) buyAllCreated(voucherID, firstUser int64, n int) []int64 {
 	e.t.Helper()
 	ids := make([]int64, n)
 	for i := range ids {
-		res, err := e.app.Service.Purchase(asUser(e.ctx, firstUser+int64(i), false), voucherID)
+		res, err := e.app.Purchases.Purchase(asUser(e.ctx, firstUser+int64(i), false), voucherID)
 		if err != nil || res.Outcome != seckill.OutcomeAccepted {
 			e.t.Fatalf("purchase by %d: %+v, %v", firstUser+int64(i), res, err)
 		}
@@ -99,7 +99,7 @@ func paymentEvent(p *seckill.Payment, typ string) seckill.PaymentEvent {
 
 func (e *testEnv) createPayment(orderID, userID int64) *seckill.Payment {
 	e.t.Helper()
-	p, err := e.app.Service.CreatePayment(asUser(e.ctx, userID, false), orderID)
+	p, err := e.app.Life.CreatePayment(asUser(e.ctx, userID, false), orderID)
 	if err != nil {
 		e.t.Fatalf("createPayment(%d): %v", orderID, err)
 	}
@@ -158,12 +158,12 @@ func TestPayAndExpireRace(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range orders {
 		wg.Go(func() {
-			if _, err := e.app.Service.ExpireOrder(e.ctx, orders[i]); err != nil {
+			if _, err := e.app.Life.ExpireOrder(e.ctx, orders[i]); err != nil {
 				t.Errorf("expire %d: %v", orders[i], err)
 			}
 		})
 		wg.Go(func() {
-			if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(payments[i], seckill.EventPaymentSucceeded)); err != nil {
+			if _, err := e.app.Life.ApplyPaymentEvent(e.ctx, paymentEvent(payments[i], seckill.EventPaymentSucceeded)); err != nil {
 				t.Errorf("pay %d: %v", orders[i], err)
 			}
 		})
@@ -218,7 +218,7 @@ func TestSameEventConcurrently(t *testing.T) {
 	id := e.buyCreated(v, 7)
 	ev := paymentEvent(e.createPayment(id, 7), seckill.EventPaymentSucceeded)
 	e.deliverTwenty(id, ev.ID, func() (string, error) {
-		res, err := e.app.Service.ApplyPaymentEvent(e.ctx, ev)
+		res, err := e.app.Life.ApplyPaymentEvent(e.ctx, ev)
 		switch {
 		case err != nil:
 			return "", err
@@ -272,13 +272,13 @@ func TestCancelAndPayRace(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range orders {
 		wg.Go(func() {
-			_, err := e.app.Service.CancelOrder(asUser(e.ctx, int64(200+i), false), orders[i])
+			_, err := e.app.Life.CancelOrder(asUser(e.ctx, int64(200+i), false), orders[i])
 			if err != nil && seckill.ErrorCode(err) != seckill.ECONFLICT {
 				t.Errorf("cancel %d: %v", orders[i], err)
 			}
 		})
 		wg.Go(func() {
-			if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(payments[i], seckill.EventPaymentSucceeded)); err != nil {
+			if _, err := e.app.Life.ApplyPaymentEvent(e.ctx, paymentEvent(payments[i], seckill.EventPaymentSucceeded)); err != nil {
 				t.Errorf("pay %d: %v", orders[i], err)
 			}
 		})
@@ -306,11 +306,11 @@ func TestCancelAndPayRace(t *testing.T) {
 func TestCancelOtherUsersOrder(t *testing.T) {
 	e, v := newLifeEnv(t, 2, 0)
 	id := e.buyCreated(v, 11)
-	_, err := e.app.Service.CancelOrder(asUser(e.ctx, 12, false), id)
+	_, err := e.app.Life.CancelOrder(asUser(e.ctx, 12, false), id)
 	if seckill.ErrorCode(err) != seckill.ENOTFOUND {
 		t.Fatalf("cancel by another user: %v, want NOT_FOUND", err)
 	}
-	if _, err := e.app.Service.CreatePayment(asUser(e.ctx, 12, false), id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+	if _, err := e.app.Life.CreatePayment(asUser(e.ctx, 12, false), id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
 		t.Fatalf("createPayment by another user: %v, want NOT_FOUND", err)
 	}
 	if st := e.status(id); st != seckill.OrderCreated {
@@ -318,11 +318,11 @@ func TestCancelOtherUsersOrder(t *testing.T) {
 	}
 	// The buyer may cancel, once (a second time is CONFLICT); then buy
 	// again.
-	o, err := e.app.Service.CancelOrder(asUser(e.ctx, 11, false), id)
+	o, err := e.app.Life.CancelOrder(asUser(e.ctx, 11, false), id)
 	if err != nil || o.Status != seckill.OrderCancelled || o.ClosedAt.IsZero() {
 		t.Fatalf("cancel: %+v, %v", o, err)
 	}
-	if _, err := e.app.Service.CancelOrder(asUser(e.ctx, 11, false), id); seckill.ErrorCode(err) != seckill.ECONFLICT {
+	if _, err := e.app.Life.CancelOrder(asUser(e.ctx, 11, false), id); seckill.ErrorCode(err) != seckill.ECONFLICT {
 		t.Fatalf("second cancel: %v, want CONFLICT", err)
 	}
 	e.checkUnits(v)
@@ -330,7 +330,7 @@ func TestCancelOtherUsersOrder(t *testing.T) {
 	if again == id {
 		t.Fatal("same id")
 	}
-	if _, err := e.app.Service.CreatePayment(asUser(e.ctx, 11, false), id); seckill.ErrorCode(err) != seckill.ECONFLICT {
+	if _, err := e.app.Life.CreatePayment(asUser(e.ctx, 11, false), id); seckill.ErrorCode(err) != seckill.ECONFLICT {
 		t.Fatalf("createPayment of a cancelled order: %v, want CONFLICT", err)
 	}
 	e.checkUnits(v)
@@ -348,8 +348,11 @@ func TestExpiryWhileRedisUnreachable(t *testing.T) {
 	// A process whose Redis is away: connections are refused.
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer dead.Close()
-	away := &seckill.Service{Store: e.app.Store, Life: e.app.Store, Returner: admission.New(dead, admission.Options{}),
-		Bus: e.app.Bus, Admitter: e.app.Admitter, Logger: e.app.Logger}
+	away, err := seckill.NewLife(seckill.LifeDeps{Store: e.app.Store, Returner: admission.New(dead, admission.Options{}),
+		Orders: e.app.Purchases, Bus: e.app.Bus, Refunds: e.app.Refunds, Auditor: e.app.Store, Logger: e.app.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range ids[:2] {
 		e.makeDue(id)
 		if done, err := away.ExpireOrder(e.ctx, id); err != nil || !done {
@@ -373,7 +376,7 @@ func TestExpiryWhileRedisUnreachable(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			if _, _, err := e.app.Service.SweepOrders(e.ctx, 100); err != nil {
+			if _, _, err := e.app.Life.SweepOrders(e.ctx, 100); err != nil {
 				t.Error(err)
 			}
 		})
@@ -411,11 +414,11 @@ func TestExpiryTaskLost(t *testing.T) {
 	if err := insp.DeleteTask(jobs.QueueOrders, jobs.ExpireTaskID(id)); err != nil {
 		t.Fatal(err)
 	}
-	if expired, _, err := e.app.Service.SweepOrders(e.ctx, 100); err != nil || expired != 0 {
+	if expired, _, err := e.app.Life.SweepOrders(e.ctx, 100); err != nil || expired != 0 {
 		t.Fatalf("sweep before pay_by: %d, %v", expired, err)
 	}
 	e.makeDue(id)
-	if expired, returned, err := e.app.Service.SweepOrders(e.ctx, 100); err != nil || expired != 1 || returned != 1 {
+	if expired, returned, err := e.app.Life.SweepOrders(e.ctx, 100); err != nil || expired != 1 || returned != 1 {
 		t.Fatalf("sweep: expired %d, returned %d, %v", expired, returned, err)
 	}
 	if st := e.status(id); st != seckill.OrderExpired {
@@ -435,14 +438,14 @@ func TestUnpaidUnitsResold(t *testing.T) {
 		id := e.buyCreated(v, 300+i)
 		if i < 6 {
 			p := e.createPayment(id, 300+i)
-			if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventPaymentSucceeded)); err != nil {
+			if _, err := e.app.Life.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventPaymentSucceeded)); err != nil {
 				t.Fatal(err)
 			}
 		} else {
 			unpaid = append(unpaid, id)
 		}
 	}
-	if res, err := e.app.Service.Purchase(asUser(e.ctx, 399, false), v); err != nil || res.Outcome != seckill.OutcomeSoldOut {
+	if res, err := e.app.Purchases.Purchase(asUser(e.ctx, 399, false), v); err != nil || res.Outcome != seckill.OutcomeSoldOut {
 		t.Fatalf("sold out campaign: %+v, %v", res, err)
 	}
 	eventually(t, 30*time.Second, "unpaid orders expired", func() bool {
@@ -460,7 +463,7 @@ func TestUnpaidUnitsResold(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range int64(40) {
 		wg.Go(func() {
-			res, err := e.app.Service.Purchase(asUser(e.ctx, 500+i, false), v)
+			res, err := e.app.Purchases.Purchase(asUser(e.ctx, 500+i, false), v)
 			if err != nil {
 				t.Error(err)
 				return
@@ -483,7 +486,7 @@ func TestUnpaidUnitsResold(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := e.createPayment(id, o.UserID)
-		if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventPaymentSucceeded)); err != nil {
+		if _, err := e.app.Life.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventPaymentSucceeded)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -503,7 +506,7 @@ func (e *testEnv) payOrder(orderID string, userID int64) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(e.createPayment(id, userID), seckill.EventPaymentSucceeded)); err != nil {
+	if _, err := e.app.Life.ApplyPaymentEvent(e.ctx, paymentEvent(e.createPayment(id, userID), seckill.EventPaymentSucceeded)); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -129,12 +129,21 @@ func (m *Metrics) wrapAdmitter(a seckill.Admitter) seckill.Admitter {
 	return w
 }
 
-// FinishRebuild counts every campaign rebuilt from Postgres, whoever
+// rebuilderMetrics counts every campaign rebuilt from Postgres, whoever
 // started the rebuild (a purchase, order(id) or the reconciler).
-func (a *admitterMetrics) FinishRebuild(ctx context.Context, token string, st seckill.WarmState) (bool, error) {
-	ok, err := a.Admitter.FinishRebuild(ctx, token, st)
+type rebuilderMetrics struct {
+	seckill.Rebuilder
+	m *Metrics
+}
+
+func (m *Metrics) wrapRebuilder(r seckill.Rebuilder) seckill.Rebuilder {
+	return &rebuilderMetrics{Rebuilder: r, m: m}
+}
+
+func (r *rebuilderMetrics) FinishRebuild(ctx context.Context, token string, st seckill.WarmState) (bool, error) {
+	ok, err := r.Rebuilder.FinishRebuild(ctx, token, st)
 	if ok {
-		a.m.Rewarmed.Inc()
+		r.m.Rewarmed.Inc()
 	}
 	return ok, err
 }
@@ -186,7 +195,7 @@ func (l *limiterMetrics) Allow(voucherID, userID int64) bool {
 
 // storeMetrics counts what the workers decided for each admission.
 type storeMetrics struct {
-	seckill.Store
+	seckill.OrderStore
 	m *Metrics
 }
 
@@ -209,11 +218,13 @@ func failureLabel(reason string) string {
 	return "other"
 }
 
-func (m *Metrics) wrapStore(s seckill.Store) seckill.Store { return &storeMetrics{Store: s, m: m} }
+func (m *Metrics) wrapStore(s seckill.OrderStore) seckill.OrderStore {
+	return &storeMetrics{OrderStore: s, m: m}
+}
 
 func (s *storeMetrics) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]seckill.PersistOutcome, error) {
 	start := time.Now()
-	out, err := s.Store.PersistOrders(ctx, adms)
+	out, err := s.OrderStore.PersistOrders(ctx, adms)
 	s.m.PersistDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return out, err

@@ -20,22 +20,15 @@ import (
 // payment) in that state, makes the column's call, and compares what the
 // system answers with the words in code font of the cell.
 func TestPaymentsTable(t *testing.T) {
-	e := newTestEnv(t, "", func(m map[string]string) { m["SECKILL_USER_RATE"] = "0" })
-	provider := &modelProvider{refunds: map[string]*providerRefund{}}
-	refunds, err := seckill.NewRefunds(e.app.Store, provider, &modelQueue{}, e.app.Store.AddAudit, e.app.Logger,
-		seckill.RefundConfig{ConfirmWait: time.Minute, MaxSends: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.app.Service.Refunds = refunds
-	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
+	provider, e := newRefundEnv(t)
+	v, err := e.app.Catalog.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
 		ShopID: 1, Title: "table", PayValue: 250, ActualValue: 500, Stock: 1000,
 		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &tableFixtures{e: e, voucherID: v.ID, refunds: refunds, provider: provider, nextUser: 900_000}
+	f := &tableFixtures{e: e, voucherID: v.ID, refunds: e.app.Refunds, provider: provider, nextUser: 900_000}
 
 	for _, doc := range []string{"../../docs/payments.md", "../../README.md"} {
 		rows := readTable(t, doc, "| the order is |")
@@ -160,7 +153,7 @@ func (f *tableFixtures) user() int64 {
 func (f *tableFixtures) queued(t *testing.T) (order, user int64) {
 	t.Helper()
 	user = f.user()
-	res, err := f.e.app.Service.Purchase(asUser(f.e.ctx, user, false), f.voucherID)
+	res, err := f.e.app.Purchases.Purchase(asUser(f.e.ctx, user, false), f.voucherID)
 	if err != nil || res.Outcome != seckill.OutcomeAccepted {
 		t.Fatalf("purchase: %+v, %v", res, err)
 	}
@@ -175,7 +168,7 @@ func (f *tableFixtures) created(t *testing.T) orderCase {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.e.app.Service.PersistAdmissions(f.e.ctx, []seckill.Admission{*adm}); err != nil {
+	if err := f.e.app.Purchases.PersistAdmissions(f.e.ctx, []seckill.Admission{*adm}); err != nil {
 		t.Fatal(err)
 	}
 	return orderCase{order: id, caller: user, payment: f.pay(t, id, user)}
@@ -183,7 +176,7 @@ func (f *tableFixtures) created(t *testing.T) orderCase {
 
 func (f *tableFixtures) pay(t *testing.T, order, user int64) *seckill.Payment {
 	t.Helper()
-	p, err := f.e.app.Service.CreatePayment(asUser(f.e.ctx, user, false), order)
+	p, err := f.e.app.Life.CreatePayment(asUser(f.e.ctx, user, false), order)
 	if err != nil {
 		t.Fatalf("createPayment: %v", err)
 	}
@@ -228,7 +221,7 @@ func (f *tableFixtures) paidAfterFailure(t *testing.T) orderCase {
 func (f *tableFixtures) cancelled(t *testing.T) orderCase {
 	t.Helper()
 	c := f.created(t)
-	if _, err := f.e.app.Service.CancelOrder(asUser(f.e.ctx, c.caller, false), c.order); err != nil {
+	if _, err := f.e.app.Life.CancelOrder(asUser(f.e.ctx, c.caller, false), c.order); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -238,7 +231,7 @@ func (f *tableFixtures) expired(t *testing.T) orderCase {
 	t.Helper()
 	c := f.created(t)
 	f.makeDue(t, c.order)
-	if closed, err := f.e.app.Service.ExpireOrder(f.e.ctx, c.order); err != nil || !closed {
+	if closed, err := f.e.app.Life.ExpireOrder(f.e.ctx, c.order); err != nil || !closed {
 		t.Fatalf("expire: %v, %v", closed, err)
 	}
 	return c
@@ -290,7 +283,7 @@ func (f *tableFixtures) orderColumn(t *testing.T, col int, c orderCase, _ []stri
 	e := f.e
 	switch col {
 	case 1: // createPayment by its buyer
-		p, err := e.app.Service.CreatePayment(asUser(e.ctx, c.caller, false), c.order)
+		p, err := e.app.Life.CreatePayment(asUser(e.ctx, c.caller, false), c.order)
 		if err != nil {
 			return []string{seckill.ErrorCode(err)}
 		}
@@ -299,9 +292,9 @@ func (f *tableFixtures) orderColumn(t *testing.T, col int, c orderCase, _ []stri
 		var o *seckill.Order
 		var err error
 		if col == 2 {
-			o, err = e.app.Service.CancelOrder(asUser(e.ctx, c.caller, false), c.order)
+			o, err = e.app.Life.CancelOrder(asUser(e.ctx, c.caller, false), c.order)
 		} else {
-			o, err = e.app.Service.AdminCancelOrder(asUser(e.ctx, 1, true), c.order)
+			o, err = e.app.Life.AdminCancelOrder(asUser(e.ctx, 1, true), c.order)
 		}
 		if err != nil {
 			return []string{seckill.ErrorCode(err)}
@@ -333,7 +326,7 @@ func (f *tableFixtures) paymentStatus(t *testing.T, id string) seckill.PaymentSt
 
 func (f *tableFixtures) orderStatus(t *testing.T, id int64) seckill.OrderStatus {
 	t.Helper()
-	o, err := f.e.app.Service.Order(asUser(f.e.ctx, 1, true), id)
+	o, err := f.e.app.Purchases.Order(asUser(f.e.ctx, 1, true), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,9 +353,7 @@ func (f *tableFixtures) owed(t *testing.T) paymentCase {
 func (f *tableFixtures) refunding(t *testing.T) paymentCase {
 	t.Helper()
 	c := f.owed(t)
-	f.provider.mu.Lock()
-	f.provider.next = answerPending
-	f.provider.mu.Unlock()
+	f.provider.answer(answerPending)
 	if err := f.refunds.Send(f.e.ctx, c.payment.ID, false); err != nil {
 		t.Fatal(err)
 	}

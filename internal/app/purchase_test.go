@@ -168,7 +168,7 @@ func TestPersistIsIdempotent(t *testing.T) {
 		adms = append(adms, adm)
 	}
 
-	handler := jobs.NewPersistHandler(jobs.NewCoalescer(e.app.Service.PersistAdmissions, 32, 2, 64))
+	handler := jobs.NewPersistHandler(jobs.NewCoalescer(e.app.Purchases.PersistAdmissions, 32, 2, 64))
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*len(adms)+20)
 	for _, adm := range adms[:80] {
@@ -191,7 +191,7 @@ func TestPersistIsIdempotent(t *testing.T) {
 		}
 		wg.Add(2)
 		go func() { defer wg.Done(); errs <- handler.ProcessTask(e.ctx, task) }()
-		go func() { defer wg.Done(); errs <- e.app.Service.PersistAdmissions(e.ctx, part) }()
+		go func() { defer wg.Done(); errs <- e.app.Purchases.PersistAdmissions(e.ctx, part) }()
 	}
 	wg.Wait()
 	close(errs)
@@ -210,7 +210,7 @@ func TestPersistIsIdempotent(t *testing.T) {
 		t.Fatalf("%d admissions still pending after persistence", q[voucher])
 	}
 	// And once more, after everything is done: nothing changes.
-	if err := e.app.Service.PersistAdmissions(e.ctx, adms); err != nil {
+	if err := e.app.Purchases.PersistAdmissions(e.ctx, adms); err != nil {
 		t.Fatal(err)
 	}
 	if n, s := e.rows(voucher), e.pgStock(voucher); n != 120 || s != stock-120 {
@@ -257,7 +257,7 @@ func TestRetriesWhilePostgresUnreachable(t *testing.T) {
 	}
 	orderID, _ := strconv.ParseInt(*p.OrderID, 10, 64)
 	time.Sleep(1500 * time.Millisecond) // the worker tries and fails meanwhile
-	o, err := e.app.Service.Order(asUser(e.ctx, 77, false), orderID)
+	o, err := e.app.Purchases.Order(asUser(e.ctx, 77, false), orderID)
 	if err != nil || o.Status != seckill.OrderQueued {
 		t.Fatalf("order while Postgres is down: %+v %v", o, err)
 	}
@@ -273,7 +273,7 @@ func TestRetriesWhilePostgresUnreachable(t *testing.T) {
 
 	proxy.up()
 	eventually(t, 30*time.Second, "the order to be created after Postgres came back", func() bool {
-		o, err := e.app.Service.Order(asUser(e.ctx, 77, false), orderID)
+		o, err := e.app.Purchases.Order(asUser(e.ctx, 77, false), orderID)
 		return err == nil && o.Status == seckill.OrderCreated
 	})
 	if n := e.rows(voucher); n != 1 {
@@ -296,7 +296,7 @@ func TestReconcilerEnqueuesStaleAdmissions(t *testing.T) {
 	if n := e.rows(voucher); n != 0 {
 		t.Fatalf("%d rows before any enqueue: the test would prove nothing", n)
 	}
-	n, err := e.app.Service.Reconcile(e.ctx, 0, 100)
+	n, err := e.app.Purchases.Reconcile(e.ctx, 0, 100)
 	if err != nil || n != 5 {
 		t.Fatalf("Reconcile = %d, %v; want 5", n, err)
 	}
@@ -388,7 +388,7 @@ func TestRewarmAfterRedisLoss(t *testing.T) {
 		t.Fatalf("Postgres stock %d, want 0", s)
 	}
 	// Nothing is left to restore.
-	if n, err := e.app.Service.RestoreCampaigns(e.ctx); err != nil || n != 0 {
+	if n, err := e.app.Purchases.RestoreCampaigns(e.ctx); err != nil || n != 0 {
 		t.Fatalf("RestoreCampaigns = %d, %v; want 0", n, err)
 	}
 }
@@ -494,7 +494,7 @@ func TestCampaignLostAlone(t *testing.T) {
 	// Reconcile takes admissions strictly older than age by Redis's clock,
 	// in milliseconds: let the admissions' millisecond pass.
 	time.Sleep(5 * time.Millisecond)
-	if n, err := e.app.Service.Reconcile(e.ctx, 0, 100); err != nil || n != 2 {
+	if n, err := e.app.Purchases.Reconcile(e.ctx, 0, 100); err != nil || n != 2 {
 		t.Fatalf("Reconcile = %d, %v; want 2", n, err)
 	}
 	eventually(t, 20*time.Second, "both requeued orders persisted", func() bool { return e.rows(lost) == 4 && e.rows(kept) == 4 })

@@ -251,7 +251,7 @@ func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []ans
 			continue
 		}
 		owner[a.orderID] = a.user
-		o, err := e.app.Service.Order(asUser(ctx, a.user, false), a.orderID)
+		o, err := e.app.Purchases.Order(asUser(ctx, a.user, false), a.orderID)
 		if err != nil {
 			t.Errorf("user %d was told ACCEPTED with order %d, which reads as %v", a.user, a.orderID, err)
 			continue

@@ -46,12 +46,12 @@ func (s *swappable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the provider confirm the payment: a payment owed back.
 func (e *testEnv) paymentOwed(voucherID, user int64) *seckill.Payment {
 	e.t.Helper()
-	id := e.buyCreated(voucherID, user)
+	id := e.buyPersisted(voucherID, user)
 	p := e.createPayment(id, user)
-	if _, err := e.app.Service.CancelOrder(asUser(e.ctx, user, false), id); err != nil {
+	if _, err := e.app.Life.CancelOrder(asUser(e.ctx, user, false), id); err != nil {
 		e.t.Fatal(err)
 	}
-	res, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventPaymentSucceeded))
+	res, err := e.app.Life.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventPaymentSucceeded))
 	if err != nil || res.Payment.Status != seckill.PaymentRefundNeeded {
 		e.t.Fatalf("late success: %+v, %v", res, err)
 	}
@@ -114,7 +114,7 @@ func newLifeEnvWith(t *testing.T, stock int64, opts ...envOption) (*testEnv, int
 	t.Helper()
 	e := newTestEnv(t, "", opts...)
 	e.worker()
-	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
+	v, err := e.app.Catalog.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
 		ShopID: 1, Title: "100 off 200", PayValue: 100, ActualValue: 200, Stock: stock,
 		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour),
 	})
@@ -173,16 +173,13 @@ func TestRefundProviderFailsTimesOutAndAnswersTwice(t *testing.T) {
 	flaky := &flakyProvider{answers: []string{"500", "hang", "pending"}, refunds: map[string]int64{}}
 	srv := httptest.NewServer(flaky)
 	t.Cleanup(srv.Close)
-	e := newTestEnv(t, "")
-	e.worker()
-	queue := &modelQueue{}
-	refunds, err := seckill.NewRefunds(e.app.Store, payhook.NewRefundClient(srv.URL, config.DevWebhookSecret, 300*time.Millisecond),
-		queue, e.app.Store.AddAudit, e.app.Logger, seckill.RefundConfig{ConfirmWait: time.Minute, MaxSends: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.app.Service.Refunds = refunds
-	v, err := e.app.Service.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
+	// No workers: the test runs the refund's task by hand.
+	e := newTestEnv(t, "", func(m map[string]string) {
+		m["SECKILL_PAYMENT_REFUND_URL"] = srv.URL + "/refunds"
+		m["SECKILL_PAYMENT_REFUND_TIMEOUT"] = "300ms"
+	})
+	refunds := e.app.Refunds
+	v, err := e.app.Catalog.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
 		ShopID: 1, Title: "refunds", PayValue: 100, ActualValue: 200, Stock: 5,
 		BeginTime: time.Now().Add(-time.Minute), EndTime: time.Now().Add(time.Hour),
 	})
@@ -190,7 +187,7 @@ func TestRefundProviderFailsTimesOutAndAnswersTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.paymentOwed(v.ID, 51)
-	if _, ok := queue.scheduled(seckill.RefundSend{PaymentID: p.ID, Generation: 1}); !ok {
+	if _, ok := e.scheduled(seckill.RefundSend{PaymentID: p.ID, Generation: 1}); !ok {
 		t.Fatal("no send scheduled when the payment became owed")
 	}
 	// The task's tries: 500, then a timeout, then accepted; then its
@@ -215,7 +212,7 @@ func TestRefundProviderFailsTimesOutAndAnswersTwice(t *testing.T) {
 
 	// The provider confirms twice, with two event ids.
 	for i := range 2 {
-		res, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventRefundSucceeded))
+		res, err := e.app.Life.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventRefundSucceeded))
 		want := seckill.AppliedRefunded
 		if i == 1 {
 			want = seckill.AppliedIgnored
@@ -231,13 +228,13 @@ func TestRefundProviderFailsTimesOutAndAnswersTwice(t *testing.T) {
 
 	// A paid order's payment is not owed back: a refund confirmation for
 	// it changes nothing.
-	id := e.buyCreated(v.ID, 52)
+	id := e.buyPersisted(v.ID, 52)
 	paid := e.createPayment(id, 52)
-	if _, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(paid, seckill.EventPaymentSucceeded)); err != nil {
+	if _, err := e.app.Life.ApplyPaymentEvent(e.ctx, paymentEvent(paid, seckill.EventPaymentSucceeded)); err != nil {
 		t.Fatal(err)
 	}
 	for _, typ := range []string{seckill.EventRefundSucceeded, seckill.EventRefundFailed} {
-		res, err := e.app.Service.ApplyPaymentEvent(e.ctx, paymentEvent(paid, typ))
+		res, err := e.app.Life.ApplyPaymentEvent(e.ctx, paymentEvent(paid, typ))
 		if err != nil || res.Outcome != seckill.AppliedIgnored || res.Payment.Status != seckill.PaymentSucceeded || res.Order.Status != seckill.OrderPaid {
 			t.Errorf("%s of a paid order's payment: %+v, %v", typ, res, err)
 		}
@@ -263,7 +260,7 @@ func TestSimulateLatePayment(t *testing.T) {
 
 	id := e.buyCreated(v, 71)
 	p := e.createPayment(id, 71)
-	if _, err := e.app.Service.CancelOrder(asUser(e.ctx, 71, false), id); err != nil {
+	if _, err := e.app.Life.CancelOrder(asUser(e.ctx, 71, false), id); err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder

@@ -27,7 +27,7 @@ func Serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, withWor
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	if _, err := a.Service.RestoreCampaigns(ctx); err != nil {
+	if _, err := a.Purchases.RestoreCampaigns(ctx); err != nil {
 		// Not fatal: purchases and the reconciler restore them later.
 		logger.Error("restore campaigns from Postgres", "err", err)
 	}

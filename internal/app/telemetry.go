@@ -164,12 +164,12 @@ func tracePersist(persist func(context.Context, []seckill.Admission) error) func
 // that ctx carries. Links from the batch to the orders go one way and
 // backends cap them; this makes the order's trace reach Postgres itself.
 type traceStore struct {
-	seckill.Store
+	seckill.OrderStore
 }
 
 func (s traceStore) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]seckill.PersistOutcome, error) {
 	start := time.Now()
-	out, err := s.Store.PersistOrders(ctx, adms)
+	out, err := s.OrderStore.PersistOrders(ctx, adms)
 	batch := trace.SpanFromContext(ctx)
 	if err != nil || !batch.IsRecording() {
 		return out, err

@@ -39,17 +39,18 @@ func (a *App) newDashboard() *dashboard {
 	})
 	monitor := asynqmon.New(asynqmon.Options{RootPath: "/admin/queues", RedisConnOpt: sharedRedis{a.Redis}})
 	d.handler = web.New(web.Config{
-		Service:  a.Service,
-		Records:  a.Store,
-		Sessions: a.Store,
-		Live:     a.Admitter,
-		Refunds:  a.Refunds,
-		Currency: a.Config.PaymentCurrency,
-		Limiter:  admission.NewLoginLimiter(a.Redis, "", web.DefaultLoginLimits),
-		Queues:   queueFigures{queues},
-		History:  history{d.sampler},
-		Monitor:  monitor,
-		Logger:   a.Logger.With("component", "dashboard"),
+		Campaigns: a.Catalog,
+		Orders:    orders{a.Purchases, a.Life},
+		Records:   a.Store,
+		Sessions:  a.Operators,
+		Live:      a.Admitter,
+		Refunds:   a.Refunds,
+		Currency:  a.Config.PaymentCurrency,
+		Limiter:   admission.NewLoginLimiter(a.Redis, "", web.DefaultLoginLimits),
+		Queues:    queueFigures{queues},
+		History:   history{d.sampler},
+		Monitor:   monitor,
+		Logger:    a.Logger.With("component", "dashboard"),
 
 		UserRate:     a.Config.UserRate,
 		UserBurst:    a.Config.UserBurst,
@@ -73,7 +74,7 @@ func (a *App) EnsureConfiguredAdmin(ctx context.Context) error {
 	if a.Config.AdminUser == "" {
 		return nil
 	}
-	changed, err := a.Store.EnsureAdmin(ctx, a.Config.AdminUser, a.Config.AdminPassword)
+	changed, err := a.Operators.EnsureAdmin(ctx, a.Config.AdminUser, a.Config.AdminPassword)
 	if err != nil {
 		return adminConfigError(err)
 	}
@@ -121,6 +122,13 @@ func (o countOutcomes) Admit(ctx context.Context, voucherID, userID int64, t sec
 		}
 	}
 	return out, adm, err
+}
+
+// orders are what the dashboard does with orders: read them (Purchases)
+// and cancel them (Life).
+type orders struct {
+	*seckill.Purchases
+	*seckill.Life
 }
 
 // mountDashboard adds the dashboard to the app's routes.

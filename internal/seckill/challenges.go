@@ -27,6 +27,24 @@ const (
 	settingsReadTimeout = 5 * time.Second
 )
 
+// Challenges hands buyers the challenges of the campaigns that ask for one
+// (the tokens are the Challenger's; the admission script spends them).
+type Challenges struct {
+	store      CatalogStore // a campaign's settings and quiz
+	challenger *Challenger
+	now        func() time.Time
+	settings   settings
+}
+
+// NewChallenges returns the challenges of the campaigns store holds, signed
+// and checked by challenger; it refuses to build without them.
+func NewChallenges(store CatalogStore, challenger *Challenger, now func() time.Time) (*Challenges, error) {
+	if err := required("challenges", map[string]bool{"store": store == nil, "challenger": challenger == nil, "now": now == nil}); err != nil {
+		return nil, err
+	}
+	return &Challenges{store: store, challenger: challenger, now: now}, nil
+}
+
 // settings caches campaigns' challenge settings for Challenge, and for as
 // long the vouchers Postgres does not know.
 type settings struct {
@@ -44,9 +62,9 @@ type cachedSettings struct {
 	missing error // ENOTFOUND: no such campaign
 }
 
-func (s *Service) campaignSettings(ctx context.Context, voucherID int64) (Campaign, []QuizQuestion, error) {
-	now := s.now()
-	st := &s.settings
+func (c *Challenges) campaignSettings(ctx context.Context, voucherID int64) (Campaign, []QuizQuestion, error) {
+	now := c.now()
+	st := &c.settings
 	st.once.Do(func() { st.reads = make(chan struct{}, maxSettingsReads) })
 	st.mu.Lock()
 	cs, ok := st.m[voucherID]
@@ -65,7 +83,7 @@ func (s *Service) campaignSettings(ctx context.Context, voucherID int64) (Campai
 		default:
 			return nil, Errorf(EUNAVAILABLE, "too many challenges asked for at once; try again in a moment")
 		}
-		cs, err := s.readSettings(rctx, voucherID)
+		cs, err := c.readSettings(rctx, voucherID)
 		if err != nil && ErrorCode(err) != ENOTFOUND {
 			return nil, err
 		}
@@ -92,8 +110,8 @@ func (s *Service) campaignSettings(ctx context.Context, voucherID int64) (Campai
 
 // readSettings reads a campaign's challenge settings from Postgres.
 // ENOTFOUND for a voucher it does not know or one without a campaign.
-func (s *Service) readSettings(ctx context.Context, voucherID int64) (cachedSettings, error) {
-	v, err := s.Store.Voucher(ctx, voucherID)
+func (c *Challenges) readSettings(ctx context.Context, voucherID int64) (cachedSettings, error) {
+	v, err := c.store.Voucher(ctx, voucherID)
 	if err != nil {
 		return cachedSettings{}, err
 	}
@@ -102,7 +120,7 @@ func (s *Service) readSettings(ctx context.Context, voucherID int64) (cachedSett
 	}
 	var quiz []QuizQuestion
 	if v.Campaign.Challenge == ChallengeQuiz {
-		if quiz, err = s.Store.CampaignQuiz(ctx, voucherID); err != nil {
+		if quiz, err = c.store.CampaignQuiz(ctx, voucherID); err != nil {
 			return cachedSettings{}, err
 		}
 	}
@@ -114,7 +132,7 @@ func (s *Service) readSettings(ctx context.Context, voucherID int64) (cachedSett
 // before the sale opens until it ends. A campaign without a challenge
 // answers Kind NONE and no token. ENOTFOUND; ECONFLICT before the lead time
 // or after the sale.
-func (s *Service) Challenge(ctx context.Context, voucherID int64) (*Challenge, error) {
+func (c *Challenges) Challenge(ctx context.Context, voucherID int64) (*Challenge, error) {
 	u, err := requireUser(ctx)
 	if err != nil {
 		return nil, err
@@ -122,42 +140,31 @@ func (s *Service) Challenge(ctx context.Context, voucherID int64) (*Challenge, e
 	if voucherID <= 0 {
 		return nil, Errorf(ENOTFOUND, "voucher %d not found", voucherID)
 	}
-	c, quiz, err := s.campaignSettings(ctx, voucherID)
+	camp, quiz, err := c.campaignSettings(ctx, voucherID)
 	if err != nil {
 		return nil, err
 	}
-	if c.Challenge == ChallengeNone || c.Challenge == "" {
+	if camp.Challenge == ChallengeNone || camp.Challenge == "" {
 		return &Challenge{Kind: ChallengeNone}, nil
 	}
-	if s.Challenges == nil {
-		return nil, Errorf(EUNAVAILABLE, "challenges are not available")
-	}
-	now := s.now()
-	if from := c.BeginTime.Add(-s.Challenges.Lead); now.Before(from) {
+	now := c.now()
+	if from := camp.BeginTime.Add(-c.challenger.Lead); now.Before(from) {
 		return nil, Errorf(ECONFLICT, "challenges for this sale are handed out from %s", from.UTC().Format(time.RFC3339))
 	}
-	if !now.Before(c.EndTime) {
+	if !now.Before(camp.EndTime) {
 		return nil, Errorf(ECONFLICT, "the sale has ended")
 	}
-	if c.Challenge == ChallengeQuiz && len(quiz) == 0 {
+	if camp.Challenge == ChallengeQuiz && len(quiz) == 0 {
 		return nil, Errorf(EUNAVAILABLE, "the quiz of this sale has no questions yet")
 	}
-	ch := s.Challenges.Issue(c.Challenge, voucherID, u.ID, c.PoWBits, quiz, now)
+	ch := c.challenger.Issue(camp.Challenge, voucherID, u.ID, camp.PoWBits, quiz, now)
 	return &ch, nil
 }
 
 // forget drops a campaign's cached settings (this process changed them).
-func (st *settings) forget(voucherID int64) {
+func (c *Challenges) forget(voucherID int64) {
+	st := &c.settings
 	st.mu.Lock()
 	delete(st.m, voucherID)
 	st.mu.Unlock()
-}
-
-// CampaignQuiz returns a campaign's quiz questions with their accepted
-// answers. Admins only.
-func (s *Service) CampaignQuiz(ctx context.Context, voucherID int64) ([]QuizQuestion, error) {
-	if _, err := requireAdmin(ctx); err != nil {
-		return nil, err
-	}
-	return s.Store.CampaignQuiz(ctx, voucherID)
 }

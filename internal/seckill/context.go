@@ -1,6 +1,11 @@
 package seckill
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // User is the caller, as proven by a token or a session.
 type User struct {
@@ -38,4 +43,39 @@ func NewContextWithClientAddr(ctx context.Context, addr string) context.Context 
 func ClientAddrFromContext(ctx context.Context) string {
 	a, _ := ctx.Value(addrContextKey{}).(string)
 	return a
+}
+
+func requireUser(ctx context.Context) (*User, error) {
+	u := UserFromContext(ctx)
+	if u == nil {
+		return nil, Errorf(EUNAUTHENTICATED, "missing token")
+	}
+	return u, nil
+}
+
+func requireAdmin(ctx context.Context) (*User, error) {
+	u, err := requireUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !u.Admin {
+		return nil, Errorf(EFORBIDDEN, "admin role required")
+	}
+	return u, nil
+}
+
+// required refuses to build part of the domain without a dependency:
+// missing names each one that is nil.
+func required(part string, missing map[string]bool) error {
+	var names []string
+	for name, nil := range missing {
+		if nil {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	return fmt.Errorf("seckill: %s need %s", part, strings.Join(names, ", "))
 }

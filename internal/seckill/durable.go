@@ -25,16 +25,16 @@ const fallbackPersistTimeout = 2 * time.Second
 // row stands; Postgres's stock guard still refuses any oversell), and a
 // release that cannot reach Redis (the admission stays pending and the
 // reconciler persists it, so a retry answers ALREADY_PURCHASED).
-func (s *Service) secureUnreplicated(ctx context.Context, adm Admission) (PurchaseResult, error) {
+func (p *Purchases) secureUnreplicated(ctx context.Context, adm Admission) (PurchaseResult, error) {
 	ctx = context.WithoutCancel(ctx) // the decision must finish, whoever hangs up
 	pctx, cancel := context.WithTimeout(ctx, fallbackPersistTimeout)
-	outcomes, err := s.Store.PersistOrders(pctx, []Admission{adm})
+	outcomes, err := p.orders.PersistOrders(pctx, []Admission{adm})
 	cancel()
 	if err == nil {
-		if err := s.settle(ctx, outcomes); err != nil {
+		if err := p.settle(ctx, outcomes); err != nil {
 			// Postgres holds the decision; Redis learns it from the
 			// reconciler, which persists the pending admission again.
-			s.Logger.WarnContext(ctx, "settle a synchronously persisted admission", "order_id", adm.OrderID, "err", err)
+			p.logger.WarnContext(ctx, "settle a synchronously persisted admission", "order_id", adm.OrderID, "err", err)
 		}
 		if len(outcomes) == 1 && outcomes[0].Status == OrderFailed {
 			// Postgres refused it before anyone was told: the buyer hears
@@ -43,15 +43,15 @@ func (s *Service) secureUnreplicated(ctx context.Context, adm Admission) (Purcha
 		}
 		return PurchaseResult{Outcome: OutcomeAccepted, OrderID: adm.OrderID}, nil
 	}
-	released, rerr := s.Admitter.Release(ctx, adm, false)
+	released, rerr := p.outbox.Release(ctx, adm, false)
 	switch {
 	case rerr != nil:
-		s.Logger.ErrorContext(ctx, "unreplicated admission neither persisted nor released; the reconciler will persist it",
+		p.logger.ErrorContext(ctx, "unreplicated admission neither persisted nor released; the reconciler will persist it",
 			"order_id", adm.OrderID, "persist_err", err, "release_err", rerr)
 	case released:
 		// Counted (seckill_admissions_unreplicated_total); a stalled
 		// replica and a Postgres outage are logged where they are seen.
-		s.Logger.DebugContext(ctx, "unreplicated admission released: Postgres could not take it",
+		p.logger.DebugContext(ctx, "unreplicated admission released: Postgres could not take it",
 			"order_id", adm.OrderID, "err", err)
 	}
 	return PurchaseResult{}, ErrNotReplicated

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -14,6 +15,59 @@ import (
 // stock in the same transaction, then to Redis (UnitReturner) with the
 // buyer's slot, once per order; what Redis cannot take now the sweep gives
 // back later.
+
+// Life is the order's life after the purchase: payment, cancellation,
+// expiry, and the units going back on sale; refunds are its Refunds'.
+type Life struct {
+	store    OrderLife
+	returner UnitReturner
+	orders   OrderReader
+	bus      StatusBus
+	refunds  *Refunds
+	auditor  Auditor
+	logger   *slog.Logger
+	currency string
+}
+
+// OrderReader reads an order as its caller may see it (Purchases.Order):
+// queued ones and lost ones included.
+type OrderReader interface {
+	Order(ctx context.Context, id int64) (*Order, error)
+}
+
+// LifeDeps are what Life needs; every field is required but Currency.
+type LifeDeps struct {
+	Store    OrderLife
+	Returner UnitReturner
+	Orders   OrderReader
+	Bus      StatusBus
+	Refunds  *Refunds
+	Auditor  Auditor
+	Logger   *slog.Logger
+	// Currency is every payment's (SECKILL_PAYMENT_CURRENCY); empty means
+	// DefaultCurrency.
+	Currency string
+}
+
+// NewLife returns the order's life over its dependencies; it refuses to
+// build without any of them.
+func NewLife(d LifeDeps) (*Life, error) {
+	if err := required("the order's life", map[string]bool{
+		"Store": d.Store == nil, "Returner": d.Returner == nil, "Orders": d.Orders == nil, "Bus": d.Bus == nil,
+		"Refunds": d.Refunds == nil, "Auditor": d.Auditor == nil, "Logger": d.Logger == nil,
+	}); err != nil {
+		return nil, err
+	}
+	cur := d.Currency
+	if cur == "" {
+		cur = DefaultCurrency
+	}
+	if !ValidCurrency(cur) {
+		return nil, fmt.Errorf("seckill: currency %q is not an ISO 4217 code", cur)
+	}
+	return &Life{store: d.Store, returner: d.Returner, orders: d.Orders, bus: d.Bus, refunds: d.Refunds,
+		auditor: d.Auditor, logger: d.Logger, currency: cur}, nil
+}
 
 // Pay window bounds and defaults.
 const (
@@ -107,43 +161,43 @@ type ExpiryScheduler interface {
 // (CREATED), puts its unit back on sale and cancels its open payment.
 // Someone else's order is ENOTFOUND; an order in any other status
 // (QUEUED, PAID, CANCELLED, EXPIRED, FAILED) is ECONFLICT, saying why.
-func (s *Service) CancelOrder(ctx context.Context, id int64) (*Order, error) {
+func (l *Life) CancelOrder(ctx context.Context, id int64) (*Order, error) {
 	u, err := requireUser(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return s.cancel(ctx, id, u.ID)
+	return l.cancel(ctx, id, u.ID)
 }
 
 // AdminCancelOrder cancels any order awaiting payment, for an operator, and
 // records it in the audit log. Admins only.
-func (s *Service) AdminCancelOrder(ctx context.Context, id int64) (*Order, error) {
+func (l *Life) AdminCancelOrder(ctx context.Context, id int64) (*Order, error) {
 	u, err := requireAdmin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	o, err := s.cancel(ctx, id, 0)
+	o, err := l.cancel(ctx, id, 0)
 	if err != nil {
 		return nil, err
 	}
-	s.audit(ctx, u, o.VoucherID, AuditCancelOrder, fmt.Sprintf("order %d of user %d", o.ID, o.UserID))
+	record(ctx, l.auditor, l.logger, u, o.VoucherID, AuditCancelOrder, fmt.Sprintf("order %d of user %d", o.ID, o.UserID))
 	return o, nil
 }
 
 // AuditCancelOrder records an operator's cancellation of an order.
 const AuditCancelOrder = "cancel_order"
 
-func (s *Service) cancel(ctx context.Context, id, userID int64) (*Order, error) {
+func (l *Life) cancel(ctx context.Context, id, userID int64) (*Order, error) {
 	if id <= 0 {
 		return nil, Errorf(ENOTFOUND, "order %d not found", id)
 	}
-	res, err := s.Life.CloseOrder(ctx, id, OrderCancelled, userID)
+	res, err := l.store.CloseOrder(ctx, id, OrderCancelled, userID)
 	if ErrorCode(err) == ENOTFOUND {
-		retry, nerr := s.notPersisted(ctx, UserFromContext(ctx), id, "cancelled", err)
+		retry, nerr := l.notPersisted(ctx, id, "cancelled", err)
 		if !retry {
 			return nil, nerr
 		}
-		res, err = s.Life.CloseOrder(ctx, id, OrderCancelled, userID)
+		res, err = l.store.CloseOrder(ctx, id, OrderCancelled, userID)
 	}
 	if err != nil {
 		return nil, err
@@ -151,7 +205,7 @@ func (s *Service) cancel(ctx context.Context, id, userID int64) (*Order, error) 
 	if !res.Closed {
 		return nil, Errorf(ECONFLICT, "order %d is %s: only an order awaiting payment (CREATED) can be cancelled", id, res.Order.Status)
 	}
-	s.closed(ctx, res)
+	l.closed(ctx, res)
 	return res.Order, nil
 }
 
@@ -159,66 +213,66 @@ func (s *Service) cancel(ctx context.Context, id, userID int64) (*Order, error) 
 // its unit back on sale. It reports whether the order is closed now
 // (expired by this call or before, or paid or cancelled); false while its
 // pay_by has not passed yet.
-func (s *Service) ExpireOrder(ctx context.Context, id int64) (bool, error) {
-	res, err := s.Life.CloseOrder(ctx, id, OrderExpired, 0)
+func (l *Life) ExpireOrder(ctx context.Context, id int64) (bool, error) {
+	res, err := l.store.CloseOrder(ctx, id, OrderExpired, 0)
 	if ErrorCode(err) == ENOTFOUND {
 		return true, nil // nothing to expire, ever
 	} else if err != nil {
 		return false, err
 	}
 	if res.Closed {
-		s.closed(ctx, res)
+		l.closed(ctx, res)
 	}
 	return res.Order.Status != OrderCreated, nil
 }
 
 // closed tells the subscribers and gives the unit back to Redis. A unit
 // Redis cannot take now stays marked in Postgres for the sweep.
-func (s *Service) closed(ctx context.Context, res CloseResult) {
+func (l *Life) closed(ctx context.Context, res CloseResult) {
 	ctx = context.WithoutCancel(ctx)
-	s.publish(ctx, StatusEvent{OrderID: res.Order.ID, Status: res.Order.Status, At: res.Order.ClosedAt})
-	if err := s.giveBack(ctx, res.Return); err != nil {
-		s.Logger.WarnContext(ctx, "return unit; the sweep retries", "order_id", res.Order.ID, "err", err)
+	publish(ctx, l.bus, l.logger, StatusEvent{OrderID: res.Order.ID, Status: res.Order.Status, At: res.Order.ClosedAt})
+	if err := l.giveBack(ctx, res.Return); err != nil {
+		l.logger.WarnContext(ctx, "return unit; the sweep retries", "order_id", res.Order.ID, "err", err)
 	}
 }
 
 var errNotNow = errors.New("admission cannot take the unit back now")
 
-func (s *Service) giveBack(ctx context.Context, r UnitReturn) error {
-	ok, err := s.Returner.ReturnUnit(ctx, r)
+func (l *Life) giveBack(ctx context.Context, r UnitReturn) error {
+	ok, err := l.returner.ReturnUnit(ctx, r)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return errNotNow
 	}
-	return s.Life.UnitReturned(ctx, r.OrderID)
+	return l.store.UnitReturned(ctx, r.OrderID)
 }
 
 // SweepOrders expires up to limit orders past their pay_by (whose task was
 // lost or late) and gives back up to limit units that Redis could not take
 // before. It returns how many orders it expired and units it returned.
-func (s *Service) SweepOrders(ctx context.Context, limit int) (expired, returned int, err error) {
-	due, err := s.Life.DueOrders(ctx, limit)
+func (l *Life) SweepOrders(ctx context.Context, limit int) (expired, returned int, err error) {
+	due, err := l.store.DueOrders(ctx, limit)
 	if err != nil {
 		return 0, 0, fmt.Errorf("due orders: %w", err)
 	}
 	for _, id := range due {
-		res, err := s.Life.CloseOrder(ctx, id, OrderExpired, 0)
+		res, err := l.store.CloseOrder(ctx, id, OrderExpired, 0)
 		if err != nil {
 			return expired, returned, fmt.Errorf("expire order %d: %w", id, err)
 		}
 		if res.Closed {
 			expired++
-			s.publish(ctx, StatusEvent{OrderID: id, Status: OrderExpired, At: res.Order.ClosedAt})
+			publish(ctx, l.bus, l.logger, StatusEvent{OrderID: id, Status: OrderExpired, At: res.Order.ClosedAt})
 		}
 	}
-	units, err := s.Life.Unreturned(ctx, limit)
+	units, err := l.store.Unreturned(ctx, limit)
 	if err != nil {
 		return expired, returned, fmt.Errorf("unreturned units: %w", err)
 	}
 	for _, r := range units {
-		if err := s.giveBack(ctx, r); errors.Is(err, errNotNow) {
+		if err := l.giveBack(ctx, r); errors.Is(err, errNotNow) {
 			continue
 		} else if err != nil {
 			return expired, returned, fmt.Errorf("return unit of order %d: %w", r.OrderID, err)
@@ -226,24 +280,4 @@ func (s *Service) SweepOrders(ctx context.Context, limit int) (expired, returned
 		returned++
 	}
 	return expired, returned, nil
-}
-
-// scheduleExpiry schedules the expiry of the orders this persistence
-// created. A failure is logged: the sweep expires them too.
-func (s *Service) scheduleExpiry(ctx context.Context, outcomes []PersistOutcome) {
-	if s.Expiry == nil {
-		return
-	}
-	var due []Order
-	for _, o := range outcomes {
-		if o.Status == OrderCreated && o.Inserted {
-			due = append(due, Order{ID: o.Admission.OrderID, VoucherID: o.Admission.VoucherID, UserID: o.Admission.UserID, PayBy: o.PayBy})
-		}
-	}
-	if len(due) == 0 {
-		return
-	}
-	if err := s.Expiry.ScheduleExpiry(ctx, due); err != nil {
-		s.Logger.WarnContext(ctx, "schedule order expiry; the sweep expires them", "count", len(due), "err", err)
-	}
 }

@@ -178,7 +178,7 @@ func (r PaymentResult) Paid() bool { return !r.Duplicate && r.Outcome == Applied
 // currency and the time to pay by. Asking again returns the same payment
 // while it is open. Someone else's order is ENOTFOUND; an order that is
 // not CREATED, or whose payBy has passed, ECONFLICT saying why.
-func (s *Service) CreatePayment(ctx context.Context, orderID int64) (*Payment, error) {
+func (l *Life) CreatePayment(ctx context.Context, orderID int64) (*Payment, error) {
 	u, err := requireUser(ctx)
 	if err != nil {
 		return nil, err
@@ -194,12 +194,12 @@ func (s *Service) CreatePayment(ctx context.Context, orderID int64) (*Payment, e
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.Life.CreatePayment(ctx, orderID, userID, s.currency(), id)
+	p, err := l.store.CreatePayment(ctx, orderID, userID, l.currency, id)
 	if ErrorCode(err) == ENOTFOUND {
-		if retry, nerr := s.notPersisted(ctx, u, orderID, "paid", err); !retry {
+		if retry, nerr := l.notPersisted(ctx, orderID, "paid", err); !retry {
 			return nil, nerr
 		}
-		p, err = s.Life.CreatePayment(ctx, orderID, userID, s.currency(), id)
+		p, err = l.store.CreatePayment(ctx, orderID, userID, l.currency, id)
 	}
 	return p, err
 }
@@ -209,15 +209,14 @@ func (s *Service) CreatePayment(ctx context.Context, orderID int64) (*Payment, e
 // QUEUED (not persisted yet) or FAILED, notFound for anything else. retry
 // is set when a worker persisted it meanwhile (it commits before it takes
 // the admission out of Redis): the caller tries once more.
-func (s *Service) notPersisted(ctx context.Context, u *User, orderID int64, verb string, notFound error) (retry bool, err error) {
-	if adm, err := s.Admitter.Pending(ctx, orderID); err == nil && (u.Admin || adm.UserID == u.ID) {
-		return false, Errorf(ECONFLICT, "order %d is QUEUED: it can be %s once it is CREATED, in a moment", orderID, verb)
-	}
-	o, err := s.Store.Order(ctx, orderID)
-	if err != nil || !u.Admin && o.UserID != u.ID {
+func (l *Life) notPersisted(ctx context.Context, orderID int64, verb string, notFound error) (retry bool, err error) {
+	o, err := l.orders.Order(ctx, orderID)
+	switch {
+	case err != nil:
 		return false, notFound
-	}
-	if o.Status == OrderFailed {
+	case o.Status == OrderQueued:
+		return false, Errorf(ECONFLICT, "order %d is QUEUED: it can be %s once it is CREATED, in a moment", orderID, verb)
+	case o.Status == OrderFailed:
 		return false, Errorf(ECONFLICT, "order %d FAILED (%s): there is nothing to be %s", orderID, o.FailureReason, verb)
 	}
 	return true, nil
@@ -226,22 +225,22 @@ func (s *Service) notPersisted(ctx context.Context, u *User, orderID int64, verb
 // OrderPayments returns the payments of an order the caller may see (their
 // own, or any for an admin), oldest first, with their refunds' status.
 // ENOTFOUND for an order they may not see.
-func (s *Service) OrderPayments(ctx context.Context, orderID int64) ([]Payment, error) {
-	if _, err := s.Order(ctx, orderID); err != nil {
+func (l *Life) OrderPayments(ctx context.Context, orderID int64) ([]Payment, error) {
+	if _, err := l.orders.Order(ctx, orderID); err != nil {
 		return nil, err
 	}
-	return s.Life.OrderPayments(ctx, orderID)
+	return l.store.OrderPayments(ctx, orderID)
 }
 
 // ApplyPaymentEvent applies an event of the payment provider, whose
 // signature the edge has checked. It is idempotent per event id. EINVALID,
 // ENOTFOUND, ECONFLICT: see OrderLife.ApplyPaymentEvent; nothing changed
 // then.
-func (s *Service) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (PaymentResult, error) {
+func (l *Life) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (PaymentResult, error) {
 	if err := ev.Validate(); err != nil {
 		return PaymentResult{}, err
 	}
-	res, err := s.Life.ApplyPaymentEvent(ctx, ev)
+	res, err := l.store.ApplyPaymentEvent(ctx, ev)
 	if err != nil {
 		return res, err
 	}
@@ -250,14 +249,14 @@ func (s *Service) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (Payme
 	}
 	switch res.Outcome {
 	case AppliedPaid:
-		s.publish(ctx, StatusEvent{OrderID: res.Order.ID, Status: OrderPaid, At: res.Order.PaidAt})
+		publish(ctx, l.bus, l.logger, StatusEvent{OrderID: res.Order.ID, Status: OrderPaid, At: res.Order.PaidAt})
 	case AppliedOwed:
-		s.Logger.WarnContext(ctx, "payment succeeded for an order that cannot take it; refunding it",
+		l.logger.WarnContext(ctx, "payment succeeded for an order that cannot take it; refunding it",
 			"payment_id", res.Payment.ID, "order_id", res.Payment.OrderID, "order_status", res.Order.Status,
 			"amount", FormatAmount(res.Payment.Amount, res.Payment.Currency))
-		s.Refunds.Owed(ctx, res.Payment.ID)
+		l.refunds.Owed(ctx, res.Payment.ID)
 	case AppliedRefundFailed:
-		s.Logger.ErrorContext(ctx, "the provider refused a refund; an operator must act",
+		l.logger.ErrorContext(ctx, "the provider refused a refund; an operator must act",
 			"payment_id", res.Payment.ID, "order_id", res.Payment.OrderID, "reason", ev.Reason,
 			"amount", FormatAmount(res.Payment.Amount, res.Payment.Currency))
 	}
@@ -271,11 +270,4 @@ func NewPaymentID() (string, error) {
 		return "", fmt.Errorf("payment id: %w", err)
 	}
 	return "pay_" + hex.EncodeToString(b[:]), nil
-}
-
-func (s *Service) currency() string {
-	if s.Currency != "" {
-		return s.Currency
-	}
-	return DefaultCurrency
 }

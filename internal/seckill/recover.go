@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// How the Service restores campaigns that Redis lost or must rebuild.
+// How Purchases restores campaigns that Redis lost or must rebuild.
 const (
 	// recoveryWait bounds how long a purchase waits for its campaign to be
 	// restored before it is answered EUNAVAILABLE.
@@ -63,10 +63,10 @@ func needsRecovery(err error) bool {
 // recoverCampaign restores one campaign into Redis from Postgres, or waits
 // for the rebuild already under way, within recoveryWait. ENOTFOUND for a
 // voucher Postgres does not know; EUNAVAILABLE when it cannot be done now.
-func (s *Service) recoverCampaign(ctx context.Context, voucherID int64) error {
-	r := &s.recovery
+func (p *Purchases) recoverCampaign(ctx context.Context, voucherID int64) error {
+	r := &p.rebuilds
 	r.init()
-	now := s.now()
+	now := p.now()
 	r.mu.Lock()
 	if at, ok := r.unknown[voucherID]; ok && now.Sub(at) < unknownTTL {
 		r.mu.Unlock()
@@ -82,7 +82,7 @@ func (s *Service) recoverCampaign(ctx context.Context, voucherID int64) error {
 		}
 		call = &rebuildCall{done: make(chan struct{})}
 		r.inflight[voucherID] = call
-		go s.runRebuild(voucherID, call)
+		go p.runRebuild(voucherID, call)
 	}
 	r.mu.Unlock()
 
@@ -104,13 +104,13 @@ func (s *Service) recoverCampaign(ctx context.Context, voucherID int64) error {
 	return Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
 }
 
-func (s *Service) runRebuild(voucherID int64, call *rebuildCall) {
-	r := &s.recovery
+func (p *Purchases) runRebuild(voucherID int64, call *rebuildCall) {
+	r := &p.rebuilds
 	ctx, cancel := context.WithTimeout(context.Background(), rebuildTimeout)
 	defer cancel()
-	call.err = s.rebuildIfNeeded(ctx, voucherID)
+	call.err = p.rebuildIfNeeded(ctx, voucherID)
 	if call.err != nil && ErrorCode(call.err) != ENOTFOUND {
-		s.Logger.Error("rebuild campaign", "voucher_id", voucherID, "err", call.err)
+		p.logger.Error("rebuild campaign", "voucher_id", voucherID, "err", call.err)
 	}
 	r.mu.Lock()
 	delete(r.inflight, voucherID)
@@ -118,7 +118,7 @@ func (s *Service) runRebuild(voucherID int64, call *rebuildCall) {
 		if len(r.unknown) >= maxUnknown {
 			clear(r.unknown)
 		}
-		r.unknown[voucherID] = s.now()
+		r.unknown[voucherID] = p.now()
 	}
 	<-r.slots
 	r.mu.Unlock()
@@ -131,11 +131,11 @@ func (s *Service) runRebuild(voucherID int64, call *rebuildCall) {
 // it a second time, spending an epoch and stopping the sale again. The
 // check here saves the Postgres read; BeginRebuild checks again, in the
 // same step as it takes the lock.
-func (s *Service) rebuildIfNeeded(ctx context.Context, voucherID int64) error {
-	if need, err := s.Admitter.NeedsRebuild(ctx, []int64{voucherID}); err == nil && len(need) == 0 {
+func (p *Purchases) rebuildIfNeeded(ctx context.Context, voucherID int64) error {
+	if need, err := p.rebuilder.NeedsRebuild(ctx, []int64{voucherID}); err == nil && len(need) == 0 {
 		return nil
 	}
-	return s.RebuildCampaign(ctx, voucherID)
+	return p.RebuildCampaign(ctx, voucherID)
 }
 
 // RebuildCampaign restores one campaign's Redis state from Postgres, in a
@@ -156,25 +156,25 @@ func (s *Service) rebuildIfNeeded(ctx context.Context, voucherID int64) error {
 // persisted: its buyer reads it as FAILED (FailureLost) from Order. When
 // another process holds the lock, RebuildCampaign waits for it to finish.
 // ENOTFOUND for a voucher Postgres does not know.
-func (s *Service) RebuildCampaign(ctx context.Context, voucherID int64) error {
+func (p *Purchases) RebuildCampaign(ctx context.Context, voucherID int64) error {
 	if voucherID <= 0 {
 		return Errorf(ENOTFOUND, "voucher %d not found", voucherID)
 	}
 	// A voucher Postgres does not know (an attacker's made-up id) costs one
 	// read and writes nothing to Redis, not even a lock.
-	if _, err := s.Store.CampaignEpoch(ctx, voucherID); err != nil {
+	if _, err := p.campaigns.CampaignEpoch(ctx, voucherID); err != nil {
 		return err
 	}
-	token, ok, err := s.Admitter.BeginRebuild(ctx, voucherID)
+	token, ok, err := p.rebuilder.BeginRebuild(ctx, voucherID)
 	if err != nil {
 		return fmt.Errorf("begin rebuild: %w", err)
 	}
 	if !ok {
 		// Another process holds the lock, or has just installed the
 		// campaign (then the first look says so).
-		return s.awaitRebuild(ctx, voucherID)
+		return p.awaitRebuild(ctx, voucherID)
 	}
-	return s.rebuildLocked(ctx, voucherID, token)
+	return p.rebuildLocked(ctx, voucherID, token)
 }
 
 // rebuildLocked does steps 2 to 4 of RebuildCampaign under the lock token.
@@ -183,10 +183,10 @@ func (s *Service) RebuildCampaign(ctx context.Context, voucherID int64) error {
 // for the lock to expire with the campaign stopped: after a Sentinel
 // failover a sentinel that has not heard of it yet can send one of these
 // steps to the dead master.
-func (s *Service) rebuildLocked(ctx context.Context, voucherID int64, token string) error {
-	err := s.rebuildSteps(ctx, voucherID, token)
+func (p *Purchases) rebuildLocked(ctx context.Context, voucherID int64, token string) error {
+	err := p.rebuildSteps(ctx, voucherID, token)
 	if err != nil {
-		s.abortRebuild(context.WithoutCancel(ctx), voucherID, token)
+		p.abortRebuild(context.WithoutCancel(ctx), voucherID, token)
 	}
 	return err
 }
@@ -197,54 +197,54 @@ func (s *Service) rebuildLocked(ctx context.Context, voucherID int64, token stri
 // fails the first try too.
 const rebuildAbortTimeout = 3 * time.Second
 
-func (s *Service) abortRebuild(ctx context.Context, voucherID int64, token string) {
+func (p *Purchases) abortRebuild(ctx context.Context, voucherID int64, token string) {
 	ctx, cancel := context.WithTimeout(ctx, rebuildAbortTimeout)
 	defer cancel()
 	t := time.NewTicker(rebuildPoll)
 	defer t.Stop()
 	for {
-		err := s.Admitter.AbortRebuild(ctx, voucherID, token)
+		err := p.rebuilder.AbortRebuild(ctx, voucherID, token)
 		if err == nil {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			s.Logger.Warn("release the rebuild lock; it expires on its own", "voucher_id", voucherID, "err", err)
+			p.logger.Warn("release the rebuild lock; it expires on its own", "voucher_id", voucherID, "err", err)
 			return
 		case <-t.C:
 		}
 	}
 }
 
-func (s *Service) rebuildSteps(ctx context.Context, voucherID int64, token string) error {
-	survivors, err := s.Admitter.PendingOf(ctx, voucherID)
+func (p *Purchases) rebuildSteps(ctx context.Context, voucherID int64, token string) error {
+	survivors, err := p.outbox.PendingOf(ctx, voucherID)
 	if err != nil {
 		return fmt.Errorf("pending admissions: %w", err)
 	}
-	if err := s.PersistAdmissions(ctx, survivors); err != nil {
+	if err := p.PersistAdmissions(ctx, survivors); err != nil {
 		return fmt.Errorf("persist %d pending admissions: %w", len(survivors), err)
 	}
-	st, err := s.Store.RebuildCampaign(ctx, voucherID)
+	st, err := p.campaigns.RebuildCampaign(ctx, voucherID)
 	if err != nil {
 		return err
 	}
-	installed, err := s.Admitter.FinishRebuild(ctx, token, st)
+	installed, err := p.rebuilder.FinishRebuild(ctx, token, st)
 	if err != nil {
 		return fmt.Errorf("install campaign: %w", err)
 	} else if !installed {
 		return Errorf(EUNAVAILABLE, "the rebuild of campaign %d lost its lock", voucherID)
 	}
-	s.Logger.Warn("rebuilt campaign from Postgres", "voucher_id", voucherID, "epoch", st.Campaign.Epoch,
+	p.logger.Warn("rebuilt campaign from Postgres", "voucher_id", voucherID, "epoch", st.Campaign.Epoch,
 		"stock", st.Campaign.Stock, "buyers", len(st.Buyers), "persisted_pending", len(survivors))
 	return nil
 }
 
 // awaitRebuild waits until another process has rebuilt the campaign.
-func (s *Service) awaitRebuild(ctx context.Context, voucherID int64) error {
+func (p *Purchases) awaitRebuild(ctx context.Context, voucherID int64) error {
 	t := time.NewTicker(rebuildPoll)
 	defer t.Stop()
 	for {
-		need, err := s.Admitter.NeedsRebuild(ctx, []int64{voucherID})
+		need, err := p.rebuilder.NeedsRebuild(ctx, []int64{voucherID})
 		if err != nil {
 			return err
 		}
@@ -258,12 +258,12 @@ func (s *Service) awaitRebuild(ctx context.Context, voucherID int64) error {
 		}
 		// The holder may have died: its lock expires, and then this
 		// process takes over.
-		token, ok, err := s.Admitter.BeginRebuild(ctx, voucherID)
+		token, ok, err := p.rebuilder.BeginRebuild(ctx, voucherID)
 		if err != nil {
 			return err
 		}
 		if ok {
-			return s.rebuildLocked(ctx, voucherID, token)
+			return p.rebuildLocked(ctx, voucherID, token)
 		}
 	}
 }
@@ -272,22 +272,22 @@ func (s *Service) awaitRebuild(ctx context.Context, voucherID int64) error {
 // rebuild, one after another; the reconciler calls it on every tick, so a
 // campaign nobody tries to buy is restored too. It returns how many it
 // rebuilt.
-func (s *Service) RestoreCampaigns(ctx context.Context) (int, error) {
-	ids, err := s.Store.LiveCampaigns(ctx)
+func (p *Purchases) RestoreCampaigns(ctx context.Context) (int, error) {
+	ids, err := p.campaigns.LiveCampaigns(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("live campaigns: %w", err)
 	}
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	need, err := s.Admitter.NeedsRebuild(ctx, ids)
+	need, err := p.rebuilder.NeedsRebuild(ctx, ids)
 	if err != nil {
 		return 0, fmt.Errorf("campaigns to rebuild: %w", err)
 	}
 	n := 0
 	var errs []error
 	for _, id := range need {
-		if err := s.RebuildCampaign(ctx, id); err != nil {
+		if err := p.RebuildCampaign(ctx, id); err != nil {
 			errs = append(errs, fmt.Errorf("campaign %d: %w", id, err))
 			continue
 		}

@@ -201,7 +201,7 @@ type Refunds struct {
 	store    RefundStore
 	provider PaymentProvider
 	queue    RefundQueue
-	audit    func(ctx context.Context, e AuditEntry) error
+	auditor  Auditor
 	logger   *slog.Logger
 	cfg      RefundConfig
 	off      bool // no provider: nothing is sent
@@ -213,15 +213,16 @@ type Refunds struct {
 // dependency is required; a deployment without a provider passes
 // NoPaymentProvider.
 func NewRefunds(store RefundStore, provider PaymentProvider, queue RefundQueue,
-	audit func(ctx context.Context, e AuditEntry) error, logger *slog.Logger, cfg RefundConfig) (*Refunds, error) {
-	if store == nil || provider == nil || queue == nil || audit == nil || logger == nil {
-		return nil, errors.New("seckill: refunds need a store, a provider, a queue, an audit log and a logger")
+	auditor Auditor, logger *slog.Logger, cfg RefundConfig) (*Refunds, error) {
+	if err := required("refunds", map[string]bool{"store": store == nil, "provider": provider == nil, "queue": queue == nil,
+		"auditor": auditor == nil, "logger": logger == nil}); err != nil {
+		return nil, err
 	}
 	if cfg.ConfirmWait <= 0 || cfg.MaxSends < 1 {
 		return nil, fmt.Errorf("seckill: refunds: bad settings %+v", cfg)
 	}
 	_, off := provider.(NoPaymentProvider)
-	return &Refunds{store: store, provider: provider, queue: queue, audit: audit, logger: logger, cfg: cfg, off: off, now: time.Now}, nil
+	return &Refunds{store: store, provider: provider, queue: queue, auditor: auditor, logger: logger, cfg: cfg, off: off, now: time.Now}, nil
 }
 
 // Sending reports whether refunds are sent to a provider.
@@ -317,11 +318,8 @@ func (r *Refunds) Retry(ctx context.Context, paymentID string) (*RefundSend, err
 	if err != nil {
 		return nil, err
 	}
-	e := AuditEntry{VoucherID: st.VoucherID, Actor: actorName(u), Action: AuditRetryRefund,
-		Detail: fmt.Sprintf("refund of payment %s (order %d, %s) sent again", paymentID, st.OrderID, FormatAmount(st.Amount, st.Currency))}
-	if err := r.audit(context.WithoutCancel(ctx), e); err != nil {
-		r.logger.ErrorContext(ctx, "record audit entry", "voucher_id", st.VoucherID, "action", AuditRetryRefund, "err", err)
-	}
+	record(ctx, r.auditor, r.logger, u, st.VoucherID, AuditRetryRefund,
+		fmt.Sprintf("refund of payment %s (order %d, %s) sent again", paymentID, st.OrderID, FormatAmount(st.Amount, st.Currency)))
 	if err := r.queue.ScheduleRefund(context.WithoutCancel(ctx), st, 0); err != nil {
 		r.logger.WarnContext(ctx, "schedule refund; the sweep schedules it later", "payment_id", paymentID, "err", err)
 	}

@@ -9,18 +9,19 @@ import (
 	"time"
 )
 
-// Store is the system of record (Postgres).
-type Store interface {
-	// CreateVoucher inserts v and its campaign and sets their ids and times.
-	CreateVoucher(ctx context.Context, v *Voucher) error
-	// DeleteVoucher removes a voucher that has no orders (used to undo a
-	// creation that could not be warmed into Redis). ENOTFOUND, ECONFLICT.
-	DeleteVoucher(ctx context.Context, id int64) error
-	// Voucher returns one voucher with its campaign. ENOTFOUND.
-	Voucher(ctx context.Context, id int64) (*Voucher, error)
-	// Vouchers returns vouchers in id order.
-	Vouchers(ctx context.Context, filter VoucherFilter) ([]*Voucher, error)
-	// Order returns a persisted order, CREATED or FAILED. ENOTFOUND.
+// The ports: each part of the domain declares the small interface it needs
+// of each adapter (STYLE.md: a port has the methods one caller needs), even
+// where one adapter implements several. Postgres (internal/store):
+// CatalogStore, Auditor, OrderStore, RecoveryStore, OrderLife, RefundStore,
+// OperatorStore. Redis (internal/admission): Admitter, Outbox, Rebuilder,
+// CampaignAdmitter, UnitReturner, StatusBus. Asynq (jobs): Enqueuer,
+// ExpiryScheduler, RefundQueue.
+
+// OrderStore is what purchases need of the system of record (Postgres):
+// orders.
+type OrderStore interface {
+	// Order returns a persisted order: CREATED and after, or FAILED.
+	// ENOTFOUND.
 	Order(ctx context.Context, id int64) (*Order, error)
 	// OrdersByUser returns a user's persisted orders, newest first.
 	OrdersByUser(ctx context.Context, userID int64, limit int) ([]*Order, error)
@@ -32,6 +33,11 @@ type Store interface {
 	// user's) is recorded as FAILED with a reason. An error means nothing was
 	// decided: retry.
 	PersistOrders(ctx context.Context, adms []Admission) ([]PersistOutcome, error)
+}
+
+// RecoveryStore is what recovery needs of the system of record: which
+// campaigns to watch, and their state to rebuild Redis from.
+type RecoveryStore interface {
 	// LiveCampaigns returns the ids of the campaigns that have not ended.
 	LiveCampaigns(ctx context.Context) ([]int64, error)
 	// CampaignsEndingAfter returns the ids of the campaigns that have not
@@ -48,24 +54,48 @@ type Store interface {
 	RebuildCampaign(ctx context.Context, voucherID int64) (WarmState, error)
 	// CampaignEpoch returns a campaign's current epoch. ENOTFOUND.
 	CampaignEpoch(ctx context.Context, voucherID int64) (int64, error)
+}
+
+// CatalogStore is what the catalog of vouchers and campaigns needs of the
+// system of record.
+type CatalogStore interface {
+	// CreateVoucher inserts v and its campaign and sets their ids and times.
+	CreateVoucher(ctx context.Context, v *Voucher) error
+	// DeleteVoucher removes a voucher that has no orders (used to undo a
+	// creation that could not be warmed into Redis). ENOTFOUND, ECONFLICT.
+	DeleteVoucher(ctx context.Context, id int64) error
+	// Voucher returns one voucher with its campaign. ENOTFOUND.
+	Voucher(ctx context.Context, id int64) (*Voucher, error)
+	// Vouchers returns vouchers in id order.
+	Vouchers(ctx context.Context, filter VoucherFilter) ([]*Voucher, error)
 	// CampaignQuiz returns a campaign's quiz questions (none without a
 	// quiz).
 	CampaignQuiz(ctx context.Context, voucherID int64) ([]QuizQuestion, error)
+	// ChangeCampaign locks the campaign of a voucher, lets change modify the
+	// voucher (texts) and its campaign (window, pause, stock, challenge; its
+	// Quiz holds the questions stored, and the change may replace them),
+	// and writes the result together with the audit entry that change
+	// returns, in one transaction. It returns the voucher as written.
+	// ENOTFOUND; an error from change is returned as it is and nothing is
+	// written; EINVALID when the database's rules reject the result.
+	ChangeCampaign(ctx context.Context, voucherID int64, change func(v *Voucher) (AuditEntry, error)) (*Voucher, error)
 }
 
-// Admitter decides purchases atomically (Redis).
+// Auditor records who changed what (the audit log, in Postgres).
+type Auditor interface {
+	// AddAudit records an entry.
+	AddAudit(ctx context.Context, e AuditEntry) error
+}
+
+// Admitter decides purchases atomically (Redis): the hot path.
 type Admitter interface {
-	// Warm installs a campaign unless Redis already holds it; it reports
-	// whether it installed it.
-	Warm(ctx context.Context, st WarmState) (bool, error)
 	// Admit decides one purchase. On ACCEPTED the admission is recorded as
 	// pending in the same atomic step. The same step takes the attempt
 	// from the user's shared limit, checks t against the campaign's
-	// challenge (a ticket with a nonce spends its token, right or wrong,
-	// and a second answer to it is CHALLENGE_USED; a refused one answers
-	// its Refusal) and applies the campaign's brake. ENOTFOUND when Redis
-	// does not know the campaign; ErrRebuildNeeded when it must be rebuilt
-	// first; EUNAVAILABLE when Redis cannot be reached in time.
+	// challenge (a token is spent by its first answer; a refused one
+	// answers its Refusal) and applies the campaign's brake. ENOTFOUND when
+	// Redis does not know the campaign; ErrRebuildNeeded when it must be
+	// rebuilt first; EUNAVAILABLE when Redis cannot be reached in time.
 	// ErrNotReplicated, with OutcomeAccepted and the admission, when Redis
 	// took it but fewer of its replicas than required confirmed it in
 	// time: a failover could still lose it, so the caller must make it
@@ -76,6 +106,10 @@ type Admitter interface {
 	Remaining(ctx context.Context, voucherIDs []int64) (map[int64]int64, error)
 	// Pending returns an admission that is not persisted yet. ENOTFOUND.
 	Pending(ctx context.Context, orderID int64) (*Admission, error)
+}
+
+// Outbox is the admissions Redis holds as pending until Postgres has them.
+type Outbox interface {
 	// Ack forgets admissions that Postgres now holds.
 	Ack(ctx context.Context, adms []Admission) error
 	// Release gives a failed admission's unit back, and its buyer slot
@@ -85,13 +119,15 @@ type Admitter interface {
 	// Stale returns up to limit admissions of the campaigns voucherIDs
 	// pending for longer than age.
 	Stale(ctx context.Context, voucherIDs []int64, age time.Duration, limit int) ([]Admission, error)
+	// PendingOf returns every admission of a campaign still pending.
+	PendingOf(ctx context.Context, voucherID int64) ([]Admission, error)
+}
+
+// Rebuilder restores campaigns that Redis lost, and trims those long ended.
+type Rebuilder interface {
 	// NeedsRebuild returns those of ids whose campaign Redis does not hold
 	// or holds in a state it must not admit from (see ErrRebuildNeeded).
 	NeedsRebuild(ctx context.Context, ids []int64) ([]int64, error)
-	// Retire trims those of ids that ended more than after ago, have no
-	// pending admission and are not being rebuilt, to what answering ENDED
-	// needs; it returns how many it trimmed.
-	Retire(ctx context.Context, ids []int64, after time.Duration) (int, error)
 	// BeginRebuild takes the campaign's rebuild lock, across every process,
 	// and stops its admissions, if the campaign needs a rebuild (decided in
 	// the same step as NeedsRebuild decides it); ok is false while another
@@ -101,12 +137,30 @@ type Admitter interface {
 	// token's, after a rebuild failed before FinishRebuild; the campaign
 	// still admits nobody until it is rebuilt.
 	AbortRebuild(ctx context.Context, voucherID int64, token string) error
-	// PendingOf returns every admission of a campaign still pending.
-	PendingOf(ctx context.Context, voucherID int64) ([]Admission, error)
 	// FinishRebuild installs st in place of everything Redis held for the
 	// campaign and releases the lock; false when the lock was no longer
 	// token's (nothing changed).
 	FinishRebuild(ctx context.Context, token string, st WarmState) (bool, error)
+	// Retire trims those of ids that ended more than after ago, have no
+	// pending admission and are not being rebuilt, to what answering ENDED
+	// needs; it returns how many it trimmed.
+	Retire(ctx context.Context, ids []int64, after time.Duration) (int, error)
+}
+
+// CampaignAdmitter installs campaigns in admission and applies their
+// changes.
+type CampaignAdmitter interface {
+	// Warm installs a campaign unless Redis already holds it; it reports
+	// whether it installed it.
+	Warm(ctx context.Context, st WarmState) (bool, error)
+	// UpdateCampaign sets the window and the pause of a campaign admission
+	// holds. ENOTFOUND when it does not hold it.
+	UpdateCampaign(ctx context.Context, voucherID int64, begin, end time.Time, paused bool) error
+	// AddStock puts n more units on sale. ENOTFOUND when admission does not
+	// hold the campaign.
+	AddStock(ctx context.Context, voucherID, n int64) error
+	// UpdateGuard sets a campaign's challenge and brake in admission.
+	UpdateGuard(ctx context.Context, voucherID int64, challenge ChallengeKind, brake int) error
 }
 
 // ErrRebuildNeeded is what Admit answers for a campaign whose Redis state
@@ -143,7 +197,14 @@ type StatusBus interface {
 	Subscribe(ctx context.Context, orderID int64) (events <-chan StatusEvent, cancel func(), err error)
 }
 
-// Limiter bounds how often one user may try to buy one campaign.
+// Limiter bounds how often one user may try to buy one campaign, in the
+// process's memory.
 type Limiter interface {
 	Allow(voucherID, userID int64) bool
 }
+
+// NoLimit is the Limiter of a process without a per-user limit in memory.
+type NoLimit struct{}
+
+// Allow implements Limiter: every attempt is allowed.
+func (NoLimit) Allow(int64, int64) bool { return true }

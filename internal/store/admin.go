@@ -2,23 +2,21 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
-	"golang.org/x/crypto/bcrypt"
 
 	"seckill/internal/seckill"
 )
 
-// BcryptCost is the work factor of new password hashes. Tests lower it.
-var BcryptCost = bcrypt.DefaultCost
+// Operators and their sessions (seckill.OperatorStore). The password
+// policy, the hashing and the session tokens are the domain's
+// (seckill.Operators); this keeps rows.
+
+var _ seckill.OperatorStore = (*Store)(nil)
 
 // adminRow is a row of admin_user.
 type adminRow struct {
@@ -44,29 +42,11 @@ func toDomainAdmin(r *adminRow) *seckill.Admin {
 	return &seckill.Admin{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC()}
 }
 
-func hashPassword(password string) (string, error) {
-	if err := seckill.ValidateAdminPassword(password); err != nil {
-		return "", err
-	}
-	h, err := bcrypt.GenerateFromPassword([]byte(password), BcryptCost)
-	if err != nil {
-		return "", fmt.Errorf("store: hash password: %w", err)
-	}
-	return string(h), nil
-}
-
-// CreateAdmin adds an operator with a bcrypt hash of password. EINVALID for
-// a bad name or password; ECONFLICT when the name is taken.
-func (s *Store) CreateAdmin(ctx context.Context, name, password string) (*seckill.Admin, error) {
-	if err := seckill.ValidateAdminName(name); err != nil {
-		return nil, err
-	}
-	hash, err := hashPassword(password)
-	if err != nil {
-		return nil, err
-	}
+// InsertAdmin adds an operator with a password hash. ECONFLICT when the
+// name is taken.
+func (s *Store) InsertAdmin(ctx context.Context, name, hash string) (*seckill.Admin, error) {
 	row := &adminRow{Name: name, PasswordHash: hash}
-	_, err = s.db.NewInsert().Model(row).Returning("id, created_at").Exec(ctx)
+	_, err := s.db.NewInsert().Model(row).Returning("id, created_at").Exec(ctx)
 	if sqlState(err) == codeUniqueViolation {
 		return nil, seckill.Errorf(seckill.ECONFLICT, "admin %q exists already", name)
 	} else if err != nil {
@@ -75,144 +55,79 @@ func (s *Store) CreateAdmin(ctx context.Context, name, password string) (*seckil
 	return toDomainAdmin(row), nil
 }
 
-// EnsureAdmin makes an operator with this name and password exist: it
-// creates one, or sets the password of an existing one whose password
-// differs (ending that operator's sessions). It reports whether it changed
-// anything. EINVALID for a bad name or password.
-func (s *Store) EnsureAdmin(ctx context.Context, name, password string) (bool, error) {
-	if err := seckill.ValidateAdminName(name); err != nil {
-		return false, err
+// AdminByName returns an operator and its password hash. ENOTFOUND.
+func (s *Store) AdminByName(ctx context.Context, name string) (*seckill.Admin, string, error) {
+	var row adminRow
+	err := s.db.NewSelect().Model(&row).Where("name = ?", name).Scan(ctx)
+	if err := oneRow(err, "select", "admin", name); err != nil {
+		return nil, "", err
 	}
-	if err := seckill.ValidateAdminPassword(password); err != nil {
-		return false, err
-	}
+	return toDomainAdmin(&row), row.PasswordHash, nil
+}
+
+// SetAdminPassword replaces an operator's hash, if it is still old, and
+// ends its sessions, in one transaction.
+func (s *Store) SetAdminPassword(ctx context.Context, adminID int64, old, hash string) (bool, error) {
 	changed := false
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var row adminRow
-		err := tx.NewSelect().Model(&row).Where("name = ?", name).For("UPDATE").Scan(ctx)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			hash, err := hashPassword(password)
-			if err != nil {
-				return err
-			}
-			row = adminRow{Name: name, PasswordHash: hash}
-			if _, err := tx.NewInsert().Model(&row).On("CONFLICT (name) DO NOTHING").Exec(ctx); err != nil {
-				return fmt.Errorf("store: insert admin: %w", err)
-			}
-			changed = true
-			return nil
-		case err != nil:
-			return fmt.Errorf("store: select admin: %w", err)
-		}
-		if bcrypt.CompareHashAndPassword([]byte(row.PasswordHash), []byte(password)) == nil {
-			return nil
-		}
-		hash, err := hashPassword(password)
+		res, err := tx.NewUpdate().Model((*adminRow)(nil)).Set("password_hash = ?", hash).
+			Where("id = ?", adminID).Where("password_hash = ?", old).Exec(ctx)
 		if err != nil {
-			return err
+			return fmt.Errorf("update admin: %w", err)
 		}
-		if _, err := tx.NewUpdate().Model((*adminRow)(nil)).Set("password_hash = ?", hash).Where("id = ?", row.ID).Exec(ctx); err != nil {
-			return fmt.Errorf("store: update admin: %w", err)
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
 		}
-		if _, err := tx.NewDelete().Model((*sessionRow)(nil)).Where("admin_user_id = ?", row.ID).Exec(ctx); err != nil {
-			return fmt.Errorf("store: delete sessions: %w", err)
+		if _, err := tx.NewDelete().Model((*sessionRow)(nil)).Where("admin_user_id = ?", adminID).Exec(ctx); err != nil {
+			return fmt.Errorf("delete sessions: %w", err)
 		}
 		changed = true
 		return nil
 	})
-	return changed, err
+	if err != nil {
+		return false, fmt.Errorf("store: set password of admin %d: %w", adminID, err)
+	}
+	return changed, nil
 }
 
-var (
-	dummyOnce sync.Once
-	dummyHash []byte
-)
-
-// AuthenticateAdmin returns the operator whose name and password these are.
-// A wrong name and a wrong password are the same EUNAUTHENTICATED error and
-// take the same time, so the answer tells a prober nothing.
-func (s *Store) AuthenticateAdmin(ctx context.Context, name, password string) (*seckill.Admin, error) {
-	wrong := seckill.Errorf(seckill.EUNAUTHENTICATED, "wrong user name or password")
-	var row adminRow
-	err := s.db.NewSelect().Model(&row).Where("name = ?", name).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		dummyOnce.Do(func() {
-			dummyHash, _ = bcrypt.GenerateFromPassword([]byte("no such admin, no such password"), BcryptCost)
-		})
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
-		return nil, wrong
-	} else if err != nil {
-		return nil, fmt.Errorf("store: select admin: %w", err)
-	}
-	if bcrypt.CompareHashAndPassword([]byte(row.PasswordHash), []byte(password)) != nil {
-		return nil, wrong
-	}
-	return toDomainAdmin(&row), nil
-}
-
-// sessionTokenBytes is the entropy of a session token.
-const sessionTokenBytes = 32
-
-func hashToken(token string) []byte {
-	h := sha256.Sum256([]byte(token))
-	return h[:]
-}
-
-// CreateAdminSession starts a session for an operator that lasts ttl and
-// returns its token (for the cookie; only its hash is stored) and expiry.
-// Expired sessions of every operator are deleted on the way.
-func (s *Store) CreateAdminSession(ctx context.Context, adminID int64, ttl time.Duration) (string, time.Time, error) {
-	if ttl <= 0 {
-		return "", time.Time{}, fmt.Errorf("store: session ttl %v is not positive", ttl)
-	}
-	var raw [sessionTokenBytes]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", time.Time{}, fmt.Errorf("store: session token: %w", err)
-	}
-	token := base64.RawURLEncoding.EncodeToString(raw[:])
-	row := &sessionRow{TokenHash: hashToken(token), AdminUserID: adminID}
+// InsertSession stores a session for ttl and returns its expiry, deleting
+// expired sessions of every operator on the way. ENOTFOUND for an unknown
+// operator.
+func (s *Store) InsertSession(ctx context.Context, adminID int64, tokenHash []byte, ttl time.Duration) (time.Time, error) {
+	row := &sessionRow{TokenHash: tokenHash, AdminUserID: adminID}
 	_, err := s.db.NewInsert().Model(row).
 		Value("expires_at", "now() + ?::interval", fmt.Sprintf("%d microseconds", ttl.Microseconds())).
 		Returning("created_at, expires_at").Exec(ctx)
 	if sqlState(err) == codeForeignKeyViolation {
-		return "", time.Time{}, seckill.Errorf(seckill.ENOTFOUND, "admin %d not found", adminID)
+		return time.Time{}, seckill.Errorf(seckill.ENOTFOUND, "admin %d not found", adminID)
 	} else if err != nil {
-		return "", time.Time{}, fmt.Errorf("store: insert session: %w", err)
+		return time.Time{}, fmt.Errorf("store: insert session: %w", err)
 	}
 	if _, err := s.db.NewDelete().Model((*sessionRow)(nil)).Where("expires_at <= now()").Exec(ctx); err != nil {
-		return "", time.Time{}, fmt.Errorf("store: delete expired sessions: %w", err)
+		return time.Time{}, fmt.Errorf("store: delete expired sessions: %w", err)
 	}
-	return token, row.ExpiresAt.UTC(), nil
+	return row.ExpiresAt.UTC(), nil
 }
 
-// AdminBySession returns the operator of a session that exists and has not
-// expired. EUNAUTHENTICATED otherwise.
-func (s *Store) AdminBySession(ctx context.Context, token string) (*seckill.Admin, error) {
-	if token == "" || len(token) > 128 {
-		return nil, seckill.Errorf(seckill.EUNAUTHENTICATED, "no session")
-	}
+// SessionAdmin returns the operator of a live session. ENOTFOUND.
+func (s *Store) SessionAdmin(ctx context.Context, tokenHash []byte) (*seckill.Admin, error) {
 	var row adminRow
 	err := s.db.NewSelect().Model(&row).
 		Join("JOIN admin_session AS s ON s.admin_user_id = a.id").
-		Where("s.token_hash = ?", hashToken(token)).
+		Where("s.token_hash = ?", tokenHash).
 		Where("s.expires_at > now()").
 		Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, seckill.Errorf(seckill.EUNAUTHENTICATED, "no session")
+		return nil, seckill.Errorf(seckill.ENOTFOUND, "no session")
 	} else if err != nil {
 		return nil, fmt.Errorf("store: select session: %w", err)
 	}
 	return toDomainAdmin(&row), nil
 }
 
-// DeleteAdminSession ends a session; ending one that does not exist is not
-// an error.
-func (s *Store) DeleteAdminSession(ctx context.Context, token string) error {
-	if token == "" {
-		return nil
-	}
-	if _, err := s.db.NewDelete().Model((*sessionRow)(nil)).Where("token_hash = ?", hashToken(token)).Exec(ctx); err != nil {
+// DeleteSession ends a session, if it exists.
+func (s *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
+	if _, err := s.db.NewDelete().Model((*sessionRow)(nil)).Where("token_hash = ?", tokenHash).Exec(ctx); err != nil {
 		return fmt.Errorf("store: delete session: %w", err)
 	}
 	return nil

@@ -14,13 +14,22 @@ import (
 	"seckill/internal/store/storetest"
 )
 
-func init() { store.BcryptCost = bcrypt.MinCost }
+// operators are the domain's operators over the store, hashing fast.
+func operators(t *testing.T, s *store.Store) *seckill.Operators {
+	t.Helper()
+	ops, err := seckill.NewOperators(s, bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops
+}
 
 func TestAdmins(t *testing.T) {
 	db, s := newStore(t)
+	ops := operators(t, s)
 	ctx := t.Context()
 
-	a, err := s.CreateAdmin(ctx, "alice", "correct horse battery")
+	a, err := ops.CreateAdmin(ctx, "alice", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,19 +52,19 @@ func TestAdmins(t *testing.T) {
 		{"bad name", "bob smith", "another long password", seckill.EINVALID},
 	} {
 		t.Run("create/"+tt.name, func(t *testing.T) {
-			if _, err := s.CreateAdmin(ctx, tt.user, tt.password); seckill.ErrorCode(err) != tt.code {
+			if _, err := ops.CreateAdmin(ctx, tt.user, tt.password); seckill.ErrorCode(err) != tt.code {
 				t.Errorf("err = %v, want code %s", err, tt.code)
 			}
 		})
 	}
 
 	t.Run("authenticate", func(t *testing.T) {
-		got, err := s.AuthenticateAdmin(ctx, "alice", "correct horse battery")
+		got, err := ops.AuthenticateAdmin(ctx, "alice", "correct horse battery")
 		if err != nil || got.ID != a.ID {
 			t.Fatalf("AuthenticateAdmin = %+v, %v", got, err)
 		}
 		for _, c := range [][2]string{{"alice", "wrong password!"}, {"nobody", "correct horse battery"}, {"", ""}} {
-			_, err := s.AuthenticateAdmin(ctx, c[0], c[1])
+			_, err := ops.AuthenticateAdmin(ctx, c[0], c[1])
 			if seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED || seckill.ErrorMessage(err) != "wrong user name or password" {
 				t.Errorf("AuthenticateAdmin(%q, %q): %v", c[0], c[1], err)
 			}
@@ -63,7 +72,7 @@ func TestAdmins(t *testing.T) {
 	})
 
 	t.Run("sessions", func(t *testing.T) {
-		token, expires, err := s.CreateAdminSession(ctx, a.ID, time.Hour)
+		token, expires, err := ops.CreateAdminSession(ctx, a.ID, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,68 +86,68 @@ func TestAdmins(t *testing.T) {
 		if stored != 0 {
 			t.Error("the token is stored in clear")
 		}
-		got, err := s.AdminBySession(ctx, token)
+		got, err := ops.AdminBySession(ctx, token)
 		if err != nil || got.Name != "alice" {
 			t.Fatalf("AdminBySession = %+v, %v", got, err)
 		}
-		if _, err := s.AdminBySession(ctx, token+"x"); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
+		if _, err := ops.AdminBySession(ctx, token+"x"); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
 			t.Errorf("wrong token: %v", err)
 		}
-		if err := s.DeleteAdminSession(ctx, token); err != nil {
+		if err := ops.DeleteAdminSession(ctx, token); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.AdminBySession(ctx, token); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
+		if _, err := ops.AdminBySession(ctx, token); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
 			t.Errorf("deleted session: %v", err)
 		}
 
 		// An expired session opens nothing, and the next new session
 		// sweeps it away.
-		old, _, err := s.CreateAdminSession(ctx, a.ID, time.Hour)
+		old, _, err := ops.CreateAdminSession(ctx, a.ID, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.ExecContext(ctx, "UPDATE admin_session SET created_at = now() - interval '2 hours', expires_at = now() - interval '1 second'"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.AdminBySession(ctx, old); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
+		if _, err := ops.AdminBySession(ctx, old); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
 			t.Errorf("expired session: %v", err)
 		}
-		if _, _, err := s.CreateAdminSession(ctx, a.ID, time.Hour); err != nil {
+		if _, _, err := ops.CreateAdminSession(ctx, a.ID, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		var n int
 		if err := db.NewRaw("SELECT count(*) FROM admin_session").Scan(ctx, &n); err != nil || n != 1 {
 			t.Errorf("%d sessions after the sweep (%v), want 1", n, err)
 		}
-		if _, _, err := s.CreateAdminSession(ctx, a.ID+100, time.Hour); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		if _, _, err := ops.CreateAdminSession(ctx, a.ID+100, time.Hour); seckill.ErrorCode(err) != seckill.ENOTFOUND {
 			t.Errorf("session of no admin: %v", err)
 		}
 	})
 
 	t.Run("ensure", func(t *testing.T) {
-		token, _, err := s.CreateAdminSession(ctx, a.ID, time.Hour)
+		token, _, err := ops.CreateAdminSession(ctx, a.ID, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if changed, err := s.EnsureAdmin(ctx, "alice", "correct horse battery"); err != nil || changed {
+		if changed, err := ops.EnsureAdmin(ctx, "alice", "correct horse battery"); err != nil || changed {
 			t.Errorf("same password: changed %v, %v", changed, err)
 		}
-		if _, err := s.AdminBySession(ctx, token); err != nil {
+		if _, err := ops.AdminBySession(ctx, token); err != nil {
 			t.Errorf("an unchanged password ended the session: %v", err)
 		}
-		if changed, err := s.EnsureAdmin(ctx, "alice", "a new long password"); err != nil || !changed {
+		if changed, err := ops.EnsureAdmin(ctx, "alice", "a new long password"); err != nil || !changed {
 			t.Errorf("new password: changed %v, %v", changed, err)
 		}
-		if _, err := s.AdminBySession(ctx, token); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
+		if _, err := ops.AdminBySession(ctx, token); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
 			t.Errorf("a new password left the old session open: %v", err)
 		}
-		if _, err := s.AuthenticateAdmin(ctx, "alice", "a new long password"); err != nil {
+		if _, err := ops.AuthenticateAdmin(ctx, "alice", "a new long password"); err != nil {
 			t.Errorf("new password refused: %v", err)
 		}
-		if changed, err := s.EnsureAdmin(ctx, "carol", "carols long password"); err != nil || !changed {
+		if changed, err := ops.EnsureAdmin(ctx, "carol", "carols long password"); err != nil || !changed {
 			t.Errorf("new admin: changed %v, %v", changed, err)
 		}
-		if _, err := s.EnsureAdmin(ctx, "carol", "short"); seckill.ErrorField(err) != "password" {
+		if _, err := ops.EnsureAdmin(ctx, "carol", "short"); seckill.ErrorField(err) != "password" {
 			t.Errorf("short password: %v", err)
 		}
 	})

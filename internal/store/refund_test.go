@@ -11,7 +11,7 @@ import (
 // owe persists an order for user, opens its payment, cancels the order and
 // confirms the payment: a payment owed back.
 func owe(t *testing.T, s interface {
-	seckill.Store
+	seckill.OrderStore
 	seckill.OrderLife
 }, voucherID, seq, user int64) *seckill.Payment {
 	t.Helper()

@@ -67,12 +67,18 @@ func newConnector(dsn string) (c *pgdriver.Connector, err error) {
 	return pgdriver.NewConnector(pgdriver.WithDSN(dsn)), nil
 }
 
-// Store implements seckill.Store on Postgres.
+// Store implements the domain's Postgres ports on Postgres: one adapter,
+// a file per port.
 type Store struct {
 	db *bun.DB
 }
 
-var _ seckill.Store = (*Store)(nil)
+var (
+	_ seckill.CatalogStore  = (*Store)(nil)
+	_ seckill.Auditor       = (*Store)(nil)
+	_ seckill.OrderStore    = (*Store)(nil)
+	_ seckill.RecoveryStore = (*Store)(nil)
+)
 
 // New returns a Store that uses db, typically from Open.
 func New(db *bun.DB) *Store {

@@ -11,10 +11,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// campaignStore is an in-memory CampaignStore holding one voucher.
+// campaignStore is an in-memory CatalogStore holding one voucher, and the
+// audit log.
 type campaignStore struct {
-	v     Voucher
-	audit []AuditEntry
+	CatalogStore // what the tests do not call
+	v            Voucher
+	audit        []AuditEntry
+	created      bool // CreateVoucher was called
 }
 
 func (s *campaignStore) ChangeCampaign(_ context.Context, id int64, change func(v *Voucher) (AuditEntry, error)) (*Voucher, error) {
@@ -77,6 +80,8 @@ func (a *campaignAdmitter) UpdateGuard(context.Context, int64, ChallengeKind, in
 	return a.err
 }
 
+func (a *campaignAdmitter) Warm(context.Context, WarmState) (bool, error) { return a.err == nil, a.err }
+
 func boolArgTest(b bool) string {
 	if b {
 		return "paused"
@@ -97,17 +102,27 @@ func (remainingAdmitter) Remaining(_ context.Context, ids []int64) (map[int64]in
 
 var adminTestNow = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
-func newAdminService(begin, end time.Time) (*Service, *campaignStore, *campaignAdmitter) {
+func newAdminService(begin, end time.Time) (*Catalog, *campaignStore, *campaignAdmitter) {
 	st := &campaignStore{v: Voucher{
 		ID: 42, ShopID: 1, Title: "t", PayValue: 1, ActualValue: 2, Type: VoucherSeckill,
 		Campaign: &Campaign{VoucherID: 42, InitialStock: 10, Stock: 8, BeginTime: begin, EndTime: end},
 	}}
 	adm := &campaignAdmitter{}
-	s := &Service{
-		Admitter: remainingAdmitter{}, Campaigns: st, CampaignAdmitter: adm,
-		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return adminTestNow },
+	return newTestCatalog(st, adm), st, adm
+}
+
+func newTestCatalog(st *campaignStore, adm *campaignAdmitter) *Catalog {
+	now := func() time.Time { return adminTestNow }
+	ch, err := NewChallenges(st, NewChallenger([]byte("secret"), time.Minute, time.Minute), now)
+	if err != nil {
+		panic(err)
 	}
-	return s, st, adm
+	c, err := NewCatalog(CatalogDeps{Store: st, Auditor: st, Admission: adm, Admitter: remainingAdmitter{},
+		Challenges: ch, Logger: slog.New(slog.DiscardHandler), Now: now})
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 func operator() context.Context {
@@ -362,10 +377,7 @@ func TestGuardRevertRestoresQuiz(t *testing.T) {
 
 func TestAddSeckillVoucherIsAudited(t *testing.T) {
 	st := &campaignStore{}
-	s := &Service{
-		Store: createStore{}, Admitter: warmAdmitter{}, Campaigns: st, CampaignAdmitter: &campaignAdmitter{},
-		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return adminTestNow },
-	}
+	s := newTestCatalog(st, &campaignAdmitter{})
 	ctx := NewContextWithUser(context.Background(), &User{ID: 9, Admin: true})
 	_, err := s.AddSeckillVoucher(ctx, NewSeckillVoucher{ShopID: 1, Title: "new", PayValue: 1, ActualValue: 1, Stock: 3,
 		BeginTime: adminTestNow, EndTime: adminTestNow.Add(time.Hour)})
@@ -377,16 +389,11 @@ func TestAddSeckillVoucherIsAudited(t *testing.T) {
 	}
 }
 
-type createStore struct{ Store }
-
-func (createStore) CreateVoucher(_ context.Context, v *Voucher) error {
+func (s *campaignStore) CreateVoucher(_ context.Context, v *Voucher) error {
 	v.ID, v.Campaign.VoucherID = 77, 77
+	s.created = true
 	return nil
 }
-
-type warmAdmitter struct{ Admitter }
-
-func (warmAdmitter) Warm(context.Context, WarmState) (bool, error) { return true, nil }
 
 func TestValidateAdminCredentials(t *testing.T) {
 	for _, tt := range []struct {

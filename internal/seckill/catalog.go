@@ -1,53 +1,56 @@
 package seckill
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"regexp"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
-// Admin is an operator of the dashboard.
-type Admin struct {
-	ID        int64
-	Name      string
-	CreatedAt time.Time
+// Catalog is the vouchers and their campaigns: creating them, reading them
+// with their live stock, and an operator's changes (window, pause, stock,
+// challenge and brake), each recorded in the audit log.
+type Catalog struct {
+	store      CatalogStore
+	auditor    Auditor
+	admission  CampaignAdmitter
+	remaining  Admitter // the live stock of campaigns
+	challenges *Challenges
+	logger     *slog.Logger
+	now        func() time.Time
+	payWindow  time.Duration
 }
 
-// Limits on operators' credentials. bcrypt reads at most 72 bytes.
-const (
-	MaxAdminNameLen      = 64
-	MinAdminPasswordLen  = 12
-	MaxAdminPasswordSize = 72
-)
-
-var adminNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]*$`)
-
-// ValidateAdminName checks an operator's name: 1 to 64 letters, digits and
-// ". _ @ -", starting with a letter or digit. EINVALID on field "user".
-func ValidateAdminName(name string) error {
-	if name == "" {
-		return Invalidf("user", "user name is required")
-	}
-	if len(name) > MaxAdminNameLen || !adminNameRE.MatchString(name) {
-		return Invalidf("user", "user name must be 1 to %d letters, digits or . _ @ -, starting with a letter or digit", MaxAdminNameLen)
-	}
-	return nil
+// CatalogDeps are what the Catalog needs; every field is required.
+type CatalogDeps struct {
+	Store     CatalogStore
+	Auditor   Auditor
+	Admission CampaignAdmitter
+	Admitter  Admitter // reads the campaigns' live stock
+	// Challenges forgets a campaign's cached challenge settings when an
+	// operator changes them.
+	Challenges *Challenges
+	Logger     *slog.Logger
+	Now        func() time.Time
+	// PayWindow is the pay window of a campaign that sets none
+	// (SECKILL_PAY_WINDOW); 0 means DefaultPayWindow.
+	PayWindow time.Duration
 }
 
-// ValidateAdminPassword checks an operator's password: at least 12
-// characters and at most 72 bytes. EINVALID on field "password".
-func ValidateAdminPassword(password string) error {
-	if utf8.RuneCountInString(password) < MinAdminPasswordLen {
-		return Invalidf("password", "password must be at least %d characters", MinAdminPasswordLen)
+// NewCatalog returns the catalog over its dependencies; it refuses to build
+// without any of them.
+func NewCatalog(d CatalogDeps) (*Catalog, error) {
+	if err := required("the catalog", map[string]bool{
+		"Store": d.Store == nil, "Auditor": d.Auditor == nil, "Admission": d.Admission == nil, "Admitter": d.Admitter == nil,
+		"Challenges": d.Challenges == nil, "Logger": d.Logger == nil, "Now": d.Now == nil,
+	}); err != nil {
+		return nil, err
 	}
-	if len(password) > MaxAdminPasswordSize {
-		return Invalidf("password", "password must be at most %d bytes", MaxAdminPasswordSize)
-	}
-	return nil
+	return &Catalog{store: d.Store, auditor: d.Auditor, admission: d.Admission, remaining: d.Admitter,
+		challenges: d.Challenges, logger: d.Logger, now: d.Now, payWindow: cmp.Or(d.PayWindow, DefaultPayWindow)}, nil
 }
 
 // Audit actions.
@@ -129,30 +132,100 @@ type OrderFilter struct {
 	Status OrderStatus
 }
 
-// CampaignStore is what campaign management needs from the system of record.
-type CampaignStore interface {
-	// ChangeCampaign locks the campaign of a voucher, lets change modify the
-	// voucher (texts) and its campaign (window, pause, stock, guard, and
-	// the quiz: change finds the questions as they stand in Campaign.Quiz),
-	// and writes the result together with the audit entry that change
-	// returns, in one transaction. It returns the voucher as written. ENOTFOUND; an error
-	// from change is returned as it is and nothing is written; EINVALID
-	// when the database's rules reject the result.
-	ChangeCampaign(ctx context.Context, voucherID int64, change func(v *Voucher) (AuditEntry, error)) (*Voucher, error)
-	// AddAudit records an entry.
-	AddAudit(ctx context.Context, e AuditEntry) error
+// AddSeckillVoucher creates a voucher with its campaign in Postgres and warms
+// it into Redis before returning, so it can be bought at once. Admins only.
+func (k *Catalog) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (*Voucher, error) {
+	u, err := requireAdmin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Validate(k.now()); err != nil {
+		return nil, err
+	}
+	in = in.Normalized()
+	v := &Voucher{
+		ShopID: in.ShopID, Title: in.Title, SubTitle: in.SubTitle, Rules: in.Rules,
+		PayValue: in.PayValue, ActualValue: in.ActualValue, Type: VoucherSeckill,
+		Campaign: &Campaign{
+			InitialStock: in.Stock, Stock: in.Stock,
+			BeginTime: in.BeginTime.UTC(), EndTime: in.EndTime.UTC(),
+			Challenge: in.Challenge, PoWBits: in.Difficulty(), Quiz: in.Quiz, Brake: in.Brake,
+			PayWindow: cmp.Or(in.PayWindow, k.payWindow),
+		},
+	}
+	if err := k.store.CreateVoucher(ctx, v); err != nil {
+		return nil, fmt.Errorf("create voucher: %w", err)
+	}
+	if _, err := k.admission.Warm(ctx, WarmState{Campaign: *v.Campaign}); err != nil {
+		// A campaign that Redis does not know cannot be sold; undo it so the
+		// admin can simply try again.
+		if derr := k.store.DeleteVoucher(context.WithoutCancel(ctx), v.ID); derr != nil {
+			k.logger.ErrorContext(ctx, "undo voucher after failed warm", "voucher_id", v.ID, "err", derr)
+		}
+		return nil, fmt.Errorf("warm campaign %d: %w", v.ID, err)
+	}
+	v.Campaign.Remaining, v.Campaign.RemainingKnown = v.Campaign.Stock, true
+	k.audit(ctx, u, v.ID, AuditCreate, createdDetail(v))
+	return v, nil
 }
 
-// CampaignAdmitter is what campaign management needs from admission.
-type CampaignAdmitter interface {
-	// UpdateCampaign sets the window and the pause of a campaign admission
-	// holds. ENOTFOUND when it does not hold it.
-	UpdateCampaign(ctx context.Context, voucherID int64, begin, end time.Time, paused bool) error
-	// AddStock puts n more units on sale. ENOTFOUND when admission does not
-	// hold the campaign.
-	AddStock(ctx context.Context, voucherID, n int64) error
-	// UpdateGuard sets a campaign's challenge and brake in admission.
-	UpdateGuard(ctx context.Context, voucherID int64, challenge ChallengeKind, brake int) error
+// Voucher returns one voucher with its live stock. Anyone may read it.
+func (k *Catalog) Voucher(ctx context.Context, id int64) (*Voucher, error) {
+	if id <= 0 {
+		return nil, Errorf(ENOTFOUND, "voucher %d not found", id)
+	}
+	v, err := k.store.Voucher(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.fillRemaining(ctx, []*Voucher{v}); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Vouchers pages through vouchers in id order, with their live stock.
+func (k *Catalog) Vouchers(ctx context.Context, f VoucherFilter) ([]*Voucher, error) {
+	switch {
+	case f.First == 0:
+		f.First = DefaultPageSize
+	case f.First < 0 || f.First > MaxPageSize:
+		return nil, Invalidf("first", "first must be between 1 and %d", MaxPageSize)
+	}
+	if f.After < 0 {
+		return nil, Invalidf("after", "after must be a voucher id")
+	}
+	vs, err := k.store.Vouchers(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.fillRemaining(ctx, vs); err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+func (k *Catalog) fillRemaining(ctx context.Context, vs []*Voucher) error {
+	ids := make([]int64, 0, len(vs))
+	for _, v := range vs {
+		if v.Campaign != nil {
+			ids = append(ids, v.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rem, err := k.remaining.Remaining(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("remaining stock: %w", err)
+	}
+	for _, v := range vs {
+		if v.Campaign == nil {
+			continue
+		}
+		v.Campaign.Remaining, v.Campaign.RemainingKnown = rem[v.ID]
+	}
+	return nil
 }
 
 // actorName is how the audit log names a user.
@@ -165,13 +238,16 @@ func actorName(u *User) string {
 
 // audit records an entry; a failure is logged, not returned, because the
 // change it describes has happened.
-func (s *Service) audit(ctx context.Context, u *User, voucherID int64, action, detail string) {
-	if s.Campaigns == nil {
-		return
-	}
+func (k *Catalog) audit(ctx context.Context, u *User, voucherID int64, action, detail string) {
+	record(ctx, k.auditor, k.logger, u, voucherID, action, detail)
+}
+
+// record writes an audit entry; a failure is logged, not returned, because
+// the change it describes has happened.
+func record(ctx context.Context, a Auditor, logger *slog.Logger, u *User, voucherID int64, action, detail string) {
 	e := AuditEntry{VoucherID: voucherID, Actor: actorName(u), Action: action, Detail: detail}
-	if err := s.Campaigns.AddAudit(context.WithoutCancel(ctx), e); err != nil {
-		s.Logger.ErrorContext(ctx, "record audit entry", "voucher_id", voucherID, "action", action, "err", err)
+	if err := a.AddAudit(context.WithoutCancel(ctx), e); err != nil {
+		logger.ErrorContext(ctx, "record audit entry", "voucher_id", voucherID, "action", action, "err", err)
 	}
 }
 
@@ -186,8 +262,8 @@ func createdDetail(v *Voucher) string {
 // started yet, in Postgres and then in admission. The input is validated as
 // a new campaign's is (EINVALID with the field, the same messages);
 // ECONFLICT once the campaign has started. Admins only.
-func (s *Service) UpdateCampaign(ctx context.Context, voucherID int64, e CampaignEdit) (*Voucher, error) {
-	return s.manage(ctx, voucherID, AuditEdit, func(v *Voucher, now time.Time) (string, error) {
+func (k *Catalog) UpdateCampaign(ctx context.Context, voucherID int64, e CampaignEdit) (*Voucher, error) {
+	return k.manage(ctx, voucherID, AuditEdit, func(v *Voucher, now time.Time) (string, error) {
 		c := v.Campaign
 		if !now.Before(c.BeginTime) {
 			return "", Errorf(ECONFLICT, "campaign %d has started: it can only be paused, resumed, ended or given more stock", v.ID)
@@ -219,7 +295,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, voucherID int64, e Campaig
 			return "no change", nil
 		}
 		return strings.Join(changes, "; "), nil
-	}, s.applyWindow)
+	}, k.applyWindow)
 }
 
 // GuardEdit is a campaign's challenge and brake as an operator sets them.
@@ -260,7 +336,7 @@ func (e *GuardEdit) Validate() error {
 // and its brake (until it ends), in Postgres and then in admission.
 // EINVALID with the field; ECONFLICT for a challenge change once the sale
 // has started, or any change once it has ended. Admins only.
-func (s *Service) UpdateGuard(ctx context.Context, voucherID int64, e GuardEdit) (*Voucher, error) {
+func (k *Catalog) UpdateGuard(ctx context.Context, voucherID int64, e GuardEdit) (*Voucher, error) {
 	if err := e.Validate(); err != nil {
 		if _, aerr := requireAdmin(ctx); aerr != nil {
 			return nil, aerr
@@ -268,7 +344,7 @@ func (s *Service) UpdateGuard(ctx context.Context, voucherID int64, e GuardEdit)
 		return nil, err
 	}
 	bits := e.Difficulty()
-	return s.manage(ctx, voucherID, AuditGuard, func(v *Voucher, now time.Time) (string, error) {
+	return k.manage(ctx, voucherID, AuditGuard, func(v *Voucher, now time.Time) (string, error) {
 		c := v.Campaign
 		if !now.Before(c.EndTime) {
 			return "", Errorf(ECONFLICT, "campaign %d has ended", v.ID)
@@ -289,32 +365,32 @@ func (s *Service) UpdateGuard(ctx context.Context, voucherID int64, e GuardEdit)
 			c.Challenge, c.PoWBits, c.Quiz = e.Challenge, bits, e.Quiz
 		}
 		c.Brake = e.Brake
-		s.settings.forget(v.ID)
+		k.challenges.forget(v.ID)
 		return detail, nil
 	}, func(ctx context.Context, v *Voucher) error {
-		return s.CampaignAdmitter.UpdateGuard(ctx, v.ID, v.Campaign.Challenge, v.Campaign.Brake)
+		return k.admission.UpdateGuard(ctx, v.ID, v.Campaign.Challenge, v.Campaign.Brake)
 	})
 }
 
 // PauseCampaign stops admission for a campaign that has not ended: every
 // purchase is answered PAUSED until it is resumed. Pausing a paused campaign
 // applies the pause to admission again. ECONFLICT once it has ended.
-func (s *Service) PauseCampaign(ctx context.Context, voucherID int64) (*Voucher, error) {
-	return s.setPaused(ctx, voucherID, true)
+func (k *Catalog) PauseCampaign(ctx context.Context, voucherID int64) (*Voucher, error) {
+	return k.setPaused(ctx, voucherID, true)
 }
 
 // ResumeCampaign lets a paused campaign admit again. ECONFLICT once it has
 // ended.
-func (s *Service) ResumeCampaign(ctx context.Context, voucherID int64) (*Voucher, error) {
-	return s.setPaused(ctx, voucherID, false)
+func (k *Catalog) ResumeCampaign(ctx context.Context, voucherID int64) (*Voucher, error) {
+	return k.setPaused(ctx, voucherID, false)
 }
 
-func (s *Service) setPaused(ctx context.Context, voucherID int64, paused bool) (*Voucher, error) {
+func (k *Catalog) setPaused(ctx context.Context, voucherID int64, paused bool) (*Voucher, error) {
 	action := AuditResume
 	if paused {
 		action = AuditPause
 	}
-	return s.manage(ctx, voucherID, action, func(v *Voucher, now time.Time) (string, error) {
+	return k.manage(ctx, voucherID, action, func(v *Voucher, now time.Time) (string, error) {
 		if !now.Before(v.Campaign.EndTime) {
 			return "", Errorf(ECONFLICT, "campaign %d has ended", v.ID)
 		}
@@ -324,14 +400,14 @@ func (s *Service) setPaused(ctx context.Context, voucherID int64, paused bool) (
 		}
 		v.Campaign.Paused = paused
 		return detail, nil
-	}, s.applyWindow)
+	}, k.applyWindow)
 }
 
 // EndCampaign ends a campaign now: its end becomes the current time (and
 // its begin, if it had not begun, a millisecond before). ECONFLICT when it
 // has ended already.
-func (s *Service) EndCampaign(ctx context.Context, voucherID int64) (*Voucher, error) {
-	return s.manage(ctx, voucherID, AuditEnd, func(v *Voucher, now time.Time) (string, error) {
+func (k *Catalog) EndCampaign(ctx context.Context, voucherID int64) (*Voucher, error) {
+	return k.manage(ctx, voucherID, AuditEnd, func(v *Voucher, now time.Time) (string, error) {
 		c := v.Campaign
 		if !now.Before(c.EndTime) {
 			return "", Errorf(ECONFLICT, "campaign %d has ended already", v.ID)
@@ -346,21 +422,21 @@ func (s *Service) EndCampaign(ctx context.Context, voucherID int64) (*Voucher, e
 		}
 		c.EndTime = end
 		return detail, nil
-	}, s.applyWindow)
+	}, k.applyWindow)
 }
 
 // AddStock puts n more units of a campaign that has not ended on sale:
 // Postgres counts them (initial stock and stock) first, then admission
 // sells them. EINVALID (field "stock") unless 1 <= n and the campaign's
 // stock stays at most MaxStock; ECONFLICT once it has ended.
-func (s *Service) AddStock(ctx context.Context, voucherID, n int64) (*Voucher, error) {
+func (k *Catalog) AddStock(ctx context.Context, voucherID, n int64) (*Voucher, error) {
 	if n < MinStock || n > MaxStock {
 		if _, err := requireAdmin(ctx); err != nil {
 			return nil, err
 		}
 		return nil, Invalidf("stock", "stock to add must be between %d and %d", MinStock, MaxStock)
 	}
-	return s.manage(ctx, voucherID, AuditAddStock, func(v *Voucher, now time.Time) (string, error) {
+	return k.manage(ctx, voucherID, AuditAddStock, func(v *Voucher, now time.Time) (string, error) {
 		c := v.Campaign
 		if !now.Before(c.EndTime) {
 			return "", Errorf(ECONFLICT, "campaign %d has ended", v.ID)
@@ -372,15 +448,15 @@ func (s *Service) AddStock(ctx context.Context, voucherID, n int64) (*Voucher, e
 		c.Stock += n
 		return fmt.Sprintf("+%d units: stock %d → %d", n, c.InitialStock-n, c.InitialStock), nil
 	}, func(ctx context.Context, v *Voucher) error {
-		return s.CampaignAdmitter.AddStock(ctx, v.ID, n)
+		return k.admission.AddStock(ctx, v.ID, n)
 	})
 }
 
 // applyWindow gives admission the campaign's window and pause as Postgres
 // now holds them.
-func (s *Service) applyWindow(ctx context.Context, v *Voucher) error {
+func (k *Catalog) applyWindow(ctx context.Context, v *Voucher) error {
 	c := v.Campaign
-	return s.CampaignAdmitter.UpdateCampaign(ctx, v.ID, c.BeginTime, c.EndTime, c.Paused)
+	return k.admission.UpdateCampaign(ctx, v.ID, c.BeginTime, c.EndTime, c.Paused)
 }
 
 // manage runs one management action: change edits the voucher under the
@@ -393,7 +469,7 @@ func (s *Service) applyWindow(ctx context.Context, v *Voucher) error {
 // so the two never disagree for long and the operator may simply try again;
 // the caller gets EUNAVAILABLE. A campaign admission does not hold (it was
 // never warmed, or Redis lost it) takes the change when it is warmed.
-func (s *Service) manage(ctx context.Context, voucherID int64, action string,
+func (k *Catalog) manage(ctx context.Context, voucherID int64, action string,
 	change func(v *Voucher, now time.Time) (string, error),
 	apply func(ctx context.Context, v *Voucher) error,
 ) (*Voucher, error) {
@@ -401,15 +477,12 @@ func (s *Service) manage(ctx context.Context, voucherID int64, action string,
 	if err != nil {
 		return nil, err
 	}
-	if s.Campaigns == nil || s.CampaignAdmitter == nil {
-		return nil, Errorf(EUNAVAILABLE, "campaign management is not available")
-	}
 	if voucherID <= 0 {
 		return nil, Errorf(ENOTFOUND, "voucher %d not found", voucherID)
 	}
-	now := s.now()
+	now := k.now()
 	var before Voucher
-	after, err := s.Campaigns.ChangeCampaign(ctx, voucherID, func(v *Voucher) (AuditEntry, error) {
+	after, err := k.store.ChangeCampaign(ctx, voucherID, func(v *Voucher) (AuditEntry, error) {
 		if v.Campaign == nil {
 			return AuditEntry{}, Errorf(ENOTFOUND, "voucher %d has no campaign", voucherID)
 		}
@@ -431,15 +504,15 @@ func (s *Service) manage(ctx context.Context, voucherID int64, action string,
 	switch {
 	case err == nil:
 	case ErrorCode(err) == ENOTFOUND:
-		s.Logger.WarnContext(ctx, "admission does not hold the campaign; it takes the change when warmed",
+		k.logger.WarnContext(ctx, "admission does not hold the campaign; it takes the change when warmed",
 			"voucher_id", voucherID, "action", action)
 	default:
-		s.Logger.ErrorContext(ctx, "admission did not take a campaign change; undoing it in Postgres",
+		k.logger.ErrorContext(ctx, "admission did not take a campaign change; undoing it in Postgres",
 			"voucher_id", voucherID, "action", action, "err", err)
-		s.revert(ctx, u, &before, after, action)
+		k.revert(ctx, u, &before, after, action)
 		return nil, Errorf(EUNAVAILABLE, "admission is unavailable, so nothing was changed; try again")
 	}
-	if rem, err := s.Admitter.Remaining(ctx, []int64{voucherID}); err == nil {
+	if rem, err := k.remaining.Remaining(ctx, []int64{voucherID}); err == nil {
 		after.Campaign.Remaining, after.Campaign.RemainingKnown = rem[voucherID]
 	}
 	return after, nil
@@ -448,10 +521,10 @@ func (s *Service) manage(ctx context.Context, voucherID int64, action string,
 // revert undoes in Postgres what an action changed, when admission could not
 // take it. Stock added is taken back as a difference: orders persisted
 // meanwhile took their units from the old stock.
-func (s *Service) revert(ctx context.Context, u *User, before, after *Voucher, action string) {
+func (k *Catalog) revert(ctx context.Context, u *User, before, after *Voucher, action string) {
 	ctx = context.WithoutCancel(ctx)
 	added := after.Campaign.InitialStock - before.Campaign.InitialStock
-	_, err := s.Campaigns.ChangeCampaign(ctx, before.ID, func(v *Voucher) (AuditEntry, error) {
+	_, err := k.store.ChangeCampaign(ctx, before.ID, func(v *Voucher) (AuditEntry, error) {
 		if v.Campaign == nil {
 			return AuditEntry{}, Errorf(ENOTFOUND, "voucher %d has no campaign", before.ID)
 		}
@@ -471,31 +544,19 @@ func (s *Service) revert(ctx context.Context, u *User, before, after *Voucher, a
 		return AuditEntry{VoucherID: before.ID, Actor: actorName(u), Action: AuditRevert,
 			Detail: fmt.Sprintf("%s undone: admission was unavailable", action)}, nil
 	})
-	s.settings.forget(before.ID)
+	k.challenges.forget(before.ID)
 	if err != nil {
 		// Postgres and admission disagree until an operator repeats the
 		// action; the dashboard's consistency panel shows it.
-		s.Logger.ErrorContext(ctx, "undo campaign change", "voucher_id", before.ID, "action", action, "err", err)
+		k.logger.ErrorContext(ctx, "undo campaign change", "voucher_id", before.ID, "action", action, "err", err)
 	}
 }
 
-// Limit is a budget of Burst attempts; one comes back every Every.
-type Limit struct {
-	Burst int
-	Every time.Duration
-}
-
-// LoginLimits are the budgets of an admin's sign-in attempts, which the
-// dashboard's in-memory limiter and the Redis one both take.
-type LoginLimits struct {
-	// PerPair is per client address and user name: one guesser at one
-	// operator.
-	PerPair Limit
-	// PerAddress is per client address: one guesser at many names. A
-	// proxy or an office shares one.
-	PerAddress Limit
-	// Failures are wrong passwords per user name from every address; when
-	// spent, attempts on the name are slowed down (the dashboard's
-	// LoginSlowDown), never refused.
-	Failures Limit
+// CampaignQuiz returns a campaign's quiz questions with their accepted
+// answers. Admins only.
+func (k *Catalog) CampaignQuiz(ctx context.Context, voucherID int64) ([]QuizQuestion, error) {
+	if _, err := requireAdmin(ctx); err != nil {
+		return nil, err
+	}
+	return k.store.CampaignQuiz(ctx, voucherID)
 }
