@@ -162,8 +162,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		ReconcileInterval: p.duration("SECKILL_RECONCILE_INTERVAL", 5*time.Second),
 		ReconcileAfter:    p.duration("SECKILL_RECONCILE_AFTER", 30*time.Second),
 
-		PayWindow:            p.duration("SECKILL_PAY_WINDOW", 15*time.Minute),
-		PaymentCurrency:      p.str("SECKILL_PAYMENT_CURRENCY", "CNY"),
+		PayWindow:            p.duration("SECKILL_PAY_WINDOW", seckill.DefaultPayWindow),
+		PaymentCurrency:      p.str("SECKILL_PAYMENT_CURRENCY", seckill.DefaultCurrency),
 		PaymentWebhookSecret: p.str("SECKILL_PAYMENT_WEBHOOK_SECRET", ""),
 		PaymentRefundURL:     p.str("SECKILL_PAYMENT_REFUND_URL", ""),
 		RefundConfirmWait:    p.duration("SECKILL_REFUND_CONFIRM_WAIT", seckill.DefaultRefundConfirmWait),
@@ -187,8 +187,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		AdminUser:     p.str("SECKILL_ADMIN_USER", ""),
 		AdminPassword: p.str("SECKILL_ADMIN_PASSWORD", ""),
 	}
-	if c.PayWindow < time.Second || c.PayWindow > 24*time.Hour || c.PayWindow%time.Second != 0 {
-		p.errf("SECKILL_PAY_WINDOW must be whole seconds between 1s and 24h, not %v", c.PayWindow)
+	if c.PayWindow < seckill.MinPayWindow || c.PayWindow > seckill.MaxPayWindow || c.PayWindow%time.Second != 0 {
+		p.errf("SECKILL_PAY_WINDOW must be whole seconds between %s and %s, not %v", shortDuration(seckill.MinPayWindow), shortDuration(seckill.MaxPayWindow), c.PayWindow)
 	}
 	if c.PaymentRefundTimeout < 100*time.Millisecond || c.PaymentRefundTimeout > time.Minute {
 		p.errf("SECKILL_PAYMENT_REFUND_TIMEOUT must be between 100ms and 1m, not %v", c.PaymentRefundTimeout)
@@ -482,4 +482,16 @@ func (p *parser) duration(key string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// shortDuration writes d as an operator would type it: 24h, not 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
