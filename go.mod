@@ -9,6 +9,7 @@ require (
 	github.com/99designs/gqlgen v0.17.98
 	github.com/PuerkitoBio/goquery v1.13.0
 	github.com/a-h/templ v0.3.1118
+	github.com/caarlos0/env/v11 v11.4.2
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/coder/websocket v1.8.15

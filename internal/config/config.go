@@ -12,9 +12,13 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	envlib "github.com/caarlos0/env/v11" // env is the tests' helper
 
 	"seckill/internal/clientaddr"
 	"seckill/internal/seckill"
@@ -27,107 +31,110 @@ const DevJWTSecret = "seckill-development-secret-do-not-use-in-production"
 // configured (seckill payments simulate uses it too).
 const DevWebhookSecret = "seckill-development-webhook-secret"
 
-// Config is every setting of seckill.
+// Config is every setting of seckill. Each tag names the variable a field
+// is read from and its default; Load decides the defaults that depend on
+// another variable or that the domain owns, and validates every field.
 type Config struct {
-	Env         string // "dev" or "prod"
-	HTTPAddr    string
-	DatabaseURL string
-	JWTSecret   string
-	JWTIssuer   string
-	LogFormat   string // "json" or "text"
-	LogLevel    slog.Level
+	Env         string     `env:"SECKILL_ENV" envDefault:"prod"` // "dev" or "prod"
+	HTTPAddr    string     `env:"SECKILL_HTTP_ADDR" envDefault:":8080"`
+	DatabaseURL string     `env:"SECKILL_DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable"`
+	JWTSecret   string     `env:"SECKILL_JWT_SECRET"` // required, but DevJWTSecret in dev
+	JWTIssuer   string     `env:"SECKILL_JWT_ISSUER" envDefault:"seckill"`
+	LogFormat   string     `env:"SECKILL_LOG_FORMAT"` // "json" or "text"; text in dev, json otherwise
+	LogLevel    slog.Level `env:"SECKILL_LOG_LEVEL" envDefault:"info"`
 
 	// Redis is exactly one topology: a single node (RedisURL), a Redis
 	// Cluster (RedisClusterAddrs) or a master watched by Sentinel
-	// (RedisSentinelAddrs and RedisSentinelMaster).
-	RedisURL            string   // single node: redis:// or rediss://, with user, password and database
-	RedisClusterAddrs   []string // cluster: seed nodes, host:port
-	RedisSentinelAddrs  []string // sentinel: the sentinels, host:port
-	RedisSentinelMaster string   // sentinel: the master's name
+	// (RedisSentinelAddrs and RedisSentinelMaster). RedisURL is empty on
+	// the other two.
+	RedisURL            string   `env:"SECKILL_REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"` // single node: redis:// or rediss://, with user, password and database
+	RedisClusterAddrs   []string `env:"SECKILL_REDIS_CLUSTER_ADDRS"`                             // cluster: seed nodes, host:port
+	RedisSentinelAddrs  []string `env:"SECKILL_REDIS_SENTINEL_ADDRS"`                            // sentinel: the sentinels, host:port
+	RedisSentinelMaster string   `env:"SECKILL_REDIS_SENTINEL_MASTER"`                           // sentinel: the master's name
 	// RedisUsername, RedisPassword and RedisTLS are for the cluster's
 	// nodes or Sentinel's master and replicas (a single node takes them
 	// from its URL); RedisSentinelPassword is the sentinels' own.
-	RedisUsername         string
-	RedisPassword         string
-	RedisTLS              bool
-	RedisSentinelPassword string
+	RedisUsername         string `env:"SECKILL_REDIS_USERNAME"`
+	RedisPassword         string `env:"SECKILL_REDIS_PASSWORD"`
+	RedisTLS              bool   `env:"SECKILL_REDIS_TLS"`
+	RedisSentinelPassword string `env:"SECKILL_REDIS_SENTINEL_PASSWORD"`
 
-	DBMaxConns    int
-	RedisPoolSize int
+	DBMaxConns    int `env:"SECKILL_DB_MAX_CONNS" envDefault:"20"`
+	RedisPoolSize int `env:"SECKILL_REDIS_POOL_SIZE"` // 0: go-redis's default
 	// RedisTimeout bounds a Redis dial, read, write and pool wait: past it
 	// a purchase is answered UNAVAILABLE.
-	RedisTimeout time.Duration
+	RedisTimeout time.Duration `env:"SECKILL_REDIS_TIMEOUT" envDefault:"2s"`
 	// RedisMinReplicas is how many replicas must acknowledge an admission
 	// (WAIT) before it is answered ACCEPTED on Redis's word; 0 sends no
 	// WAIT. RedisWaitTimeout bounds that WAIT: past it the admission is
 	// persisted to Postgres at once, or released.
-	RedisMinReplicas int
-	RedisWaitTimeout time.Duration
+	RedisMinReplicas int           `env:"SECKILL_REDIS_MIN_REPLICAS"` // 1 on a cluster or Sentinel, 0 on a single node
+	RedisWaitTimeout time.Duration `env:"SECKILL_REDIS_WAIT_TIMEOUT" envDefault:"250ms"`
 
-	WorkerConcurrency int
-	BatchSize         int
-	PersistWriters    int
+	WorkerConcurrency int `env:"SECKILL_WORKER_CONCURRENCY" envDefault:"64"`
+	BatchSize         int `env:"SECKILL_BATCH_SIZE" envDefault:"1000"`
+	PersistWriters    int `env:"SECKILL_PERSIST_WRITERS" envDefault:"2"`
 
-	ReconcileInterval time.Duration
-	ReconcileAfter    time.Duration
+	ReconcileInterval time.Duration `env:"SECKILL_RECONCILE_INTERVAL" envDefault:"5s"`
+	ReconcileAfter    time.Duration `env:"SECKILL_RECONCILE_AFTER" envDefault:"30s"`
 
 	// UserRate and UserBurst are the limit on one user's purchase attempts
 	// at one campaign, shared by every instance (in Redis) and applied in
 	// each process's memory in front of it.
-	UserRate  float64
-	UserBurst int
+	UserRate  float64 `env:"SECKILL_USER_RATE" envDefault:"5"`
+	UserBurst int     `env:"SECKILL_USER_BURST" envDefault:"10"`
 	// AddressRate and AddressBurst are the limit on the purchase attempts
 	// at one campaign from one client address (an IPv6 /64), shared by
 	// every instance; 0: none.
-	AddressRate  float64
-	AddressBurst int
+	AddressRate  float64 `env:"SECKILL_ADDRESS_RATE" envDefault:"100"` // 0 in dev unless set
+	AddressBurst int     `env:"SECKILL_ADDRESS_BURST" envDefault:"300"`
 	// TrustedProxies are the proxies whose X-Forwarded-For entries are
 	// believed when finding a client's address; none by default.
-	TrustedProxies []netip.Prefix
+	TrustedProxies []netip.Prefix `env:"SECKILL_TRUSTED_PROXIES"`
 	// ChallengeTTL is how long a challenge stays valid; ChallengeLead how
 	// long before a sale opens challenges are handed out.
-	ChallengeTTL  time.Duration
-	ChallengeLead time.Duration
+	ChallengeTTL  time.Duration `env:"SECKILL_CHALLENGE_TTL" envDefault:"2m"`
+	ChallengeLead time.Duration `env:"SECKILL_CHALLENGE_LEAD" envDefault:"1m"`
 
 	// PayWindow is how long a buyer has to pay an order, unless its
 	// campaign sets its own.
-	PayWindow time.Duration
+	PayWindow time.Duration `env:"SECKILL_PAY_WINDOW"` // seckill.DefaultPayWindow
 	// PaymentCurrency is the ISO 4217 code of every payment.
-	PaymentCurrency string
+	PaymentCurrency string `env:"SECKILL_PAYMENT_CURRENCY"` // seckill.DefaultCurrency
 	// PaymentWebhookSecret signs the payment provider's webhook calls;
 	// empty: POST /webhooks/payments refuses every call.
-	PaymentWebhookSecret string
+	PaymentWebhookSecret string `env:"SECKILL_PAYMENT_WEBHOOK_SECRET"` // DevWebhookSecret in dev
 	// PaymentRefundURL is the built-in provider's refund call (signed with
 	// PaymentWebhookSecret); empty: refunds owed are not sent (they stay
 	// REFUND_NEEDED, which alerts).
-	PaymentRefundURL string
+	PaymentRefundURL string `env:"SECKILL_PAYMENT_REFUND_URL"`
 	// RefundConfirmWait is how long a refund sent waits for the provider's
 	// confirmation before it is sent again; RefundMaxSends how many sends
 	// it gets before it is REFUND_FAILED.
-	RefundConfirmWait time.Duration
-	RefundMaxSends    int
+	RefundConfirmWait time.Duration `env:"SECKILL_REFUND_CONFIRM_WAIT"` // seckill.DefaultRefundConfirmWait
+	RefundMaxSends    int           `env:"SECKILL_REFUND_MAX_SENDS"`    // seckill.DefaultRefundMaxSends
 	// PaymentRefundTimeout bounds one refund call.
-	PaymentRefundTimeout time.Duration
+	PaymentRefundTimeout time.Duration `env:"SECKILL_PAYMENT_REFUND_TIMEOUT" envDefault:"10s"`
 
-	MaxInFlight     int
-	AllowedOrigins  []string
-	Playground      bool
-	ShutdownTimeout time.Duration
+	MaxInFlight     int           `env:"SECKILL_MAX_IN_FLIGHT" envDefault:"10000"`
+	AllowedOrigins  []string      `env:"SECKILL_ALLOWED_ORIGINS"`
+	Playground      bool          `env:"SECKILL_PLAYGROUND"` // true in dev
+	ShutdownTimeout time.Duration `env:"SECKILL_SHUTDOWN_TIMEOUT" envDefault:"20s"`
 
-	AdminUser     string
-	AdminPassword string
+	AdminUser     string `env:"SECKILL_ADMIN_USER"`
+	AdminPassword string `env:"SECKILL_ADMIN_PASSWORD"`
 
-	PprofAddr string // empty: no profiling endpoint
+	PprofAddr string `env:"SECKILL_PPROF_ADDR"` // empty: no profiling endpoint
 	// MetricsAddr, when set, serves /metrics on its own listener (and not
 	// on HTTPAddr), so that it need not face the internet.
-	MetricsAddr string
+	MetricsAddr string `env:"SECKILL_METRICS_ADDR"`
 
 	// Tracing is on when an OTLP endpoint is configured: traces go there
 	// over OTLP/HTTP. The exporter reads its other OTEL_EXPORTER_OTLP_*
 	// settings (headers, timeout, ...) itself, and the SDK reads
 	// OTEL_TRACES_SAMPLER and OTEL_RESOURCE_ATTRIBUTES.
 	OTLPEndpoint    string // the full traces URL; empty: tracing off (a no-op tracer)
-	OTelServiceName string
+	OTelServiceName string `env:"OTEL_SERVICE_NAME" envDefault:"seckill"`
 
 	// Warnings are non-fatal remarks to log once at start.
 	Warnings []string
@@ -142,169 +149,107 @@ func Load(getenv func(string) string) (*Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	p := parser{getenv: getenv}
+	// The domain owns these defaults: Config's tags name none for them.
 	c := &Config{
-		Env:         p.str("SECKILL_ENV", "prod"),
-		HTTPAddr:    p.str("SECKILL_HTTP_ADDR", ":8080"),
-		DatabaseURL: p.str("SECKILL_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable"),
-		JWTSecret:   p.str("SECKILL_JWT_SECRET", ""),
-		JWTIssuer:   p.str("SECKILL_JWT_ISSUER", "seckill"),
-
-		DBMaxConns:       p.int("SECKILL_DB_MAX_CONNS", 20, 1, 1000),
-		RedisPoolSize:    p.int("SECKILL_REDIS_POOL_SIZE", 0, 0, 10000),
-		RedisTimeout:     p.duration("SECKILL_REDIS_TIMEOUT", 2*time.Second),
-		RedisWaitTimeout: p.duration("SECKILL_REDIS_WAIT_TIMEOUT", 250*time.Millisecond),
-
-		WorkerConcurrency: p.int("SECKILL_WORKER_CONCURRENCY", 64, 1, 10000),
-		BatchSize:         p.int("SECKILL_BATCH_SIZE", 1000, 1, 10000),
-		PersistWriters:    p.int("SECKILL_PERSIST_WRITERS", 2, 1, 64),
-
-		ReconcileInterval: p.duration("SECKILL_RECONCILE_INTERVAL", 5*time.Second),
-		ReconcileAfter:    p.duration("SECKILL_RECONCILE_AFTER", 30*time.Second),
-
-		PayWindow:            p.duration("SECKILL_PAY_WINDOW", 15*time.Minute),
-		PaymentCurrency:      p.str("SECKILL_PAYMENT_CURRENCY", "CNY"),
-		PaymentWebhookSecret: p.str("SECKILL_PAYMENT_WEBHOOK_SECRET", ""),
-		PaymentRefundURL:     p.str("SECKILL_PAYMENT_REFUND_URL", ""),
-		RefundConfirmWait:    p.duration("SECKILL_REFUND_CONFIRM_WAIT", seckill.DefaultRefundConfirmWait),
-		RefundMaxSends:       p.int("SECKILL_REFUND_MAX_SENDS", seckill.DefaultRefundMaxSends, 1, 100),
-		PaymentRefundTimeout: p.duration("SECKILL_PAYMENT_REFUND_TIMEOUT", 10*time.Second),
-
-		UserRate:  p.float("SECKILL_USER_RATE", 5),
-		UserBurst: p.int("SECKILL_USER_BURST", 10, 1, 1000000),
-
-		AddressRate:  p.float("SECKILL_ADDRESS_RATE", 100),
-		AddressBurst: p.int("SECKILL_ADDRESS_BURST", 300, 1, 1000000),
-
-		ChallengeTTL:  p.duration("SECKILL_CHALLENGE_TTL", 2*time.Minute),
-		ChallengeLead: p.duration("SECKILL_CHALLENGE_LEAD", time.Minute),
-
-		MaxInFlight:     p.int("SECKILL_MAX_IN_FLIGHT", 10000, 1, 1000000),
-		ShutdownTimeout: p.duration("SECKILL_SHUTDOWN_TIMEOUT", 20*time.Second),
-
-		PprofAddr:     p.str("SECKILL_PPROF_ADDR", ""),
-		MetricsAddr:   p.str("SECKILL_METRICS_ADDR", ""),
-		AdminUser:     p.str("SECKILL_ADMIN_USER", ""),
-		AdminPassword: p.str("SECKILL_ADMIN_PASSWORD", ""),
+		PayWindow:         seckill.DefaultPayWindow,
+		PaymentCurrency:   seckill.DefaultCurrency,
+		RefundConfirmWait: seckill.DefaultRefundConfirmWait,
+		RefundMaxSends:    seckill.DefaultRefundMaxSends,
 	}
-	if c.PayWindow < time.Second || c.PayWindow > 24*time.Hour || c.PayWindow%time.Second != 0 {
-		p.errf("SECKILL_PAY_WINDOW must be whole seconds between 1s and 24h, not %v", c.PayWindow)
+	l, err := parse(c, getenv)
+	if err != nil {
+		return nil, err
 	}
-	if c.PaymentRefundTimeout < 100*time.Millisecond || c.PaymentRefundTimeout > time.Minute {
-		p.errf("SECKILL_PAYMENT_REFUND_TIMEOUT must be between 100ms and 1m, not %v", c.PaymentRefundTimeout)
-	}
-	if c.RefundConfirmWait < time.Second || c.RefundConfirmWait > 24*time.Hour {
-		p.errf("SECKILL_REFUND_CONFIRM_WAIT must be between 1s and 24h, not %v", c.RefundConfirmWait)
-	}
-	if u := c.PaymentRefundURL; u != "" {
-		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			p.errf("SECKILL_PAYMENT_REFUND_URL must be an http or https URL, not %q", u)
-		}
-	}
-	if !seckill.ValidCurrency(c.PaymentCurrency) {
-		p.errf("SECKILL_PAYMENT_CURRENCY must be three capital letters (ISO 4217), not %q", c.PaymentCurrency)
-	}
-	if c.Env != "dev" && c.Env != "prod" {
-		p.errf("SECKILL_ENV must be dev or prod, not %q", c.Env)
-	}
-	defFormat := "json"
+
+	// Defaults that depend on another variable.
 	if c.Dev() {
-		defFormat = "text"
+		c.LogFormat = cmp.Or(c.LogFormat, "text")
 	}
-	c.LogFormat = p.str("SECKILL_LOG_FORMAT", defFormat)
-	if c.LogFormat != "json" && c.LogFormat != "text" {
-		p.errf("SECKILL_LOG_FORMAT must be json or text, not %q", c.LogFormat)
+	c.LogFormat = cmp.Or(c.LogFormat, "json")
+	if !l.set("SECKILL_PLAYGROUND") {
+		c.Playground = c.Dev()
 	}
-	if err := c.LogLevel.UnmarshalText([]byte(p.str("SECKILL_LOG_LEVEL", "info"))); err != nil {
-		p.errf("SECKILL_LOG_LEVEL: %v", err)
+	// In development every client (the browser, seckill demo, the load
+	// test) is this machine's loopback address: one shared address limit
+	// would refuse the seed's experiment. Production keeps the default.
+	if c.Dev() && !l.set("SECKILL_ADDRESS_RATE") {
+		c.AddressRate = 0
 	}
-	c.Playground = p.bool("SECKILL_PLAYGROUND", c.Dev())
-	if o := strings.TrimSpace(p.str("SECKILL_ALLOWED_ORIGINS", "")); o != "" {
-		for _, s := range strings.Split(o, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				c.AllowedOrigins = append(c.AllowedOrigins, s)
-			}
-		}
-	}
-	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		p.errf("SECKILL_DATABASE_URL must be a postgres:// URL")
-	}
-	p.redis(c)
+	l.redis(c)
 	// A cluster or Sentinel has replicas to fail over to: an admission is
 	// ACCEPTED once one of them holds it. A single node has none to wait
-	// for. One replica survives the loss of one master; more than a
-	// handful is a typo.
-	minReplicas := 0
-	if c.RedisTopology() != RedisSingle {
-		minReplicas = 1
+	// for.
+	if c.RedisTopology() != RedisSingle && !l.set("SECKILL_REDIS_MIN_REPLICAS") {
+		c.RedisMinReplicas = 1
 	}
-	c.RedisMinReplicas = p.int("SECKILL_REDIS_MIN_REPLICAS", minReplicas, 0, 16)
+	c.OTLPEndpoint = l.otel()
+
+	// Integers are bounded: a value outside is refused, never clamped.
+	l.intIn("SECKILL_DB_MAX_CONNS", c.DBMaxConns, 1, 1000)
+	l.intIn("SECKILL_REDIS_POOL_SIZE", c.RedisPoolSize, 0, 10000)
+	l.intIn("SECKILL_REDIS_MIN_REPLICAS", c.RedisMinReplicas, 0, 16) // one survives the loss of a master; more than a handful is a typo
+	l.intIn("SECKILL_WORKER_CONCURRENCY", c.WorkerConcurrency, 1, 10000)
+	l.intIn("SECKILL_BATCH_SIZE", c.BatchSize, 1, 10000)
+	l.intIn("SECKILL_PERSIST_WRITERS", c.PersistWriters, 1, 64)
+	l.intIn("SECKILL_REFUND_MAX_SENDS", c.RefundMaxSends, 1, 100)
+	l.intIn("SECKILL_USER_BURST", c.UserBurst, 1, 1000000)
+	l.intIn("SECKILL_ADDRESS_BURST", c.AddressBurst, 1, 1000000)
+	l.intIn("SECKILL_MAX_IN_FLIGHT", c.MaxInFlight, 1, 1000000)
+
+	l.check("SECKILL_ENV", c.Env == "dev" || c.Env == "prod", "must be dev or prod, not %q", c.Env)
+	l.check("SECKILL_LOG_FORMAT", c.LogFormat == "json" || c.LogFormat == "text", "must be json or text, not %q", c.LogFormat)
+	l.check("SECKILL_DATABASE_URL", hasScheme(c.DatabaseURL, "postgres", "postgresql"), "must be a postgres:// URL")
 	switch {
 	case c.JWTSecret == "" && c.Dev():
 		c.JWTSecret = DevJWTSecret
 		c.Warnings = append(c.Warnings, "SECKILL_JWT_SECRET is not set: using the development secret; never do this in production")
 	case c.JWTSecret == "":
-		p.errf("SECKILL_JWT_SECRET is required (at least 32 characters) unless SECKILL_ENV=dev")
+		l.errf("SECKILL_JWT_SECRET is required (at least 32 characters) unless SECKILL_ENV=dev")
 	case len(c.JWTSecret) < 32:
-		p.errf("SECKILL_JWT_SECRET must be at least 32 characters")
+		l.errf("SECKILL_JWT_SECRET must be at least 32 characters")
 	}
+
+	l.check("SECKILL_REDIS_TIMEOUT", c.RedisTimeout > 0, "must be positive: without a bound a purchase may hang while Redis is away")
+	l.check("SECKILL_REDIS_WAIT_TIMEOUT", c.RedisWaitTimeout > 0 && c.RedisWaitTimeout <= 5*time.Second,
+		"must be between 1ms and 5s: a buyer waits for it, and a fallback write to Postgres after it")
+	if (c.ReconcileInterval <= 0 && !l.failed["SECKILL_RECONCILE_INTERVAL"]) || (c.ReconcileAfter <= 0 && !l.failed["SECKILL_RECONCILE_AFTER"]) {
+		l.errf("SECKILL_RECONCILE_INTERVAL and SECKILL_RECONCILE_AFTER must be positive")
+	}
+
+	l.check("SECKILL_USER_RATE", c.UserRate >= 0, "must be 0 (no limit) or more")
+	l.check("SECKILL_ADDRESS_RATE", c.AddressRate >= 0, "must be 0 (no limit) or more")
+	l.check("SECKILL_CHALLENGE_TTL", c.ChallengeTTL >= time.Second && c.ChallengeTTL <= time.Hour, "must be between 1s and 1h")
+	l.check("SECKILL_CHALLENGE_LEAD", c.ChallengeLead >= 0 && c.ChallengeLead <= 24*time.Hour, "must be between 0 and 24h")
+
+	l.check("SECKILL_PAY_WINDOW", c.PayWindow >= seckill.MinPayWindow && c.PayWindow <= seckill.MaxPayWindow && c.PayWindow%time.Second == 0,
+		"must be whole seconds between %s and %s, not %v", shortDuration(seckill.MinPayWindow), shortDuration(seckill.MaxPayWindow), c.PayWindow)
+	l.check("SECKILL_PAYMENT_CURRENCY", seckill.ValidCurrency(c.PaymentCurrency),
+		"must be three capital letters (ISO 4217), not %q", c.PaymentCurrency)
 	switch {
 	case c.PaymentWebhookSecret == "" && c.Dev():
 		c.PaymentWebhookSecret = DevWebhookSecret
 	case c.PaymentWebhookSecret == "":
 		c.Warnings = append(c.Warnings, "SECKILL_PAYMENT_WEBHOOK_SECRET is not set: POST /webhooks/payments refuses every call, so no order can be paid")
 	case len(c.PaymentWebhookSecret) < 16:
-		p.errf("SECKILL_PAYMENT_WEBHOOK_SECRET must be at least 16 characters")
+		l.errf("SECKILL_PAYMENT_WEBHOOK_SECRET must be at least 16 characters")
 	}
-	if c.ReconcileInterval <= 0 || c.ReconcileAfter <= 0 {
-		p.errf("SECKILL_RECONCILE_INTERVAL and SECKILL_RECONCILE_AFTER must be positive")
-	}
-	if c.RedisTimeout <= 0 {
-		p.errf("SECKILL_REDIS_TIMEOUT must be positive: without a bound a purchase may hang while Redis is away")
-	}
-	if c.RedisWaitTimeout <= 0 || c.RedisWaitTimeout > 5*time.Second {
-		p.errf("SECKILL_REDIS_WAIT_TIMEOUT must be between 1ms and 5s: a buyer waits for it, and a fallback write to Postgres after it")
-	}
-	if c.UserRate < 0 {
-		p.errf("SECKILL_USER_RATE must be 0 (no limit) or more")
-	}
-	if c.AddressRate < 0 {
-		p.errf("SECKILL_ADDRESS_RATE must be 0 (no limit) or more")
-	}
-	// In development every client (the browser, seckill demo, the load
-	// test) is this machine's loopback address: one shared address limit
-	// would refuse the seed's experiment. Production keeps the default.
-	if c.Dev() && p.getenv("SECKILL_ADDRESS_RATE") == "" {
-		c.AddressRate = 0
-	}
-	if tp, err := clientaddr.ParseTrusted(p.str("SECKILL_TRUSTED_PROXIES", "")); err != nil {
-		p.errf("SECKILL_TRUSTED_PROXIES: %v", err)
-	} else {
-		c.TrustedProxies = tp
-	}
-	if c.ChallengeTTL < time.Second || c.ChallengeTTL > time.Hour {
-		p.errf("SECKILL_CHALLENGE_TTL must be between 1s and 1h")
-	}
-	if c.ChallengeLead < 0 || c.ChallengeLead > 24*time.Hour {
-		p.errf("SECKILL_CHALLENGE_LEAD must be between 0 and 24h")
-	}
-	if c.PprofAddr != "" {
-		host, _, err := net.SplitHostPort(c.PprofAddr)
-		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
-			p.errf("SECKILL_PPROF_ADDR must be a loopback address such as 127.0.0.1:6060, not %q", c.PprofAddr)
-		}
-	}
-	c.OTLPEndpoint, c.OTelServiceName = p.otel()
-	if c.MetricsAddr != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil || c.MetricsAddr == c.HTTPAddr {
-			p.errf("SECKILL_METRICS_ADDR must be a host:port other than SECKILL_HTTP_ADDR, such as 10.0.0.5:9090 or 127.0.0.1:9090, not %q", c.MetricsAddr)
-		}
-	}
+	l.check("SECKILL_PAYMENT_REFUND_URL", c.PaymentRefundURL == "" || isHTTPURL(c.PaymentRefundURL),
+		"must be an http or https URL, not %q", c.PaymentRefundURL)
+	l.check("SECKILL_PAYMENT_REFUND_TIMEOUT", c.PaymentRefundTimeout >= 100*time.Millisecond && c.PaymentRefundTimeout <= time.Minute,
+		"must be between 100ms and 1m, not %v", c.PaymentRefundTimeout)
+	l.check("SECKILL_REFUND_CONFIRM_WAIT", c.RefundConfirmWait >= time.Second && c.RefundConfirmWait <= 24*time.Hour,
+		"must be between 1s and 24h, not %v", c.RefundConfirmWait)
+
+	l.check("SECKILL_PPROF_ADDR", c.PprofAddr == "" || isLoopback(c.PprofAddr),
+		"must be a loopback address such as 127.0.0.1:6060, not %q", c.PprofAddr)
+	_, _, err = net.SplitHostPort(c.MetricsAddr)
+	l.check("SECKILL_METRICS_ADDR", c.MetricsAddr == "" || (err == nil && c.MetricsAddr != c.HTTPAddr),
+		"must be a host:port other than SECKILL_HTTP_ADDR, such as 10.0.0.5:9090 or 127.0.0.1:9090, not %q", c.MetricsAddr)
 	if (c.AdminUser == "") != (c.AdminPassword == "") {
-		p.errf("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together")
+		l.errf("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together")
 	}
-	if err := errors.Join(p.errs...); err != nil {
-		return nil, fmt.Errorf("configuration:\n%w", err)
+	if err := l.err(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -327,58 +272,47 @@ func (c *Config) RedisTopology() string {
 	return RedisSingle
 }
 
-// redis reads the Redis topology: exactly one of SECKILL_REDIS_URL,
+// redis checks the Redis topology: exactly one of SECKILL_REDIS_URL,
 // SECKILL_REDIS_CLUSTER_ADDRS and SECKILL_REDIS_SENTINEL_ADDRS (the URL's
 // default applies when neither of the others is set).
-func (p *parser) redis(c *Config) {
-	rawURL := p.getenv("SECKILL_REDIS_URL")
-	c.RedisClusterAddrs = p.addrs("SECKILL_REDIS_CLUSTER_ADDRS")
-	c.RedisSentinelAddrs = p.addrs("SECKILL_REDIS_SENTINEL_ADDRS")
-	c.RedisSentinelMaster = p.getenv("SECKILL_REDIS_SENTINEL_MASTER")
-	c.RedisUsername = p.getenv("SECKILL_REDIS_USERNAME")
-	c.RedisPassword = p.getenv("SECKILL_REDIS_PASSWORD")
-	c.RedisSentinelPassword = p.getenv("SECKILL_REDIS_SENTINEL_PASSWORD")
-	c.RedisTLS = p.bool("SECKILL_REDIS_TLS", false)
-
+func (l *loader) redis(c *Config) {
+	c.RedisClusterAddrs = l.addrs("SECKILL_REDIS_CLUSTER_ADDRS", c.RedisClusterAddrs)
+	c.RedisSentinelAddrs = l.addrs("SECKILL_REDIS_SENTINEL_ADDRS", c.RedisSentinelAddrs)
 	set := 0
-	for _, v := range []string{rawURL, p.getenv("SECKILL_REDIS_CLUSTER_ADDRS"), p.getenv("SECKILL_REDIS_SENTINEL_ADDRS")} {
-		if v != "" {
+	for _, key := range []string{"SECKILL_REDIS_URL", "SECKILL_REDIS_CLUSTER_ADDRS", "SECKILL_REDIS_SENTINEL_ADDRS"} {
+		if l.set(key) {
 			set++
 		}
 	}
 	if set > 1 {
-		p.errf("set only one of SECKILL_REDIS_URL (single node), SECKILL_REDIS_CLUSTER_ADDRS (cluster) and SECKILL_REDIS_SENTINEL_ADDRS (sentinel)")
+		l.errf("set only one of SECKILL_REDIS_URL (single node), SECKILL_REDIS_CLUSTER_ADDRS (cluster) and SECKILL_REDIS_SENTINEL_ADDRS (sentinel)")
 	}
 	if (len(c.RedisSentinelAddrs) > 0) != (c.RedisSentinelMaster != "") {
-		p.errf("SECKILL_REDIS_SENTINEL_ADDRS and SECKILL_REDIS_SENTINEL_MASTER go together")
+		l.errf("SECKILL_REDIS_SENTINEL_ADDRS and SECKILL_REDIS_SENTINEL_MASTER go together")
 	}
 	if c.RedisSentinelPassword != "" && len(c.RedisSentinelAddrs) == 0 {
-		p.errf("SECKILL_REDIS_SENTINEL_PASSWORD is for SECKILL_REDIS_SENTINEL_ADDRS, which is not set")
+		l.errf("SECKILL_REDIS_SENTINEL_PASSWORD is for SECKILL_REDIS_SENTINEL_ADDRS, which is not set")
 	}
-	if set > 0 && rawURL == "" {
+	if set > 0 && !l.set("SECKILL_REDIS_URL") {
+		c.RedisURL = "" // another topology: the URL's default does not apply
 		return
 	}
-	c.RedisURL = cmp.Or(rawURL, "redis://127.0.0.1:6379/0")
-	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-		p.errf("SECKILL_REDIS_URL must be a redis:// or rediss:// URL")
-	}
+	l.check("SECKILL_REDIS_URL", hasScheme(c.RedisURL, "redis", "rediss"), "must be a redis:// or rediss:// URL")
 	for _, key := range []string{"SECKILL_REDIS_USERNAME", "SECKILL_REDIS_PASSWORD", "SECKILL_REDIS_TLS"} {
-		if p.getenv(key) != "" {
-			p.errf("%s is for a cluster or Sentinel; a single node takes it from SECKILL_REDIS_URL (redis://user:password@host:port/0, rediss:// for TLS)", key)
+		if l.set(key) {
+			l.errf("%s is for a cluster or Sentinel; a single node takes it from SECKILL_REDIS_URL (redis://user:password@host:port/0, rediss:// for TLS)", key)
 		}
 	}
 }
 
-// addrs reads a comma-separated list of host:port addresses.
-func (p *parser) addrs(key string) []string {
+// addrs refuses each item of a list that is not a host:port address, and
+// returns the others.
+func (l *loader) addrs(key string, addrs []string) []string {
 	var out []string
-	for _, s := range strings.Split(p.getenv(key), ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
+	for _, s := range addrs {
 		host, port, err := net.SplitHostPort(s)
 		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			p.errf("%s must be host:port addresses separated by commas, such as 10.0.0.1:7000,10.0.0.2:7000; %q is not one", key, s)
+			l.errf("%s must be host:port addresses separated by commas, such as 10.0.0.1:7000,10.0.0.2:7000; %q is not one", key, s)
 			continue
 		}
 		out = append(out, s)
@@ -387,99 +321,171 @@ func (p *parser) addrs(key string) []string {
 }
 
 // otel reads OpenTelemetry's standard variables that decide whether seckill
-// traces and under which service name.
-func (p *parser) otel() (endpoint, service string) {
-	service = p.str("OTEL_SERVICE_NAME", "seckill")
-	if disabled, _ := strconv.ParseBool(p.getenv("OTEL_SDK_DISABLED")); disabled {
-		return "", service
+// traces, and returns the traces endpoint (empty: tracing off).
+func (l *loader) otel() string {
+	if disabled, _ := strconv.ParseBool(l.getenv("OTEL_SDK_DISABLED")); disabled {
+		return ""
 	}
 	for _, key := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		if v := p.getenv(key); v != "" && v != "http/protobuf" {
-			p.errf("%s must be http/protobuf (seckill exports traces over OTLP/HTTP), not %q", key, v)
+		if v := l.getenv(key); v != "" && v != "http/protobuf" {
+			l.errf("%s must be http/protobuf (seckill exports traces over OTLP/HTTP), not %q", key, v)
 		}
 	}
 	// The traces endpoint is the full URL; the general one is a base URL
 	// that the traces path is appended to, as the OTLP specification says.
 	for _, key := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
-		v := p.getenv(key)
+		v := l.getenv(key)
 		if v == "" {
 			continue
 		}
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.errf("%s must be an http:// or https:// URL such as http://127.0.0.1:4318, not %q", key, v)
+		if !isHTTPURL(v) {
+			l.errf("%s must be an http:// or https:// URL such as http://127.0.0.1:4318, not %q", key, v)
 		}
 		if key == "OTEL_EXPORTER_OTLP_ENDPOINT" {
 			v = strings.TrimSuffix(v, "/") + "/v1/traces"
 		}
-		return v, service
-	}
-	return "", service
-}
-
-type parser struct {
-	getenv func(string) string
-	errs   []error
-}
-
-func (p *parser) errf(format string, args ...any) {
-	p.errs = append(p.errs, fmt.Errorf("  "+format, args...))
-}
-
-func (p *parser) str(key, def string) string {
-	if v := p.getenv(key); v != "" {
 		return v
 	}
-	return def
+	return ""
 }
 
-func (p *parser) int(key string, def, lo, hi int) int {
-	v := p.getenv(key)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		p.errf("%s must be an integer from %d to %d, not %q", key, lo, hi, v)
-		return def
-	}
-	return n
+// loader collects every problem with the environment, so that one start
+// reports them all.
+type loader struct {
+	getenv func(string) string
+	// failed holds the variables that did not parse as their type: they
+	// are reported once, and not checked further.
+	failed map[string]bool
+	// badInts holds the integer variables that did not parse, reported by
+	// intIn together with their bounds.
+	badInts map[string]bool
+	errs    []error
 }
 
-func (p *parser) float(key string, def float64) float64 {
-	v := p.getenv(key)
-	if v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
+// parse fills c from Config's env tags through getenv, turning each value
+// the library cannot parse into a message that names its variable. It
+// fails only on a mistake in the tags.
+func parse(c *Config, getenv func(string) string) (*loader, error) {
+	l := &loader{getenv: getenv, failed: map[string]bool{}, badInts: map[string]bool{}}
+	// The library reads a map: give it every variable Config names. It
+	// must not be nil, or the library reads the process's environment.
+	fields, err := envlib.GetFieldParamsWithOptions(c, envlib.Options{Environment: map[string]string{}})
 	if err != nil {
-		p.errf("%s must be a number, not %q", key, v)
-		return def
+		return nil, fmt.Errorf("configuration: %w", err)
 	}
-	return f
+	environ := make(map[string]string, len(fields))
+	for _, f := range fields {
+		if v := getenv(f.Key); v != "" {
+			environ[f.Key] = v
+		}
+	}
+	err = envlib.ParseWithOptions(c, envlib.Options{
+		Environment: environ,
+		FuncMap: map[reflect.Type]envlib.ParserFunc{
+			reflect.TypeFor[[]string]():       func(v string) (any, error) { return list(v), nil },
+			reflect.TypeFor[[]netip.Prefix](): func(v string) (any, error) { return clientaddr.ParseTrusted(v) },
+		},
+	})
+	var agg envlib.AggregateError
+	if err != nil && !errors.As(err, &agg) {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	for _, err := range agg.Errors {
+		var pe envlib.ParseError
+		if !errors.As(err, &pe) {
+			return nil, fmt.Errorf("configuration: %w", err)
+		}
+		f, _ := reflect.TypeFor[Config]().FieldByName(pe.Name)
+		key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+		v := environ[key]
+		l.failed[key] = true
+		switch {
+		case pe.Type == reflect.TypeFor[time.Duration]():
+			l.errf("%s must be a duration such as 5s or 250ms, not %q", key, v)
+		case pe.Type == reflect.TypeFor[int]():
+			l.badInts[key] = true
+		case pe.Type == reflect.TypeFor[float64]():
+			l.errf("%s must be a number, not %q", key, v)
+		case pe.Type == reflect.TypeFor[bool]():
+			l.errf("%s must be true or false, not %q", key, v)
+		default: // slog.Level, the trusted proxies: their own parser's words
+			l.errf("%s: %v", key, pe.Err)
+		}
+	}
+	return l, nil
 }
 
-func (p *parser) bool(key string, def bool) bool {
-	v := p.getenv(key)
-	if v == "" {
-		return def
+// set reports whether the variable key is set (to something not empty).
+func (l *loader) set(key string) bool { return l.getenv(key) != "" }
+
+// intIn refuses an integer variable that did not parse or lies outside
+// lo..hi.
+func (l *loader) intIn(key string, n, lo, hi int) {
+	if l.badInts[key] || (!l.failed[key] && (n < lo || n > hi)) {
+		l.errf("%s must be an integer from %d to %d, not %q", key, lo, hi, l.getenv(key))
 	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		p.errf("%s must be true or false, not %q", key, v)
-		return def
-	}
-	return b
+	delete(l.badInts, key)
 }
 
-func (p *parser) duration(key string, def time.Duration) time.Duration {
-	v := p.getenv(key)
-	if v == "" {
-		return def
+// check refuses key's value unless ok, with a message that begins with
+// key; a value that did not parse was reported already.
+func (l *loader) check(key string, ok bool, format string, args ...any) {
+	if !ok && !l.failed[key] {
+		l.errf(key+" "+format, args...)
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		p.errf("%s must be a duration such as 5s or 250ms, not %q", key, v)
-		return def
+}
+
+func (l *loader) errf(format string, args ...any) {
+	l.errs = append(l.errs, fmt.Errorf("  "+format, args...))
+}
+
+// err returns every problem found, or nil.
+func (l *loader) err() error {
+	for key := range l.badInts { // an integer that Load forgot to bound
+		l.errf("%s must be an integer, not %q", key, l.getenv(key))
 	}
-	return d
+	if err := errors.Join(l.errs...); err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	return nil
+}
+
+// list splits a comma-separated list, dropping blanks around and between
+// its items.
+func list(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+func hasScheme(rawURL string, schemes ...string) bool {
+	u, err := url.Parse(rawURL)
+	return err == nil && slices.Contains(schemes, u.Scheme)
+}
+
+func isHTTPURL(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	return err == nil && (host == "localhost" || (ip != nil && ip.IsLoopback()))
+}
+
+// shortDuration writes d as an operator would type it: 24h, not 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -1,9 +1,16 @@
 package config
 
 import (
+	"log/slog"
+	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"seckill/internal/seckill"
 )
 
 func env(m map[string]string) func(string) string {
@@ -187,5 +194,122 @@ func TestLoadTracing(t *testing.T) {
 				t.Fatalf("endpoint %q service %q, want %q %q", c.OTLPEndpoint, c.OTelServiceName, tt.endpoint, tt.serviceName)
 			}
 		})
+	}
+}
+
+// TestLoadUnparsableValues sets each variable Config names to a value of
+// the wrong type: the error names the variable and says what it expects,
+// in our words rather than the library's.
+func TestLoadUnparsableValues(t *testing.T) {
+	want := map[reflect.Type]string{
+		reflect.TypeFor[int]():            "must be an integer from",
+		reflect.TypeFor[float64]():        "must be a number",
+		reflect.TypeFor[bool]():           "must be true or false",
+		reflect.TypeFor[time.Duration]():  "must be a duration such as 5s",
+		reflect.TypeFor[slog.Level]():     `level string "not-a-value"`,
+		reflect.TypeFor[[]netip.Prefix](): `"not-a-value" is not an IP address`,
+	}
+	typ := reflect.TypeFor[Config]()
+	tested := 0
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+		if key == "" || f.Type == reflect.TypeFor[string]() || f.Type == reflect.TypeFor[[]string]() {
+			continue
+		}
+		w, ok := want[f.Type]
+		if !ok {
+			t.Errorf("%s: no test for a bad value of type %s", key, f.Type)
+			continue
+		}
+		tested++
+		t.Run(key, func(t *testing.T) {
+			m := map[string]string{"SECKILL_ENV": "dev", key: "not-a-value"}
+			if key == "SECKILL_REDIS_TLS" { // not for a single node
+				m["SECKILL_REDIS_CLUSTER_ADDRS"] = "a:7000"
+			}
+			_, err := Load(env(m))
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			msg := err.Error()
+			if lines := strings.Count(msg, key); lines != 1 {
+				t.Errorf("want one message naming %s, got %d:\n%s", key, lines, msg)
+			}
+			if !strings.Contains(msg, key+" "+w) && !strings.Contains(msg, key+": ") {
+				t.Errorf("error does not say what %s expects (%q):\n%s", key, w, msg)
+			}
+			if !strings.Contains(msg, w) || strings.Contains(msg, "parse error") || strings.Contains(msg, "env:") {
+				t.Errorf("want %q and none of the library's words:\n%s", w, msg)
+			}
+		})
+	}
+	if tested < 20 {
+		t.Fatalf("only %d variables tested: are Config's tags read?", tested)
+	}
+}
+
+func TestLoadMessages(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"SECKILL_DB_MAX_CONNS": "lots"}, `SECKILL_DB_MAX_CONNS must be an integer from 1 to 1000, not "lots"`},
+		{map[string]string{"SECKILL_BATCH_SIZE": "10001"}, `SECKILL_BATCH_SIZE must be an integer from 1 to 10000, not "10001"`},
+		{map[string]string{"SECKILL_PAY_WINDOW": "25h"}, "SECKILL_PAY_WINDOW must be whole seconds between 1s and 24h, not 25h0m0s"},
+		{map[string]string{"SECKILL_RECONCILE_AFTER": "soon"}, `SECKILL_RECONCILE_AFTER must be a duration such as 5s or 250ms, not "soon"`},
+		{map[string]string{"SECKILL_USER_RATE": "fast"}, `SECKILL_USER_RATE must be a number, not "fast"`},
+		{map[string]string{"SECKILL_TRUSTED_PROXIES": "10.0.0.0/8, proxy"}, `SECKILL_TRUSTED_PROXIES: "proxy" is not an IP address or CIDR prefix`},
+	}
+	for _, tt := range tests {
+		tt.env["SECKILL_ENV"] = "dev"
+		_, err := Load(env(tt.env))
+		if err == nil || !strings.Contains(err.Error(), "\n  "+tt.want) {
+			t.Errorf("Load(%v) error = %v, want the line %q", tt.env, err, tt.want)
+		}
+	}
+}
+
+// TestLoadBadValueReportedOnce: a value that does not parse is one
+// problem, not also a failed range check on what was left in its field.
+func TestLoadBadValueReportedOnce(t *testing.T) {
+	_, err := Load(env(map[string]string{"SECKILL_ENV": "dev", "SECKILL_RECONCILE_INTERVAL": "x", "SECKILL_PAY_WINDOW": "y", "SECKILL_REDIS_TIMEOUT": "z"}))
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	if got := strings.Count(err.Error(), "\n"); got != 3 {
+		t.Fatalf("want a heading and three problems, got:\n%v", err)
+	}
+}
+
+func TestLoadDefaultsFromTheDomain(t *testing.T) {
+	c := loadDev(t, map[string]string{})
+	got := []any{c.PayWindow, c.PaymentCurrency, c.RefundConfirmWait, c.RefundMaxSends}
+	want := []any{seckill.DefaultPayWindow, seckill.DefaultCurrency, seckill.DefaultRefundConfirmWait, seckill.DefaultRefundMaxSends}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("defaults (-want +got):\n%s", diff)
+	}
+	c = loadDev(t, map[string]string{"SECKILL_PAY_WINDOW": seckill.MaxPayWindow.String(), "SECKILL_PAYMENT_CURRENCY": "JPY"})
+	if c.PayWindow != seckill.MaxPayWindow || c.PaymentCurrency != "JPY" {
+		t.Fatalf("pay window %v, currency %s", c.PayWindow, c.PaymentCurrency)
+	}
+}
+
+// TestLoadReadsOnlyGetenv: the variables come from the getenv given, not
+// from the process's environment; nil means the process's environment.
+func TestLoadReadsOnlyGetenv(t *testing.T) {
+	t.Setenv("SECKILL_ENV", "dev")
+	t.Setenv("SECKILL_HTTP_ADDR", ":9999")
+	t.Setenv("SECKILL_REDIS_CLUSTER_ADDRS", "a:7000")
+	c := loadDev(t, map[string]string{})
+	if c.HTTPAddr != ":8080" || c.RedisTopology() != RedisSingle {
+		t.Fatalf("read the process's environment: %s, %s", c.HTTPAddr, c.RedisTopology())
+	}
+	c, err := Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != ":9999" || c.RedisTopology() != RedisCluster {
+		t.Fatalf("Load(nil) did not read the process's environment: %s, %s", c.HTTPAddr, c.RedisTopology())
 	}
 }
