@@ -395,7 +395,8 @@ func recoverFunc(log *slog.Logger) graphql.RecoverFunc {
 
 // presentError maps every error to the wire once. Domain errors show their
 // code (extensions.code), their safe message and, for INVALID_INPUT, the
-// field (extensions.field). Errors gqlgen already coded (parse, validation,
+// field (extensions.field) and, when several fields are wrong, each with
+// its message (extensions.fields). Errors gqlgen already coded (parse, validation,
 // complexity) and its own messages about the request stay as they are. Any
 // other error is internal: it is logged here, with its path, and the client
 // sees only "internal error".
@@ -410,6 +411,15 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 			setExtension(gerr, "code", derr.Code)
 			if derr.Field != "" {
 				setExtension(gerr, "field", derr.Field)
+			}
+			if all := seckill.AllFieldErrors(err); len(all) > 1 {
+				// Every field that is wrong, for a form to show at once;
+				// the message and field above are the first's.
+				fields := make([]map[string]string, len(all))
+				for i, e := range all {
+					fields[i] = map[string]string{"field": e.Field, "message": e.Message}
+				}
+				setExtension(gerr, "fields", fields)
 			}
 			if derr.Code == seckill.EUNAVAILABLE {
 				// Retryable: a hint, in seconds, for clients and proxies.

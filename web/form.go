@@ -53,8 +53,9 @@ func (h *Handler) createCampaign(w http.ResponseWriter, r *http.Request) {
 		Values: formValues(r), Errors: map[string]string{}, Checks: formChecks(),
 	}
 	in := parseNewCampaign(r, &p)
-	validateAll(in, h.cfg.Now(), p.Errors)
 	if len(p.Errors) > 0 {
+		// What could be read is checked too: every error shows at once.
+		addFieldErrors(p.Errors, in.Validate(h.cfg.Now()))
 		h.formErrors(w, r, &p)
 		return
 	}
@@ -96,13 +97,14 @@ func (h *Handler) editCampaign(w http.ResponseWriter, r *http.Request) {
 	}
 	e := seckill.CampaignEdit{Title: r.PostFormValue("title"), SubTitle: r.PostFormValue("subTitle"), Rules: r.PostFormValue("rules")}
 	parseTimes(r, &p, &e.BeginTime, &e.EndTime)
-	// The edit is validated as the campaign it would make.
-	validateAll(seckill.NewSeckillVoucher{
-		ShopID: v.ShopID, Title: e.Title, SubTitle: e.SubTitle, Rules: e.Rules,
-		PayValue: v.PayValue, ActualValue: v.ActualValue, Stock: max(v.Campaign.InitialStock, seckill.MinStock),
-		BeginTime: e.BeginTime, EndTime: e.EndTime,
-	}, h.cfg.Now(), p.Errors)
 	if len(p.Errors) > 0 {
+		// The edit is checked as the campaign it would make, so that every
+		// error shows at once.
+		addFieldErrors(p.Errors, (&seckill.NewSeckillVoucher{
+			ShopID: v.ShopID, Title: e.Title, SubTitle: e.SubTitle, Rules: e.Rules,
+			PayValue: v.PayValue, ActualValue: v.ActualValue, Stock: max(v.Campaign.InitialStock, seckill.MinStock),
+			BeginTime: e.BeginTime, EndTime: e.EndTime,
+		}).Validate(h.cfg.Now()))
 		h.formErrors(w, r, &p)
 		return
 	}
@@ -131,11 +133,12 @@ func (h *Handler) editPage(r *http.Request, v *seckill.Voucher) views.FormPage {
 	}
 }
 
-// formError shows the form again with the service's error next to its
-// field, or above the form when it names none.
+// formError shows the form again with the service's errors next to their
+// fields, or above the form when they name none.
 func (h *Handler) formError(w http.ResponseWriter, r *http.Request, p *views.FormPage, err error) {
-	if f := seckill.ErrorField(err); f != "" {
-		p.Errors = map[string]string{f: labelled(seckill.ErrorMessage(err))}
+	if len(seckill.AllFieldErrors(err)) > 0 {
+		p.Errors = map[string]string{}
+		addFieldErrors(p.Errors, err)
 		h.formErrors(w, r, p)
 		return
 	}
@@ -170,59 +173,12 @@ func formValues(r *http.Request) map[string]string {
 	return vals
 }
 
-// validateAll adds to errs, by field and in the form's words, every error
-// the domain finds in in: each time it names a field, that field takes a
-// valid stand-in and the rest is validated again. Fields errs holds already
-// (they could not be read) are stood in for from the start.
-func validateAll(in seckill.NewSeckillVoucher, now time.Time, errs map[string]string) {
-	for f := range errs {
-		standIn(&in, f, now)
-	}
-	for range len(formLabels) + 1 {
-		err := in.Validate(now)
-		f := seckill.ErrorField(err)
-		if err == nil || f == "" || errs[f] != "" {
-			return
-		}
-		errs[f] = labelled(seckill.ErrorMessage(err))
-		standIn(&in, f, now)
-	}
-}
-
-// standIn replaces one field of in with a value the domain accepts.
-func standIn(in *seckill.NewSeckillVoucher, field string, now time.Time) {
-	switch field {
-	case "title":
-		in.Title = "x"
-	case "subTitle":
-		in.SubTitle = ""
-	case "rules":
-		in.Rules = ""
-	case "shopId":
-		in.ShopID = 1
-	case "payValue":
-		in.PayValue = 0
-	case "actualValue":
-		in.ActualValue = max(in.PayValue, 0)
-	case "stock":
-		in.Stock = seckill.MinStock
-	case "payWindow":
-		in.PayWindow = 0
-	case "challenge", "quiz":
-		in.Challenge, in.PoWBits, in.Quiz = seckill.ChallengeNone, nil, nil
-	case "powBits":
-		in.PoWBits = nil
-	case "brake":
-		in.Brake = 0
-	case "beginTime":
-		in.BeginTime = now
-		if !in.EndTime.IsZero() {
-			in.BeginTime = in.EndTime.Add(-time.Minute)
-		}
-	case "endTime":
-		in.EndTime = now.Add(time.Hour)
-		if in.BeginTime.After(now) {
-			in.EndTime = in.BeginTime.Add(time.Hour)
+// addFieldErrors adds to errs every field error of err, in the form's
+// words, but for the fields errs has already (they could not be read).
+func addFieldErrors(errs map[string]string, err error) {
+	for _, e := range seckill.AllFieldErrors(err) {
+		if errs[e.Field] == "" {
+			errs[e.Field] = labelled(e.Message)
 		}
 	}
 }

@@ -318,18 +318,16 @@ func (e GuardEdit) Difficulty() int {
 	return 0
 }
 
-// Validate checks e, without changing it. EINVALID with the field.
+// Validate checks e, without changing it: nil, or FieldErrors naming each
+// field that is wrong.
 func (e *GuardEdit) Validate() error {
-	if err := checkPoWBits(e.PoWBits); err != nil {
-		return err
-	}
-	if err := ValidateChallenge(e.Challenge, e.Difficulty(), e.Quiz); err != nil {
-		return err
-	}
+	var errs FieldErrors
+	errs.add(checkPoWBits(e.PoWBits))
+	errs.add(ValidateChallenge(e.Challenge, e.Difficulty(), e.Quiz))
 	if e.Brake < 0 || e.Brake > MaxBrake {
-		return Invalidf("brake", "brake must be between 0 (none) and %d admissions a second", MaxBrake)
+		errs.add(Invalidf("brake", "brake must be between 0 (none) and %d admissions a second", MaxBrake))
 	}
-	return nil
+	return errs.err()
 }
 
 // UpdateGuard changes a campaign's challenge (only before the sale starts)

@@ -3,6 +3,7 @@ package seckill
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error codes. Every domain error carries one; the edges map them to the
@@ -74,4 +75,65 @@ func ErrorField(err error) string {
 		return e.Field
 	}
 	return ""
+}
+
+// FieldErrors are the EINVALID errors of several fields of one input, at
+// most one a field, in the order the input lists its fields: what a form
+// shows next to each field. As an error it is the first of them
+// (ErrorCode EINVALID, ErrorField and ErrorMessage the first's), so an edge
+// that shows one error shows that one.
+type FieldErrors []*Error
+
+// Error implements the error interface.
+func (fe FieldErrors) Error() string {
+	msgs := make([]string, len(fe))
+	for i, e := range fe {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap lets errors.As find each field's error, the first first.
+func (fe FieldErrors) Unwrap() []error {
+	out := make([]error, len(fe))
+	for i, e := range fe {
+		out[i] = e
+	}
+	return out
+}
+
+// add records err, an EINVALID error, unless its field has one already.
+func (fe *FieldErrors) add(err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		return
+	}
+	for _, have := range *fe {
+		if have.Field == e.Field {
+			return
+		}
+	}
+	*fe = append(*fe, e)
+}
+
+// err returns fe as an error, nil when it holds none.
+func (fe FieldErrors) err() error {
+	if len(fe) == 0 {
+		return nil
+	}
+	return fe
+}
+
+// AllFieldErrors returns every field error in err: the FieldErrors it
+// carries, or the one EINVALID error it is; none for another error.
+func AllFieldErrors(err error) []*Error {
+	var fe FieldErrors
+	if errors.As(err, &fe) {
+		return fe
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Code == EINVALID {
+		return []*Error{e}
+	}
+	return nil
 }

@@ -52,7 +52,7 @@ func TestValidateText(t *testing.T) {
 			switch {
 			case tt.field == "" && err != nil:
 				t.Errorf("refused: %v", err)
-			case tt.field != "" && (ErrorCode(err) != EINVALID || err.(*Error).Field != tt.field):
+			case tt.field != "" && (ErrorCode(err) != EINVALID || ErrorField(err) != tt.field):
 				t.Errorf("got %v, want INVALID_INPUT on %s", err, tt.field)
 			}
 		})

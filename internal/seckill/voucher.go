@@ -177,66 +177,70 @@ func checkPoWBits(given *int) error {
 }
 
 // Validate checks every field of in as Normalized makes it, without
-// changing in, and returns the first EINVALID error, naming the field. now
+// changing in. It returns nil, or FieldErrors: one EINVALID error for each
+// field that is wrong (in the order of the input's fields), naming it. now
 // is the moment the campaign must end after.
 func (in *NewSeckillVoucher) Validate(now time.Time) error {
-	if err := checkPoWBits(in.PoWBits); err != nil {
-		return err
-	}
+	var errs FieldErrors
 	n := in.Normalized()
-	return n.validate(now)
+	n.validate(now, &errs)
+	errs.add(checkPoWBits(in.PoWBits))
+	errs.add(ValidateChallenge(n.Challenge, n.Difficulty(), n.Quiz))
+	return errs.err()
 }
 
-func (in *NewSeckillVoucher) validate(now time.Time) error {
+func (in *NewSeckillVoucher) validate(now time.Time, errs *FieldErrors) {
 	if err := checkText("title", in.Title, false); err != nil {
-		return err
-	}
-	switch n := utf8.RuneCountInString(in.Title); {
-	case n == 0:
-		return Invalidf("title", "title is required")
-	case n > MaxTitleLen:
-		return Invalidf("title", "title must be at most %d characters", MaxTitleLen)
-	}
-	if in.ShopID <= 0 {
-		return Invalidf("shopId", "shopId must be a positive integer")
+		errs.add(err)
+	} else if n := utf8.RuneCountInString(in.Title); n == 0 {
+		errs.add(Invalidf("title", "title is required"))
+	} else if n > MaxTitleLen {
+		errs.add(Invalidf("title", "title must be at most %d characters", MaxTitleLen))
 	}
 	if err := checkText("subTitle", in.SubTitle, false); err != nil {
-		return err
+		errs.add(err)
+	} else if utf8.RuneCountInString(in.SubTitle) > MaxSubTitleLen {
+		errs.add(Invalidf("subTitle", "subTitle must be at most %d characters", MaxSubTitleLen))
 	}
 	if err := checkText("rules", in.Rules, true); err != nil {
-		return err
+		errs.add(err)
+	} else if utf8.RuneCountInString(in.Rules) > MaxRulesLen {
+		errs.add(Invalidf("rules", "rules must be at most %d characters", MaxRulesLen))
 	}
-	if utf8.RuneCountInString(in.SubTitle) > MaxSubTitleLen {
-		return Invalidf("subTitle", "subTitle must be at most %d characters", MaxSubTitleLen)
-	}
-	if utf8.RuneCountInString(in.Rules) > MaxRulesLen {
-		return Invalidf("rules", "rules must be at most %d characters", MaxRulesLen)
+	if in.ShopID <= 0 {
+		errs.add(Invalidf("shopId", "shopId must be a positive integer"))
 	}
 	if in.PayValue < 0 {
-		return Invalidf("payValue", "payValue must be 0 or more")
-	}
-	if in.ActualValue < in.PayValue {
-		return Invalidf("actualValue", "actualValue must be at least payValue")
+		errs.add(Invalidf("payValue", "payValue must be 0 or more"))
+	} else if in.ActualValue < in.PayValue {
+		errs.add(Invalidf("actualValue", "actualValue must be at least payValue"))
 	}
 	if in.Stock < MinStock || in.Stock > MaxStock {
-		return Invalidf("stock", "stock must be between %d and %d", MinStock, MaxStock)
+		errs.add(Invalidf("stock", "stock must be between %d and %d", MinStock, MaxStock))
 	}
-	if in.PayWindow != 0 && (in.PayWindow < MinPayWindow || in.PayWindow > MaxPayWindow || in.PayWindow%time.Second != 0) {
-		return Invalidf("payWindow", "payWindow must be whole seconds between %v and %v", MinPayWindow, MaxPayWindow)
+	if in.PayWindow != 0 && !ValidPayWindow(in.PayWindow) {
+		errs.add(Invalidf("payWindow", "payWindow must be whole seconds between %v and %v", MinPayWindow, MaxPayWindow))
 	}
 	if in.BeginTime.IsZero() {
-		return Invalidf("beginTime", "beginTime is required")
+		errs.add(Invalidf("beginTime", "beginTime is required"))
 	}
-	if !in.EndTime.After(in.BeginTime) {
-		return Invalidf("endTime", "endTime must be after beginTime")
-	}
-	if !in.EndTime.After(now) {
-		return Invalidf("endTime", "endTime must be in the future")
+	switch {
+	case in.EndTime.IsZero():
+		errs.add(Invalidf("endTime", "endTime is required"))
+	case !in.BeginTime.IsZero() && !in.EndTime.After(in.BeginTime):
+		errs.add(Invalidf("endTime", "endTime must be after beginTime"))
+	case !in.EndTime.After(now):
+		errs.add(Invalidf("endTime", "endTime must be in the future"))
 	}
 	if in.Brake < 0 || in.Brake > MaxBrake {
-		return Invalidf("brake", "brake must be between 0 (none) and %d admissions a second", MaxBrake)
+		errs.add(Invalidf("brake", "brake must be between 0 (none) and %d admissions a second", MaxBrake))
 	}
-	return ValidateChallenge(in.Challenge, in.Difficulty(), in.Quiz)
+}
+
+// ValidPayWindow reports whether d is a pay window a campaign may have:
+// whole seconds from MinPayWindow to MaxPayWindow.
+func ValidPayWindow(d time.Duration) bool {
+	return d >= MinPayWindow && d <= MaxPayWindow && d%time.Second == 0
 }
 
 // MaxBrake bounds a campaign's ceiling on admissions a second.

@@ -1,6 +1,7 @@
 package seckill
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +70,30 @@ func TestPoWBits(t *testing.T) {
 	}
 	if n := (NewSeckillVoucher{}).Normalized(); n.Challenge != ChallengeNone || n.PoWBits != nil {
 		t.Errorf("an empty challenge normalizes to %s with bits %v, want NONE and none", n.Challenge, n.PoWBits)
+	}
+}
+
+// Validate names every field that is wrong, in the input's order, and
+// changes nothing of its input.
+func TestValidateReturnsEveryFieldError(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	bits := 0
+	in := NewSeckillVoucher{Title: "  ", ShopID: 0, PayValue: -1, Stock: 0, PayWindow: time.Millisecond,
+		EndTime: now.Add(-time.Hour), Brake: -1, Challenge: ChallengePoW, PoWBits: &bits}
+	before := in
+	err := in.Validate(now)
+	var got []string
+	for _, e := range AllFieldErrors(err) {
+		got = append(got, e.Field)
+	}
+	want := []string{"title", "shopId", "payValue", "stock", "payWindow", "beginTime", "endTime", "brake", "powBits"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("fields %v, want %v", got, want)
+	}
+	if ErrorCode(err) != EINVALID || ErrorField(err) != "title" || ErrorMessage(err) != "title is required" {
+		t.Errorf("as one error: %s %s %q", ErrorCode(err), ErrorField(err), ErrorMessage(err))
+	}
+	if in.Title != before.Title || in.PoWBits != before.PoWBits || in.Challenge != before.Challenge {
+		t.Errorf("Validate changed its input: %+v", in)
 	}
 }
