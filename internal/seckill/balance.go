@@ -151,7 +151,9 @@ var DefaultBalanceReads = BalanceReads{Every: 30 * time.Millisecond, Count: 3}
 // judges them with CheckBalance. While they are settling or mismatched it
 // reads again as reads says: a persist in flight, or a unit given back in
 // Postgres that Redis takes a moment later, unbalances one reading, not the
-// books. It returns the last reading. ctx ending during a pause ends the
+// books. Postgres disagreeing with itself is not read again: its numbers
+// come from one snapshot, so no write between reads explains them. It
+// returns the last reading. ctx ending during a pause ends the
 // re-reading, not the check: the last reading is returned. A failed read is
 // an error; the caller decides what a Redis it cannot read means.
 func ReadBalance(ctx context.Context, live LiveCounter, totals TotalsReader, voucherID int64, reads BalanceReads) (Balance, error) {
@@ -183,6 +185,8 @@ func (r BalanceReads) again(b Balance, n int, elapsed time.Duration) bool {
 	switch {
 	case b.State != BalanceSettling && b.State != BalanceMismatch:
 		return false // ok, or unknown: another reading tells nothing new
+	case b.Reason == BalancePostgres:
+		return false // one snapshot of one store: no read in between to wait for
 	case r.Count == 0 && r.Within == 0:
 		return false
 	case r.Count > 0 && n >= r.Count:

@@ -108,6 +108,7 @@ func TestReadBalance(t *testing.T) {
 		{"settling throughout: the last reading", []LiveCounts{settling}, []CampaignTotals{ok}, DefaultBalanceReads, BalanceSettling, 3},
 		{"a shortfall until Redis takes the unit back", []LiveCounts{{Remaining: 5, Known: true}, {Remaining: 5, Known: true}, {Remaining: 6, Known: true}},
 			[]CampaignTotals{short}, DefaultBalanceReads, BalanceOK, 3},
+		{"Postgres off: read once", []LiveCounts{{Remaining: 5, Known: true}}, []CampaignTotals{totals(10, 4, 3, 2)}, DefaultBalanceReads, BalanceMismatch, 1},
 		{"the zero reads read once", []LiveCounts{settling}, []CampaignTotals{ok}, BalanceReads{}, BalanceSettling, 1},
 		{"within a time", []LiveCounts{settling}, []CampaignTotals{ok}, BalanceReads{Every: time.Millisecond, Within: 30 * time.Millisecond}, BalanceSettling, -1},
 	}
