@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/99designs/gqlgen/client"
 	"github.com/google/go-cmp/cmp"
 
+	"seckill/graph/model"
 	"seckill/internal/seckill"
 )
 
@@ -581,29 +583,43 @@ func TestTimesAreUTC(t *testing.T) {
 	}
 }
 
+// TestEnumsMatchDomain checks every wire enum against the domain's list of
+// its values, both ways: each domain value converts to a GraphQL value, and
+// each value of the schema is one of the domain's. The domain's own test
+// keeps its lists complete, so a value added on either side fails here.
 func TestEnumsMatchDomain(t *testing.T) {
-	for _, s := range []seckill.VoucherType{seckill.VoucherNormal, seckill.VoucherSeckill} {
-		if _, err := toGraphVoucherType(s); err != nil {
-			t.Error(err)
-		}
-	}
-	for _, s := range []seckill.CampaignStatus{seckill.CampaignScheduled, seckill.CampaignActive, seckill.CampaignSoldOut, seckill.CampaignEnded, seckill.CampaignPaused} {
-		if _, err := toGraphCampaignStatus(s); err != nil {
-			t.Error(err)
-		}
-	}
-	for _, o := range []seckill.Outcome{seckill.OutcomeAccepted, seckill.OutcomeSoldOut, seckill.OutcomeAlreadyPurchased, seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomeRateLimited, seckill.OutcomePaused} {
-		if _, err := toGraphOutcome(o); err != nil {
-			t.Error(err)
-		}
-	}
-	for _, s := range []seckill.OrderStatus{seckill.OrderQueued, seckill.OrderCreated, seckill.OrderFailed} {
-		if _, err := toGraphOrderStatus(s); err != nil {
-			t.Error(err)
-		}
-	}
+	checkEnum(t, "outcome", seckill.Outcomes, model.AllSeckillOutcome, toGraphOutcome)
+	checkEnum(t, "order status", seckill.OrderStatuses, model.AllOrderStatus, toGraphOrderStatus)
+	checkEnum(t, "payment status", seckill.PaymentStatuses, model.AllPaymentStatus, func(s seckill.PaymentStatus) (model.PaymentStatus, error) {
+		return toGraphEnum[model.PaymentStatus](string(s), "payment status")
+	})
+	checkEnum(t, "campaign status", seckill.CampaignStatuses, model.AllCampaignStatus, toGraphCampaignStatus)
+	checkEnum(t, "voucher type", seckill.VoucherTypes, model.AllVoucherType, toGraphVoucherType)
+	checkEnum(t, "challenge kind", seckill.ChallengeKinds, model.AllChallengeKind, func(k seckill.ChallengeKind) (model.ChallengeKind, error) {
+		return toGraphEnum[model.ChallengeKind](string(k), "challenge kind")
+	})
 	if _, err := toGraphOrderStatus("LOST"); err == nil {
 		t.Error("an unknown status converts")
+	}
+}
+
+// checkEnum converts every domain value of an enum with toGraph and
+// expects the same value back, and finds every GraphQL value among the
+// domain's.
+func checkEnum[D, G ~string](t *testing.T, what string, domain []D, graph []G, toGraph func(D) (G, error)) {
+	t.Helper()
+	for _, d := range domain {
+		g, err := toGraph(d)
+		if err != nil {
+			t.Errorf("%s %s: %v", what, d, err)
+		} else if string(g) != string(d) {
+			t.Errorf("%s %s converts to %s", what, d, g)
+		}
+	}
+	for _, g := range graph {
+		if !slices.Contains(domain, D(g)) {
+			t.Errorf("the schema's %s %s is not one of the domain's %v", what, g, domain)
+		}
 	}
 }
 

@@ -3,81 +3,57 @@ package web
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"seckill/internal/seckill"
 	"seckill/web/views"
 )
 
-// Balance runs a campaign's consistency check, the one its page shows, for
-// a caller outside the dashboard (the app's consistency metrics).
-func (h *Handler) Balance(ctx context.Context, voucherID int64) (views.Balance, error) {
-	b, _, _, err := h.balance(ctx, voucherID)
-	return b, err
+// balance reads a campaign's books with the domain's equation
+// (seckill.ReadBalance) and shows its verdict. A Redis the dashboard cannot
+// read is logged and shown as not holding the campaign, so the page still
+// has Postgres's numbers.
+func (h *Handler) balance(ctx context.Context, id int64) (views.Balance, seckill.Balance, error) {
+	b, err := seckill.ReadBalance(ctx, liveOrLogged{h}, h.cfg.Records, id, seckill.DefaultBalanceReads)
+	if err != nil {
+		return views.Balance{}, b, err
+	}
+	return toViewBalance(b), b, nil
 }
 
-// balanceReads is how often the consistency check reads again before it
-// reports that the equation does not hold.
-const balanceReads = 3
+// liveOrLogged reads Redis's side of the books; a failed read is logged
+// and reads as a campaign Redis does not hold.
+type liveOrLogged struct{ h *Handler }
 
-// balance checks initial stock = remaining + queued + awaiting payment +
-// paid (sold is the last two: what Postgres's stock says is taken). It reads Redis
-// (remaining and queued, in one MULTI) and then Postgres (initial stock,
-// stock and row counts, in one statement). In that order, an order
-// persisted between the two reads is counted twice (queued and sold), never
-// missed: so a sum above the initial stock by at most the queued count is a
-// persist in flight ("settling"); anything else is a real disagreement.
-func (h *Handler) balance(ctx context.Context, id int64) (views.Balance, seckill.LiveCounts, seckill.CampaignTotals, error) {
-	var (
-		b  views.Balance
-		lc seckill.LiveCounts
-		t  seckill.CampaignTotals
-	)
-	for i := range balanceReads {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				return b, lc, t, ctx.Err()
-			case <-time.After(30 * time.Millisecond):
-			}
-		}
-		live, err := h.cfg.Live.LiveCounts(ctx, []int64{id})
-		if err != nil {
-			h.logger.ErrorContext(ctx, "read live counts", "voucher_id", id, "err", err)
-			live = nil
-		}
-		lc = live[id]
-		if t, err = h.cfg.Records.CampaignTotals(ctx, id); err != nil {
-			return b, lc, t, err
-		}
-		sold := t.InitialStock - t.Stock
-		b = views.Balance{
-			Initial: t.InitialStock, Remaining: lc.Remaining, Queued: lc.Queued, Sold: sold,
-			Awaiting: t.Awaiting, Paid: t.Paid, Cancelled: t.Cancelled, Expired: t.Expired,
-			Failed: t.Failures, Orders: t.Orders, Diff: lc.Remaining + lc.Queued + sold - t.InitialStock,
-		}
-		switch {
-		case !lc.Known:
-			b.State = views.BalanceUnknown
-			b.Message = "Redis does not hold this campaign (it is not warmed, or it ended before Redis restarted), so only Postgres's numbers are known."
-			return b, lc, t, nil
-		case t.Orders != sold:
-			b.State = views.BalanceMismatch
-			b.Message = "Postgres disagrees with itself: " + strconv.FormatInt(t.Orders, 10) +
-				" orders await payment or are paid but the stock says " + strconv.FormatInt(sold, 10) + " units are taken."
-		case b.Diff == 0:
-			b.State = views.BalanceOK
-			return b, lc, t, nil
-		case b.Diff > 0 && b.Diff <= lc.Queued:
-			b.State = views.BalanceSettling
-			b.Message = strconv.FormatInt(b.Diff, 10) + " orders were persisted while the numbers were read, so they count as queued and sold at once."
-		case b.Diff > 0:
-			b.State = views.BalanceMismatch
-			b.Message = "Redis and Postgres together hold " + strconv.FormatInt(b.Diff, 10) + " units more than were put on sale."
-		default:
-			b.State = views.BalanceMismatch
-			b.Message = strconv.FormatInt(-b.Diff, 10) + " units put on sale are neither left, queued, awaiting payment nor paid (a unit given back in Postgres that Redis has not taken yet shows so until the reconciler's sweep returns it)."
-		}
+func (l liveOrLogged) LiveCounts(ctx context.Context, ids []int64) (map[int64]seckill.LiveCounts, error) {
+	m, err := l.h.cfg.Live.LiveCounts(ctx, ids)
+	if err != nil {
+		l.h.logger.ErrorContext(ctx, "read live counts", "voucher_ids", ids, "err", err)
+		return nil, nil
 	}
-	return b, lc, t, nil
+	return m, nil
+}
+
+// toViewBalance shows a balance: its numbers, and in words why it is not ok.
+func toViewBalance(b seckill.Balance) views.Balance {
+	lc, t := b.Live, b.Totals
+	v := views.Balance{
+		State: string(b.State), Initial: t.InitialStock, Remaining: lc.Remaining, Queued: lc.Queued,
+		Awaiting: t.Awaiting, Paid: t.Paid, Cancelled: t.Cancelled, Expired: t.Expired, Failed: t.Failures,
+		Diff: b.Diff,
+	}
+	n := strconv.FormatInt
+	switch b.Reason {
+	case seckill.BalanceNotHeld:
+		v.Message = "Redis does not hold this campaign (it is not warmed, or it ended before Redis restarted), so only Postgres's numbers are known."
+	case seckill.BalancePostgres:
+		v.Message = "Postgres disagrees with itself: " + n(t.Holding(), 10) +
+			" orders await payment or are paid but the stock says " + n(t.Taken(), 10) + " units are taken."
+	case seckill.BalanceInFlight:
+		v.Message = n(b.Diff, 10) + " orders were persisted while the numbers were read, so they count as queued and awaiting payment at once."
+	case seckill.BalanceSurplus:
+		v.Message = "Redis and Postgres together hold " + n(b.Diff, 10) + " units more than were put on sale."
+	case seckill.BalanceShortfall:
+		v.Message = n(-b.Diff, 10) + " units put on sale are neither left, queued, awaiting payment nor paid (a unit given back in Postgres that Redis has not taken yet shows so until the reconciler's sweep returns it)."
+	}
+	return v
 }

@@ -138,10 +138,11 @@ func (h *Handler) campaign(ctx context.Context, id int64) (*seckill.Voucher, err
 }
 
 func (h *Handler) campaignLive(ctx context.Context, v *seckill.Voucher) (views.CampaignLive, error) {
-	b, lc, t, err := h.balance(ctx, v.ID)
+	b, bal, err := h.balance(ctx, v.ID)
 	if err != nil {
 		return views.CampaignLive{}, err
 	}
+	lc, t := bal.Live, bal.Totals
 	c := *v.Campaign
 	c.InitialStock, c.Stock = t.InitialStock, t.Stock
 	c.Remaining, c.RemainingKnown = lc.Remaining, lc.Known

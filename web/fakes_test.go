@@ -22,6 +22,7 @@ type fakeService struct {
 	err      error // returned by every management action when set
 	nextID   int64
 	quiz     map[int64][]seckill.QuizQuestion
+	totals   map[int64]seckill.CampaignTotals // Postgres's side; 10 units, none sold when unset
 }
 
 func newFakeService() *fakeService {
@@ -181,6 +182,11 @@ func (r fakeRecords) Campaigns(_ context.Context, f seckill.CampaignFilter) ([]*
 }
 
 func (r fakeRecords) CampaignTotals(_ context.Context, id int64) (seckill.CampaignTotals, error) {
+	r.svc.mu.Lock()
+	defer r.svc.mu.Unlock()
+	if t, ok := r.svc.totals[id]; ok {
+		return t, nil
+	}
 	return seckill.CampaignTotals{InitialStock: 10, Stock: 10}, nil
 }
 

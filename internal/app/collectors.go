@@ -12,7 +12,6 @@ import (
 
 	"seckill/internal/seckill"
 	"seckill/jobs"
-	"seckill/web/views"
 )
 
 // buildInfo is seckill_build_info: always 1, labelled with the build.
@@ -217,8 +216,10 @@ func (c *dependencyCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // consistencyMetrics are the results of the last consistency check: the
-// dashboard's equation initial = remaining + queued + sold, for every
-// campaign live or ended within consistencyWindow.
+// domain's stock balance (seckill.ReadBalance: initial = remaining + queued
+// + awaiting payment + paid, and Postgres's orders agree with its stock),
+// the one the dashboard shows, for every campaign live or ended within
+// consistencyWindow.
 type consistencyMetrics struct {
 	campaigns *prometheus.GaugeVec
 	drift     prometheus.Gauge
@@ -240,14 +241,12 @@ func newConsistencyMetrics(reg prometheus.Registerer) *consistencyMetrics {
 			Help: "When the consistency check last completed (Unix time).",
 		}),
 	}
-	for _, s := range balanceStates {
-		m.campaigns.WithLabelValues(s)
+	for _, s := range seckill.BalanceStates {
+		m.campaigns.WithLabelValues(string(s))
 	}
 	reg.MustRegister(m.campaigns, m.drift, m.lastCheck)
 	return m
 }
-
-var balanceStates = []string{views.BalanceOK, views.BalanceSettling, views.BalanceMismatch, views.BalanceUnknown}
 
 // Consistency check timing: how often, and how long after its end a
 // campaign is still checked.
@@ -273,26 +272,29 @@ func (a *App) RunConsistencyCheck(ctx context.Context) {
 	}
 }
 
+// checkConsistency reads every recent campaign's balance as the dashboard
+// does (seckill.DefaultBalanceReads). A Redis or Postgres it cannot read
+// fails the check, which leaves the metrics as they were: no numbers
+// rather than wrong ones (seckill_consistency_last_check_timestamp_seconds
+// then ages, and seckill_dependency_up says which store is down).
 func (a *App) checkConsistency(ctx context.Context) error {
 	vs, err := a.Store.Campaigns(ctx, seckill.CampaignFilter{Limit: 1000, EndedAfter: time.Now().Add(-consistencyWindow)})
 	if err != nil {
 		return err
 	}
-	counts := map[string]int{}
+	counts := map[seckill.BalanceState]int{}
 	var drift int64
 	for _, v := range vs {
-		b, err := a.dashboard.handler.Balance(ctx, v.ID)
+		b, err := seckill.ReadBalance(ctx, a.Admitter, a.Store, v.ID, seckill.DefaultBalanceReads)
 		if err != nil {
 			return err
 		}
 		counts[b.State]++
-		if b.State == views.BalanceMismatch {
-			drift += max(b.Diff, -b.Diff, b.Orders-b.Sold, b.Sold-b.Orders)
-		}
+		drift += b.Drift()
 	}
 	m := a.Metrics.consistency
-	for _, s := range balanceStates {
-		m.campaigns.WithLabelValues(s).Set(float64(counts[s]))
+	for _, s := range seckill.BalanceStates {
+		m.campaigns.WithLabelValues(string(s)).Set(float64(counts[s]))
 	}
 	m.drift.Set(float64(drift))
 	m.lastCheck.SetToCurrentTime()

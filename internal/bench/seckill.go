@@ -13,6 +13,7 @@ import (
 	"seckill/internal/bench/load"
 	"seckill/internal/bench/report"
 	"seckill/internal/bench/verify"
+	"seckill/internal/seckill"
 	"seckill/internal/store"
 )
 
@@ -264,7 +265,7 @@ func (r *runner) verifyPayments(ctx context.Context, s *seckillRun, p *report.Pe
 	// while the first holds its unit is a duplicate.
 	rep.DuplicateAnswers = verify.Tally(&out, rec.Snapshot().Accepted, statuses, confirmed, s.stock)
 	p.DuplicateUsers = dupBuyers
-	var live verify.Live
+	var live seckill.LiveCounter
 	if s.live != nil {
 		live = s.live
 	}

@@ -3,7 +3,11 @@
 // Every element a test or a script looks for carries a data-testid.
 package views
 
-import "time"
+import (
+	"time"
+
+	"seckill/internal/seckill"
+)
 
 // Meta is what every page's frame needs.
 type Meta struct {
@@ -211,30 +215,29 @@ type CampaignLive struct {
 	RefundsStuck                                         int64 // owed for more than an hour
 }
 
-// Balance is the consistency check: initial stock = remaining (Redis) +
-// queued (Redis) + sold (Postgres).
+// Balance is the consistency check, the domain's seckill.CheckBalance:
+// initial stock = remaining (Redis) + queued (Redis) + awaiting payment +
+// paid (Postgres), and Postgres's orders agree with its stock.
 type Balance struct {
 	State     string // BalanceOK, BalanceSettling, BalanceMismatch or BalanceUnknown
 	Initial   int64
 	Remaining int64
 	Queued    int64
-	Sold      int64 // awaiting payment + paid
 	Awaiting  int64
 	Paid      int64
 	Failed    int64
 	Cancelled int64
 	Expired   int64
-	Orders    int64 // orders holding a unit in voucher_order; must equal Sold
-	Diff      int64 // remaining + queued + sold - initial
-	Message   string
+	Diff      int64  // remaining + queued + awaiting + paid - initial; 0 when unknown
+	Message   string // why the state is not ok
 }
 
-// Balance states.
+// Balance states, as the domain names them.
 const (
-	BalanceOK       = "ok"
-	BalanceSettling = "settling"
-	BalanceMismatch = "mismatch"
-	BalanceUnknown  = "unknown"
+	BalanceOK       = string(seckill.BalanceOK)
+	BalanceSettling = string(seckill.BalanceSettling)
+	BalanceMismatch = string(seckill.BalanceMismatch)
+	BalanceUnknown  = string(seckill.BalanceUnknown)
 )
 
 // OrdersView is one page of a campaign's orders.

@@ -120,7 +120,7 @@ func TestCampaignPage(t *testing.T) {
 			RefundsOwed: views.RefundTally{Count: 1, Amount: "1.00 CNY"}, RefundsSent: views.RefundTally{Amount: "—"},
 			RefundsDone: views.RefundTally{Count: 2, Amount: "2.00 CNY"}, RefundsFailed: views.RefundTally{Count: 1, Amount: "1.00 CNY"},
 			RefundsStuck: 1,
-			Balance:      views.Balance{State: views.BalanceOK, Initial: 10, Remaining: 4, Queued: 1, Sold: 5, Failed: 2, Orders: 5},
+			Balance:      views.Balance{State: views.BalanceOK, Initial: 10, Remaining: 4, Queued: 1, Awaiting: 3, Paid: 2, Failed: 2},
 			Charts: []views.Chart{views.NewChart("chart-outcomes", "Admissions", "", "/s", at.Add(-time.Minute), at,
 				views.Series{Name: "accepted", Class: "s-accepted", Points: []views.Point{{At: at.Add(-30 * time.Second), V: 3}, {At: at, V: 8}}})},
 		},
@@ -217,7 +217,7 @@ func TestCampaignPage(t *testing.T) {
 
 func TestBalanceMismatchIsFlagged(t *testing.T) {
 	doc := render(t, views.CampaignFragment(views.CampaignLive{
-		Balance: views.Balance{State: views.BalanceMismatch, Initial: 10, Remaining: 3, Sold: 5, Diff: -2, Message: "2 units put on sale are neither left, queued nor sold."},
+		Balance: views.Balance{State: views.BalanceMismatch, Initial: 10, Remaining: 3, Awaiting: 5, Diff: -2, Message: "2 units put on sale are neither left, queued, awaiting payment nor paid."},
 	}))
 	c := doc.Find(byTestID("consistency"))
 	if st, _ := c.Attr("data-state"); st != "mismatch" {

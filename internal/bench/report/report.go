@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"seckill/internal/bench/load"
+	"seckill/internal/seckill"
 )
 
 // Load modes, as LoadInfo.Mode names them (load.ModeBurst, ...).
@@ -229,7 +230,8 @@ type Payments struct {
 	Books Books `json:"books"`
 }
 
-// Books is a campaign's stock equation as read at the end of a run.
+// Books is a campaign's stock equation as read at the end of a run; the
+// domain judges it (Balance).
 type Books struct {
 	Initial   int64 `json:"initial"`
 	Remaining int64 `json:"remaining"` // Redis
@@ -242,6 +244,24 @@ type Books struct {
 	// DuplicateBuyers counts buyers holding more than one live (CREATED or
 	// PAID) order of the campaign.
 	DuplicateBuyers int64 `json:"duplicate_buyers"`
-	Balanced        bool  `json:"balanced"`
-	Known           bool  `json:"known"` // Redis holds the campaign
+	Balanced        bool  `json:"balanced"` // the domain's verdict is ok
+	Known           bool  `json:"known"`    // Redis holds the campaign
+}
+
+// NewBooks records a balance the domain read (seckill.ReadBalance).
+func NewBooks(b seckill.Balance) Books {
+	return Books{
+		Initial: b.Totals.InitialStock, Remaining: b.Live.Remaining, Queued: b.Live.Queued,
+		Awaiting: b.Totals.Awaiting, Paid: b.Totals.Paid, Taken: b.Totals.Taken(),
+		Balanced: b.State == seckill.BalanceOK, Known: b.Live.Known,
+	}
+}
+
+// Balance is the domain's verdict on the books as recorded
+// (seckill.CheckBalance): the stock equation and Postgres's own check.
+func (b Books) Balance() seckill.Balance {
+	return seckill.CheckBalance(
+		seckill.LiveCounts{Remaining: b.Remaining, Queued: b.Queued, Known: b.Known},
+		seckill.CampaignTotals{InitialStock: b.Initial, Stock: b.Initial - b.Taken,
+			Awaiting: b.Awaiting, Paid: b.Paid, Orders: b.Awaiting + b.Paid})
 }

@@ -189,12 +189,14 @@ func (t *runTable) paymentRows() {
 		return Number(p.Books.Remaining) + " + " + Number(p.Books.Queued)
 	})
 	row("  + awaiting+paid", func(p *Payments) string {
-		ok := "balanced"
-		if !p.Books.Balanced {
-			ok = "NOT BALANCED"
-		}
-		if !p.Books.Known {
+		ok := "NOT BALANCED"
+		switch p.Books.Balance().State {
+		case seckill.BalanceOK:
+			ok = "balanced"
+		case seckill.BalanceUnknown:
 			ok = "Postgres only"
+		case seckill.BalanceSettling:
+			ok = "NOT BALANCED: settling"
 		}
 		return Number(p.Books.Awaiting) + " + " + Number(p.Books.Paid) + " (" + ok + ")"
 	})

@@ -10,53 +10,32 @@ import (
 	"seckill/internal/seckill"
 )
 
-// Live reads Redis's side of a campaign's books (admission.Admitter).
-type Live interface {
-	LiveCounts(ctx context.Context, voucherIDs []int64) (map[int64]seckill.LiveCounts, error)
-}
-
-// Totals reads Postgres's side of a campaign's books (store.Store).
-type Totals interface {
-	CampaignTotals(ctx context.Context, voucherID int64) (seckill.CampaignTotals, error)
-}
-
 // booksPoll is how often Books reads again while the books do not balance.
 const booksPoll = 100 * time.Millisecond
 
-// Books reads a campaign's books, Redis first and then Postgres, until
-// initial = remaining + queued + awaiting payment + paid holds or timeout
-// passes: an order expiring between the two reads, or a unit given back in
-// Postgres that Redis takes a moment later, unbalances one reading, not
-// the books. live may be nil: Postgres's side is checked alone then.
-func Books(ctx context.Context, live Live, totals Totals, voucherID int64, timeout time.Duration) (report.Books, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		var lc seckill.LiveCounts
-		if live != nil {
-			m, err := live.LiveCounts(ctx, []int64{voucherID})
-			if err != nil {
-				return report.Books{}, fmt.Errorf("read Redis's counts: %w", err)
-			}
-			lc = m[voucherID]
-		}
-		t, err := totals.CampaignTotals(ctx, voucherID)
-		if err != nil {
-			return report.Books{}, fmt.Errorf("read Postgres's totals: %w", err)
-		}
-		b := report.Books{
-			Initial: t.InitialStock, Remaining: lc.Remaining, Queued: lc.Queued,
-			Awaiting: t.Awaiting, Paid: t.Paid, Taken: t.InitialStock - t.Stock, Known: lc.Known,
-		}
-		b.Balanced = b.Known && b.Initial == b.Remaining+b.Queued+b.Awaiting+b.Paid
-		if (b.Balanced || !b.Known) || time.Now().After(deadline) {
-			return b, nil
-		}
-		select {
-		case <-ctx.Done():
-			return b, nil
-		case <-time.After(booksPoll):
-		}
+// Books reads a campaign's books with the domain's equation
+// (seckill.ReadBalance: Redis first, then Postgres), again every booksPoll
+// while they are settling or mismatched, for up to timeout: an order
+// persisted or expiring between the two reads, or a unit given back in
+// Postgres that Redis takes a moment later, unbalances one reading, not the
+// books. live may be nil: Postgres's side is checked alone then, as for a
+// campaign Redis does not hold.
+func Books(ctx context.Context, live seckill.LiveCounter, totals seckill.TotalsReader, voucherID int64, timeout time.Duration) (report.Books, error) {
+	if live == nil {
+		live = notHeld{}
 	}
+	b, err := seckill.ReadBalance(ctx, live, totals, voucherID, seckill.BalanceReads{Every: booksPoll, Within: timeout})
+	if err != nil {
+		return report.Books{}, err
+	}
+	return report.NewBooks(b), nil
+}
+
+// notHeld is a Redis that holds no campaign.
+type notHeld struct{}
+
+func (notHeld) LiveCounts(context.Context, []int64) (map[int64]seckill.LiveCounts, error) {
+	return nil, nil
 }
 
 // Statuses returns the status of each order of the run's buyers, FAILED
