@@ -27,6 +27,7 @@ type Purchases struct {
 	now        func() time.Time
 
 	rebuilds recovery // campaigns being restored from Postgres
+	recent   recent   // admissions answered ACCEPTED lately (recent.go)
 }
 
 // PurchaseDeps are what Purchases needs. Every field is required: a
@@ -59,7 +60,7 @@ func NewPurchases(d PurchaseDeps) (*Purchases, error) {
 	}
 	return &Purchases{orders: d.Orders, campaigns: d.Campaigns, admitter: d.Admitter, outbox: d.Outbox,
 		rebuilder: d.Rebuilder, queue: d.Queue, bus: d.Bus, limiter: d.Limiter, challenger: d.Challenger,
-		expiry: d.Expiry, logger: d.Logger, now: d.Now}, nil
+		expiry: d.Expiry, logger: d.Logger, now: d.Now, recent: recent{now: d.Now}}, nil
 }
 
 // Purchase tries to buy one unit of a campaign for the caller, without an
@@ -113,6 +114,7 @@ func (p *Purchases) PurchaseWith(ctx context.Context, voucherID int64, answer *C
 	// The admission is pending in Redis already: if this enqueue fails (or
 	// the process dies now) the reconciler enqueues it later, so the buyer
 	// is told the truth either way.
+	p.recent.add(adm)
 	if err := p.queue.EnqueuePersist(context.WithoutCancel(ctx), adm); err != nil {
 		p.logger.WarnContext(ctx, "enqueue admission; the reconciler will retry", "order_id", adm.OrderID, "err", err)
 	}
@@ -155,24 +157,18 @@ func (p *Purchases) order(ctx context.Context, id int64) (*Order, error) {
 		return o, err
 	}
 	// Neither pending nor persisted. If Redis may have lost the campaign's
-	// state, restore it first: that persists what survived, and moves the
-	// epoch past what did not.
+	// state, restore it first: that persists what survived (and what this
+	// process remembers admitting), and moves the epoch past what did not.
 	voucherID, _ := SplitOrderID(id)
 	if need, nerr := p.rebuilder.NeedsRebuild(ctx, []int64{voucherID}); nerr == nil && len(need) > 0 {
 		if p.recoverCampaign(ctx, voucherID) == nil {
-			if o, err = p.orders.Order(ctx, id); ErrorCode(err) != ENOTFOUND {
-				return o, err
-			}
+			return p.orders.Order(ctx, id)
 		}
 	}
-	// An id of an epoch the campaign has left was accepted and then lost
-	// with Redis's state: say so, rather than pretend it never existed.
-	epoch, eerr := p.campaigns.CampaignEpoch(ctx, voucherID)
-	if eerr != nil || OrderEpoch(id) >= epoch {
-		return nil, err
-	}
-	return &Order{ID: id, VoucherID: voucherID, UserID: UserFromContext(ctx).ID,
-		Status: OrderFailed, CreatedAt: p.now().UTC(), FailureReason: FailureLost}, nil
+	// Lost with Redis's state and remembered by no process that could
+	// record it: nothing says who bought it, so it is not found, for
+	// anyone (recent.go).
+	return nil, err
 }
 
 // MyOrders returns the caller's persisted orders, newest first.
@@ -338,8 +334,9 @@ const PendingHorizon = 24 * time.Hour
 // Reconcile enqueues admissions that have been pending longer than age: their
 // enqueue failed, or the process died between admission and enqueue. It
 // looks at the campaigns Postgres knows, campaign by campaign, so losing
-// one campaign's Redis state costs no other campaign its requeue. It
-// returns how many it enqueued.
+// one campaign's Redis state costs no other campaign its requeue. Then it
+// records what this process admitted in epochs its campaign has left
+// since (recent.go). It returns how many it handed over.
 func (p *Purchases) Reconcile(ctx context.Context, age time.Duration, limit int) (int, error) {
 	ids, err := p.campaigns.CampaignsEndingAfter(ctx, p.now().Add(-PendingHorizon))
 	if err != nil {
@@ -359,7 +356,11 @@ func (p *Purchases) Reconcile(ctx context.Context, age time.Duration, limit int)
 	if n > 0 {
 		p.logger.InfoContext(ctx, "re-enqueued stale admissions", "count", n)
 	}
-	return n, nil
+	lost, err := p.persistLost(ctx)
+	if lost > 0 {
+		p.logger.WarnContext(ctx, "recorded admissions Redis lost before Postgres had them", "count", lost)
+	}
+	return n + lost, err
 }
 
 // scheduleExpiry schedules the expiry of the orders this persistence

@@ -221,6 +221,21 @@ func (p *Purchases) rebuildSteps(ctx context.Context, voucherID int64, token str
 	if err != nil {
 		return fmt.Errorf("pending admissions: %w", err)
 	}
+	// What this process admitted lately was promised too: Redis may have
+	// lost it (persisting it again is a no-op for what Postgres has).
+	epoch, err := p.campaigns.CampaignEpoch(ctx, voucherID)
+	if err != nil {
+		return err
+	}
+	seen := make(map[int64]bool, len(survivors))
+	for _, a := range survivors {
+		seen[a.OrderID] = true
+	}
+	for _, a := range p.recent.of(voucherID) {
+		if !seen[a.OrderID] && OrderEpoch(a.OrderID) == epoch {
+			survivors = append(survivors, a)
+		}
+	}
 	if err := p.PersistAdmissions(ctx, survivors); err != nil {
 		return fmt.Errorf("persist %d pending admissions: %w", len(survivors), err)
 	}
