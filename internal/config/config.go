@@ -221,7 +221,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	l.check("SECKILL_CHALLENGE_TTL", c.ChallengeTTL >= time.Second && c.ChallengeTTL <= time.Hour, "must be between 1s and 1h")
 	l.check("SECKILL_CHALLENGE_LEAD", c.ChallengeLead >= 0 && c.ChallengeLead <= 24*time.Hour, "must be between 0 and 24h")
 
-	l.check("SECKILL_PAY_WINDOW", c.PayWindow >= seckill.MinPayWindow && c.PayWindow <= seckill.MaxPayWindow && c.PayWindow%time.Second == 0,
+	l.check("SECKILL_PAY_WINDOW", seckill.ValidPayWindow(c.PayWindow),
 		"must be whole seconds between %s and %s, not %v", shortDuration(seckill.MinPayWindow), shortDuration(seckill.MaxPayWindow), c.PayWindow)
 	l.check("SECKILL_PAYMENT_CURRENCY", seckill.ValidCurrency(c.PaymentCurrency),
 		"must be three capital letters (ISO 4217), not %q", c.PaymentCurrency)
