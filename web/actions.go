@@ -63,3 +63,19 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request, done string, do fu
 	}
 	http.Redirect(w, r, "/admin/campaigns/"+strconv.FormatInt(id, 10)+"?done="+done, http.StatusSeeOther)
 }
+
+// done ends an action on campaign id: refused (err set), it shows the
+// campaign's page with the reason, or the error page for a campaign or
+// order the operator cannot reach; done, it redirects to the campaign's
+// page at anchor with the notice of done (so a reload does not repeat it).
+func (h *Handler) done(w http.ResponseWriter, r *http.Request, id int64, err error, done, anchor string) {
+	if err != nil {
+		if c := seckill.ErrorCode(err); c == seckill.ENOTFOUND || c == seckill.EUNAUTHENTICATED || c == seckill.EFORBIDDEN {
+			h.fail(w, r, err)
+			return
+		}
+		h.renderCampaign(w, r, id, pageState{status: statusOf(err), err: h.messageOf(r, err)})
+		return
+	}
+	http.Redirect(w, r, "/admin/campaigns/"+strconv.FormatInt(id, 10)+"?done="+done+anchor, http.StatusSeeOther)
+}

@@ -68,15 +68,7 @@ func (h *Handler) cancelOrder(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		_, err = h.cfg.Orders.AdminCancelOrder(r.Context(), orderID)
 	}
-	if err != nil {
-		if c := seckill.ErrorCode(err); c == seckill.ENOTFOUND || c == seckill.EUNAUTHENTICATED || c == seckill.EFORBIDDEN {
-			h.fail(w, r, err)
-			return
-		}
-		h.renderCampaign(w, r, id, pageState{status: statusOf(err), err: h.messageOf(r, err)})
-		return
-	}
-	http.Redirect(w, r, "/admin/campaigns/"+strconv.FormatInt(id, 10)+"?done=cancel#orders", http.StatusSeeOther)
+	h.done(w, r, id, err, "cancel", "#orders")
 }
 
 // csvRows bounds an export: pages of MaxPageSize, at most this many rows.

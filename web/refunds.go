@@ -101,13 +101,5 @@ func (h *Handler) retryRefund(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		_, err = h.cfg.Refunds.Retry(r.Context(), paymentID)
 	}
-	if err != nil {
-		if c := seckill.ErrorCode(err); c == seckill.ENOTFOUND || c == seckill.EUNAUTHENTICATED || c == seckill.EFORBIDDEN {
-			h.fail(w, r, err)
-			return
-		}
-		h.renderCampaign(w, r, id, pageState{status: statusOf(err), err: h.messageOf(r, err)})
-		return
-	}
-	http.Redirect(w, r, "/admin/campaigns/"+strconv.FormatInt(id, 10)+"?done=refund#refunds", http.StatusSeeOther)
+	h.done(w, r, id, err, "refund", "#refunds")
 }

@@ -47,6 +47,8 @@ type modelProvider struct {
 	mu      sync.Mutex
 	refunds map[string]*providerRefund // by key
 	next    providerAnswer
+	script  []providerAnswer // answers of the next calls, before next
+	calls   int              // refund calls that reached it
 }
 
 type providerRefund struct {
@@ -65,6 +67,7 @@ const (
 	answerRefuse                        // refused: no money moves
 	answerDown                          // unavailable: nothing happens
 	answerTimeout                       // refunded, but the answer is lost
+	answerHang                          // refunded, and answered after the client gave up
 )
 
 func (p *modelProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +78,11 @@ func (p *modelProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.mu.Lock()
+	p.calls++
 	next := p.next
+	if len(p.script) > 0 {
+		next, p.script = p.script[0], p.script[1:]
+	}
 	if next != answerDown && next != answerRefuse {
 		rf, ok := p.refunds[call.IdempotencyKey]
 		if !ok {
@@ -99,11 +106,21 @@ func (p *modelProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
 		}
+	case answerHang:
+		time.Sleep(700 * time.Millisecond) // past the client's timeout
+		reply("pending")
 	case answerDone:
 		reply("succeeded")
 	default:
 		reply("pending")
 	}
+}
+
+// callsSoFar returns how many refund calls reached the provider.
+func (p *modelProvider) callsSoFar() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls
 }
 
 // paidBack is what the provider has paid back for a payment, and under how

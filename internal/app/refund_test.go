@@ -2,14 +2,12 @@ package app
 
 import (
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,60 +122,17 @@ func newLifeEnvWith(t *testing.T, stock int64, opts ...envOption) (*testEnv, int
 	return e, v.ID
 }
 
-// flakyProvider answers the refund call as told, one answer a call, and
-// refunds once per idempotency key (or not: as a provider that ignores
-// keys would, to show the test catches it).
-type flakyProvider struct {
-	mu      sync.Mutex
-	answers []string // "500", "hang", "pending"
-	refunds map[string]int64
-	calls   atomic.Int64
-}
-
-func (f *flakyProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	call, err := payhook.ParseRefundCall([]byte(config.DevWebhookSecret), r.Header, body, time.Now())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	f.calls.Add(1)
-	f.mu.Lock()
-	answer := "pending"
-	if len(f.answers) > 0 {
-		answer, f.answers = f.answers[0], f.answers[1:]
-	}
-	if answer != "500" {
-		if _, ok := f.refunds[call.IdempotencyKey]; !ok {
-			f.refunds[call.IdempotencyKey] = call.Amount // the money goes back, once a key
-		}
-	}
-	f.mu.Unlock()
-	switch answer {
-	case "500":
-		http.Error(w, "try later", http.StatusInternalServerError)
-	case "hang":
-		time.Sleep(700 * time.Millisecond) // past the client's timeout
-	default:
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"pending","refund_id":"re_1"}`))
-	}
-}
-
 // TestRefundProviderFailsTimesOutAndAnswersTwice: a refund is sent until the
 // provider takes it, through a failure and a timeout (after which the
 // provider had refunded already), under one key, so the buyer is paid back
 // once; the provider's confirmation, sent twice, makes it REFUNDED once;
 // and a confirmation for a payment that is not owed back changes nothing.
 func TestRefundProviderFailsTimesOutAndAnswersTwice(t *testing.T) {
-	flaky := &flakyProvider{answers: []string{"500", "hang", "pending"}, refunds: map[string]int64{}}
-	srv := httptest.NewServer(flaky)
-	t.Cleanup(srv.Close)
 	// No workers: the test runs the refund's task by hand.
-	e := newTestEnv(t, "", func(m map[string]string) {
-		m["SECKILL_PAYMENT_REFUND_URL"] = srv.URL + "/refunds"
-		m["SECKILL_PAYMENT_REFUND_TIMEOUT"] = "300ms"
+	flaky, e := newRefundEnv(t, func(m map[string]string) {
+		m["SECKILL_PAYMENT_REFUND_TIMEOUT"], m["SECKILL_REFUND_MAX_SENDS"] = "300ms", "6"
 	})
+	flaky.script = []providerAnswer{answerDown, answerHang, answerPending}
 	refunds := e.app.Refunds
 	v, err := e.app.Catalog.AddSeckillVoucher(asUser(e.ctx, 1, true), seckill.NewSeckillVoucher{
 		ShopID: 1, Title: "refunds", PayValue: 100, ActualValue: 200, Stock: 5,
@@ -201,14 +156,12 @@ func TestRefundProviderFailsTimesOutAndAnswersTwice(t *testing.T) {
 	if st := e.paymentStatus(p.ID); st != seckill.PaymentRefunding {
 		t.Fatalf("after the sends: %s", st)
 	}
-	if n := flaky.calls.Load(); n != 4 {
+	if n := flaky.callsSoFar(); n != 4 {
 		t.Errorf("%d calls reached the provider, want 4", n)
 	}
-	flaky.mu.Lock()
-	if len(flaky.refunds) != 1 || flaky.refunds[seckill.RefundKey(p.ID, 1)] != p.Amount {
-		t.Errorf("the provider paid back %v, want %d once under %s", flaky.refunds, p.Amount, seckill.RefundKey(p.ID, 1))
+	if back, keys := flaky.paidBack(p.ID); keys != 1 || back != p.Amount {
+		t.Errorf("the provider paid back %d under %d keys, want %d once", back, keys, p.Amount)
 	}
-	flaky.mu.Unlock()
 
 	// The provider confirms twice, with two event ids.
 	for i := range 2 {
@@ -222,8 +175,8 @@ func TestRefundProviderFailsTimesOutAndAnswersTwice(t *testing.T) {
 		}
 	}
 	// Sent again after that, it is not sent at all.
-	if err := refunds.Send(e.ctx, p.ID, false); err != nil || flaky.calls.Load() != 4 {
-		t.Errorf("send after the confirmation: %v, %d calls", err, flaky.calls.Load())
+	if err := refunds.Send(e.ctx, p.ID, false); err != nil || flaky.callsSoFar() != 4 {
+		t.Errorf("send after the confirmation: %v, %d calls", err, flaky.callsSoFar())
 	}
 
 	// A paid order's payment is not owed back: a refund confirmation for
