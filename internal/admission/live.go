@@ -7,7 +7,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/seckill"
+	"seckill/lua"
 )
+
+var liveScript = newScript(lua.Live)
 
 // LiveCounts returns, for each campaign, the units left and the admissions
 // pending (admitted, not yet persisted), read by one script a campaign so the

@@ -16,11 +16,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/seckill"
+	"seckill/lua"
 )
 
 // rebuildLockTTL bounds how long a campaign stays locked by a process that
 // died while rebuilding it.
 const rebuildLockTTL = 10 * time.Second
+
+var (
+	beginScript   = newScript(lua.RebuildBegin)
+	abortScript   = newScript(lua.RebuildAbort)
+	rebuildScript = newScript(lua.Rebuild)
+	stampScript   = newScript(lua.Stamp)
+)
 
 // NeedsRebuild returns those of ids whose campaign Redis does not hold, or
 // holds with a state set (stale after a restart or failover, rebuilding),
@@ -84,33 +92,6 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (string, b
 	// outcome from before.
 	a.local.invalidate(voucherID)
 	return token, true, nil
-}
-
-// PendingOf returns every admission of a campaign that is still pending.
-func (a *Admitter) PendingOf(ctx context.Context, voucherID int64) ([]seckill.Admission, error) {
-	if !validVoucherID(voucherID) {
-		return nil, nil
-	}
-	m, err := a.rdb.HGetAll(ctx, a.keys.pending(voucherID)).Result()
-	if err != nil {
-		return nil, redisError("pending of campaign", err, nil)
-	}
-	out := make([]seckill.Admission, 0, len(m))
-	for field, v := range m {
-		seq, err := strconv.ParseInt(field, 10, 64)
-		if err != nil || seq <= 0 || seq > maxSeq {
-			a.logger.Warn("skip malformed pending admission", "voucher_id", voucherID, "field", field)
-			continue
-		}
-		adm, err := parsePending(voucherID, seq, v)
-		if err != nil {
-			a.logger.Warn("skip malformed pending admission", "voucher_id", voucherID, "err", err)
-			continue
-		}
-		out = append(out, *adm)
-	}
-	slices.SortFunc(out, func(x, y seckill.Admission) int { return int(x.OrderID - y.OrderID) })
-	return out, nil
 }
 
 // AbortRebuild releases the campaign's rebuild lock if it is still token's,
