@@ -40,7 +40,7 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 	if err := a.writeBuyers(ctx, st, a.keys.buyers(id), 0); err != nil {
 		return false, err
 	}
-	n, err := warmScript.Run(ctx, a.rdb, []string{a.keys.campaign(id)}, campaignArgs(c)...).Int64()
+	n, err := runScript(ctx, a.rdb, warmScript, []string{a.keys.campaign(id)}, campaignArgs(c)...).Int64()
 	if err != nil {
 		return false, redisError("warm", err, nil)
 	}
@@ -157,7 +157,7 @@ func (a *Admitter) UpdateCampaign(ctx context.Context, voucherID int64, begin, e
 	if err := validWindow(begin, end); err != nil {
 		return err
 	}
-	n, err := updateScript.Run(ctx, a.rdb, []string{a.keys.campaign(voucherID)}, windowArgs(begin, end, paused)...).Int64()
+	n, err := runScript(ctx, a.rdb, updateScript, []string{a.keys.campaign(voucherID)}, windowArgs(begin, end, paused)...).Int64()
 	if err != nil {
 		return redisError("update campaign", err, nil)
 	}
@@ -181,7 +181,7 @@ func (a *Admitter) AddStock(ctx context.Context, voucherID, n int64) error {
 	if n <= 0 || n > 1e12 {
 		return seckill.Invalidf("stock", "stock to add must be between 1 and 10^12")
 	}
-	stock, err := addStockScript.Run(ctx, a.rdb, []string{a.keys.campaign(voucherID)}, n).Int64()
+	stock, err := runScript(ctx, a.rdb, addStockScript, []string{a.keys.campaign(voucherID)}, n).Int64()
 	if err != nil {
 		return redisError("add stock", err, nil)
 	}
@@ -228,16 +228,17 @@ func (a *Admitter) Retire(ctx context.Context, ids []int64, after time.Duration)
 	if len(ids) == 0 {
 		return 0, nil
 	}
+	calls := make([]scriptCall, len(ids))
+	for i, id := range ids {
+		calls[i] = scriptCall{keys: []string{a.keys.campaign(id), a.keys.buyers(id), a.keys.pending(id),
+			a.keys.returned(id)}, args: []any{after.Milliseconds()}}
+	}
 	cmds := make([]*redis.Cmd, len(ids))
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = retireScript.Eval(ctx, p, []string{a.keys.campaign(id), a.keys.buyers(id), a.keys.pending(id),
-				a.keys.returned(id)}, after.Milliseconds())
+	runScripts(ctx, a.rdb, retireScript, calls, cmds)
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return 0, redisError("retire", err, nil)
 		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, redisError("retire", err, nil)
 	}
 	n := 0
 	for _, c := range cmds {

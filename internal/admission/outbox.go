@@ -73,42 +73,11 @@ func (a *Admitter) Ack(ctx context.Context, adms []seckill.Admission) error {
 	for i, id := range order {
 		calls[i] = scriptCall{keys: []string{a.keys.pending(id), a.keys.pendingAt(id)}, args: seqs[id]}
 	}
-	if err := a.runPipelined(ctx, ackScript, calls); err != nil {
-		return redisError("ack", err, nil)
-	}
-	return nil
-}
-
-type scriptCall struct {
-	keys []string
-	args []any
-}
-
-// runPipelined runs script once per call in one pipeline. A pipeline sends
-// only EVALSHA; when Redis lost the script (NOSCRIPT), the calls that failed
-// are retried one by one with Run, which falls back to EVAL. Callers'
-// scripts must be idempotent.
-func (a *Admitter) runPipelined(ctx context.Context, script *redis.Script, calls []scriptCall) error {
 	cmds := make([]*redis.Cmd, len(calls))
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, c := range calls {
-			cmds[i] = script.EvalSha(ctx, p, c.keys, c.args...)
-		}
-		return nil
-	})
-	if err == nil {
-		return nil
-	}
-	for i, cmd := range cmds {
-		err := cmd.Err()
-		if err == nil {
-			continue
-		}
-		if !redis.HasErrorPrefix(err, "NOSCRIPT") {
-			return err
-		}
-		if err := script.Run(ctx, a.rdb, calls[i].keys, calls[i].args...).Err(); err != nil {
-			return err
+	runScripts(ctx, a.rdb, ackScript, calls, cmds)
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return redisError("ack", err, nil)
 		}
 	}
 	return nil
@@ -132,7 +101,7 @@ func (a *Admitter) Release(ctx context.Context, adm seckill.Admission, keepBuyer
 	if keepBuyer {
 		keep = 1
 	}
-	n, err := releaseScript.Run(ctx, a.rdb, a.keys.admit(voucherID), seq, adm.UserID, keep).Int64()
+	n, err := runScript(ctx, a.rdb, releaseScript, a.keys.admit(voucherID), seq, adm.UserID, keep).Int64()
 	if err != nil {
 		return false, redisError("release", err, nil)
 	}

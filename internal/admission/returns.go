@@ -32,7 +32,7 @@ func (a *Admitter) ReturnUnit(ctx context.Context, r seckill.UnitReturn) (bool, 
 		return false, seckill.Invalidf("userId", "user id and epoch must be valid")
 	}
 	keys := []string{a.keys.campaign(voucherID), a.keys.buyers(voucherID), a.keys.returned(voucherID)}
-	n, err := returnScript.Run(ctx, a.rdb, keys, low, r.UserID, r.Epoch).Int64()
+	n, err := runScript(ctx, a.rdb, returnScript, keys, low, r.UserID, r.Epoch).Int64()
 	if err != nil {
 		return false, redisError("return", err, nil)
 	}
