@@ -132,7 +132,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	}
 	seq, ok1 := int64At(res, 1)
 	ms, ok2 := int64At(res, 2)
-	if !ok1 || !ok2 || seq <= 0 || seq > maxSeq {
+	if !ok1 || !ok2 || !validSeq(seq) {
 		return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
 	}
 	adm := seckill.Admission{
@@ -189,8 +189,8 @@ func (a *Admitter) Remaining(ctx context.Context, voucherIDs []int64) (map[int64
 // Pending returns an admission that Postgres does not hold yet. ENOTFOUND
 // when it is not pending (never admitted, acknowledged or released).
 func (a *Admitter) Pending(ctx context.Context, orderID int64) (*seckill.Admission, error) {
-	voucherID, seq := seckill.SplitOrderID(orderID)
-	if orderID <= 0 || !validVoucherID(voucherID) || seq == 0 {
+	voucherID, seq, ok := splitOrderID(orderID)
+	if !ok {
 		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %d not found", orderID)
 	}
 	v, err := a.rdb.HGet(ctx, a.keys.pending(voucherID), strconv.FormatInt(seq, 10)).Result()

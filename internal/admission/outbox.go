@@ -60,8 +60,8 @@ func (a *Admitter) Ack(ctx context.Context, adms []seckill.Admission) error {
 	seqs := make(map[int64][]any)
 	var order []int64
 	for _, adm := range adms {
-		voucherID, seq := seckill.SplitOrderID(adm.OrderID)
-		if adm.OrderID <= 0 || !validVoucherID(voucherID) || seq == 0 {
+		voucherID, seq, ok := splitOrderID(adm.OrderID)
+		if !ok {
 			return seckill.Invalidf("orderId", "order id %d is malformed", adm.OrderID)
 		}
 		if _, ok := seqs[voucherID]; !ok {
@@ -90,8 +90,8 @@ func (a *Admitter) Ack(ctx context.Context, adms []seckill.Admission) error {
 // concurrent or repeated calls give back exactly one unit. ECONFLICT when
 // the order is pending for another user than adm.UserID.
 func (a *Admitter) Release(ctx context.Context, adm seckill.Admission, keepBuyer bool) (bool, error) {
-	voucherID, seq := seckill.SplitOrderID(adm.OrderID)
-	if adm.OrderID <= 0 || !validVoucherID(voucherID) || seq == 0 {
+	voucherID, seq, ok := splitOrderID(adm.OrderID)
+	if !ok {
 		return false, seckill.Invalidf("orderId", "order id %d is malformed", adm.OrderID)
 	}
 	if adm.UserID <= 0 {
@@ -208,7 +208,7 @@ func (a *Admitter) PendingOf(ctx context.Context, voucherID int64) ([]seckill.Ad
 	out := make([]seckill.Admission, 0, len(m))
 	for field, v := range m {
 		seq, err := strconv.ParseInt(field, 10, 64)
-		if err != nil || seq <= 0 || seq > maxSeq {
+		if err != nil || !validSeq(seq) {
 			a.logger.Warn("skip malformed pending admission", "voucher_id", voucherID, "field", field)
 			continue
 		}

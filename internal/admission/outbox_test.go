@@ -199,3 +199,31 @@ func TestStale(t *testing.T) {
 		t.Errorf("age 1h: %v", got)
 	}
 }
+
+// TestMalformedOrderID: an order id that no admission can have is not
+// pending, and Ack, Release and ReturnUnit refuse it before Redis, naming
+// the field.
+func TestMalformedOrderID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newLiveAdmitter(t, 3, 10)
+	for _, id := range []int64{0, -1, -seckill.OrderID(3, 1), seckill.OrderID(3, 0), 1} {
+		adm := seckill.Admission{OrderID: id, VoucherID: 3, UserID: 1}
+		if _, err := a.Pending(ctx, id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+			t.Errorf("Pending(%d): %v, want NOT_FOUND", id, err)
+		}
+		if err := a.Ack(ctx, []seckill.Admission{adm}); seckill.ErrorField(err) != "orderId" {
+			t.Errorf("Ack(%d): %v, want INVALID_INPUT on orderId", id, err)
+		}
+		if _, err := a.Release(ctx, adm, false); seckill.ErrorField(err) != "orderId" {
+			t.Errorf("Release(%d): %v, want INVALID_INPUT on orderId", id, err)
+		}
+		if _, err := a.ReturnUnit(ctx, seckill.UnitReturn{OrderID: id, VoucherID: 3, UserID: 1}); seckill.ErrorField(err) != "orderId" {
+			t.Errorf("ReturnUnit(%d): %v, want INVALID_INPUT on orderId", id, err)
+		}
+	}
+	// ReturnUnit also checks that the order is of the campaign it names.
+	if _, err := a.ReturnUnit(ctx, seckill.UnitReturn{OrderID: seckill.OrderID(3, 1), VoucherID: 4, UserID: 1}); seckill.ErrorField(err) != "orderId" {
+		t.Errorf("ReturnUnit of another campaign's order: %v, want INVALID_INPUT on orderId", err)
+	}
+}
