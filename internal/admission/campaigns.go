@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -222,7 +223,10 @@ func (a *Admitter) UpdateGuard(ctx context.Context, voucherID int64, challenge s
 // its buyers and returned orders (one member per buyer) leave Redis, which
 // otherwise keeps every campaign it ever sold. Purchases of it still hear
 // ENDED from Redis. It returns how many it trimmed now; a campaign trimmed
-// before is left as it is.
+// before is left as it is. A campaign whose script failed is not counted,
+// and its error, naming it, is in the error returned, with those of the
+// others that failed (joined; past maxRetireErrors, only counted):
+// the campaigns that did not fail are trimmed all the same.
 func (a *Admitter) Retire(ctx context.Context, ids []int64, after time.Duration) (int, error) {
 	ids = slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return !validVoucherID(id) })
 	if len(ids) == 0 {
@@ -235,19 +239,28 @@ func (a *Admitter) Retire(ctx context.Context, ids []int64, after time.Duration)
 	}
 	cmds := make([]*redis.Cmd, len(ids))
 	runScripts(ctx, a.rdb, retireScript, calls, cmds)
-	for _, c := range cmds {
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			return 0, redisError("retire", err, nil)
-		}
-	}
-	n := 0
-	for _, c := range cmds {
-		if v, err := c.Int64(); err == nil && v == 1 {
+	n, failed := 0, 0
+	var errs []error
+	for i, c := range cmds {
+		v, err := c.Int64()
+		switch {
+		case err != nil:
+			if failed++; failed <= maxRetireErrors {
+				errs = append(errs, fmt.Errorf("campaign %d: %w", ids[i], err))
+			}
+		case v == 1:
 			n++
 		}
 	}
-	return n, nil
+	if failed > maxRetireErrors {
+		errs = append(errs, fmt.Errorf("and %d more campaigns", failed-maxRetireErrors))
+	}
+	return n, redisError("retire", errors.Join(errs...), nil)
 }
+
+// maxRetireErrors bounds the errors Retire returns: when Redis is out of
+// reach every campaign fails alike, and one line each would bury the cause.
+const maxRetireErrors = 5
 
 // Forget deletes a campaign from Redis: its hash, buyers and pending
 // admissions. Pending admissions are

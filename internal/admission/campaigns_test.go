@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,5 +208,66 @@ func TestRetire(t *testing.T) {
 	}
 	if n, err := a.Retire(ctx, []int64{1}, time.Hour); err != nil || n != 0 {
 		t.Errorf("Retire again = %d, %v; want 0", n, err)
+	}
+}
+
+// TestRetireErrors: a campaign whose script fails is named in Retire's
+// error, with every other that failed, and the others are trimmed and
+// counted all the same; past a few, failures are only counted.
+func TestRetireErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	now := time.Now()
+	for _, id := range []int64{1, 3} {
+		mustWarm(t, a, seckill.WarmState{Campaign: seckill.Campaign{VoucherID: id, InitialStock: 10, Stock: 8,
+			BeginTime: now.Add(-4 * time.Hour), EndTime: now.Add(-3 * time.Hour)}, Buyers: []int64{1, 2}})
+	}
+	// Campaigns 2 and 4 are not hashes: their script fails (WRONGTYPE).
+	broken := func(ids ...int64) {
+		for _, id := range ids {
+			if err := rdb.Set(ctx, admission.CampaignKey(a, id), "not a hash", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	broken(2, 4)
+
+	n, err := a.Retire(ctx, []int64{1, 2, 3, 4}, time.Hour)
+	if n != 2 {
+		t.Errorf("Retire trimmed %d, want 2 (the campaigns that did not fail)", n)
+	}
+	if err == nil {
+		t.Fatal("Retire reported no error")
+	}
+	for _, want := range []string{"admission: retire: ", "campaign 2: ", "campaign 4: ", "WRONGTYPE"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "campaign 1:") || strings.Contains(err.Error(), "campaign 3:") {
+		t.Errorf("error %q names a campaign that did not fail", err)
+	}
+	if code := seckill.ErrorCode(err); code != seckill.EINTERNAL {
+		t.Errorf("code %s, want INTERNAL", code)
+	}
+	for _, id := range []int64{1, 3} {
+		if rdb.Exists(ctx, admission.BuyersKey(a, id)).Val() != 0 {
+			t.Errorf("campaign %d kept its buyers", id)
+		}
+	}
+
+	// A bad argument fails every campaign's script; beyond a few the
+	// failures are counted, not listed.
+	ids := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	n, err = a.Retire(ctx, ids, -time.Hour)
+	if n != 0 || err == nil {
+		t.Fatalf("Retire with a negative age = %d, %v; want 0 and an error", n, err)
+	}
+	if got := strings.Count(err.Error(), "ERR retire: ARGV[1]"); got != 5 {
+		t.Errorf("%d script errors listed, want 5:\n%v", got, err)
+	}
+	if !strings.Contains(err.Error(), "and 5 more campaigns") {
+		t.Errorf("error %q does not count the rest", err)
 	}
 }
