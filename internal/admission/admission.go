@@ -176,9 +176,10 @@ func gcraInterval(perSecond float64) int64 {
 	return max(int64(1e6/perSecond), 1)
 }
 
-// Load loads every script into Redis (SCRIPT LOAD), so that the first
-// EVALSHA finds them and pipelined calls work. Scripts still fall back to
-// EVAL when Redis lost them (SCRIPT FLUSH, restart).
+// Load loads every script into Redis (SCRIPT LOAD; on a cluster, into every
+// node), so that the first EVALSHA finds them. A node that loses them later
+// (SCRIPT FLUSH, a restart, a failover) costs one EVAL per call it refused
+// (runScripts), not an error.
 func (a *Admitter) Load(ctx context.Context) error {
 	for _, s := range allScripts {
 		if err := s.Load(ctx, a.rdb).Err(); err != nil {
