@@ -10,6 +10,7 @@
 --  -1 the campaign is being rebuilt (rebuild.lua would overwrite the change
 --     with what it read from Postgres before); nothing changed
 -- Errors, before any write: a malformed n.
+-- Uses: prelude.lua (refusal), which lua.go puts here.
 local n = ARGV[1]
 if type(n) ~= 'string' or #n > 13 or not string.match(n, '^[1-9]%d*$') or tonumber(n) > 1e12 then
   return redis.error_reply('ERR add_stock: ARGV[1] n must be an integer in [1, 10^12]')

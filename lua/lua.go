@@ -8,118 +8,120 @@
 // Scripts cannot import each other: the helpers the campaign scripts share
 // are written once, in prelude.lua, and put between such a script's header
 // and its body here, so Warm, Update, AddStock and Rebuild hold the whole
-// source Redis runs.
+// source Redis runs. A script asks for them with a header line starting
+// "-- Uses: prelude.lua".
 package lua
 
 import (
-	_ "embed"
+	"embed"
+	"fmt"
+	"io/fs"
+	"regexp"
 	"strings"
 )
 
-//go:embed prelude.lua
-var prelude string
+// files holds every script: All is built from it, so a .lua file added
+// here is in All (and checked by this package's tests) without being listed.
+//
+//go:embed *.lua
+var files embed.FS
 
-// withPrelude returns src with the prelude after its header (its leading
-// comment lines).
-func withPrelude(src string) string {
+// preludeFile is the one .lua file that is not a script of its own.
+const preludeFile = "prelude.lua"
+
+// usesPrelude matches the header line of a script that wants the prelude.
+var usesPrelude = regexp.MustCompile(`(?m)^-- Uses: prelude\.lua\b`)
+
+// All maps each script's file name (every .lua file of the package but the
+// prelude) to the source Redis runs, the prelude put in where a script asks
+// for it.
+var All = scripts()
+
+func scripts() map[string]string {
+	prelude := read(preludeFile)
+	names, err := fs.Glob(files, "*.lua")
+	if err != nil {
+		panic(err)
+	}
+	all := make(map[string]string, len(names))
+	for _, name := range names {
+		if name == preludeFile {
+			continue
+		}
+		src := read(name)
+		if usesPrelude.MatchString(header(src)) {
+			src = withPrelude(src, prelude)
+		}
+		all[name] = src
+	}
+	return all
+}
+
+func read(name string) string {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic(fmt.Sprintf("lua: %v", err))
+	}
+	return string(b)
+}
+
+// header returns src's header: its leading comment lines.
+func header(src string) string {
 	body := src
 	for strings.HasPrefix(body, "--") {
 		_, body, _ = strings.Cut(body, "\n")
 	}
-	return src[:len(src)-len(body)] + "\n" + prelude + "\n" + body
+	return src[:len(src)-len(body)]
 }
 
-// Live reads a campaign's units left and admissions pending at one instant.
-//
-//go:embed live.lua
-var Live string
-
-// Admit decides one purchase atomically.
-//
-//go:embed admit.lua
-var Admit string
-
-//go:embed warm.lua
-var warmSrc string
-
-// Warm installs a campaign unless Redis holds it already.
-var Warm = withPrelude(warmSrc)
-
-// Release gives a failed admission's unit and buyer slot back, once.
-//
-//go:embed release.lua
-var Release string
-
-// Return gives a cancelled or expired order's unit and buyer slot back,
-// once.
-//
-//go:embed return.lua
-var Return string
-
-// Ack forgets admissions that Postgres holds now.
-//
-//go:embed ack.lua
-var Ack string
-
-//go:embed update.lua
-var updateSrc string
-
-// Update changes the window and the pause of an existing campaign.
-var Update = withPrelude(updateSrc)
-
-//go:embed add_stock.lua
-var addStockSrc string
-
-// AddStock puts more units of an existing campaign on sale.
-var AddStock = withPrelude(addStockSrc)
-
-// RebuildBegin takes a campaign's rebuild lock and stops its admissions.
-//
-//go:embed rebuild_begin.lua
-var RebuildBegin string
-
-// RebuildAbort releases the rebuild lock of a rebuild that failed halfway.
-//
-//go:embed rebuild_abort.lua
-var RebuildAbort string
-
-//go:embed rebuild.lua
-var rebuildSrc string
-
-// Rebuild installs a campaign from Postgres in a new epoch and ends the
-// rebuild.
-var Rebuild = withPrelude(rebuildSrc)
-
-// Stamp stops a campaign whose state another Redis server installed.
-//
-//go:embed stamp.lua
-var Stamp string
-
-// Retire trims a campaign that ended long ago to its hash and guard.
-//
-//go:embed retire.lua
-var Retire string
-
-// Login takes one sign-in attempt from several budgets at once (GCRA).
-//
-//go:embed login.lua
-var Login string
-
-// All maps each script's file name to its source.
-var All = map[string]string{
-	"admit.lua":     Admit,
-	"warm.lua":      Warm,
-	"release.lua":   Release,
-	"return.lua":    Return,
-	"ack.lua":       Ack,
-	"update.lua":    Update,
-	"add_stock.lua": AddStock,
-
-	"rebuild_begin.lua": RebuildBegin,
-	"rebuild_abort.lua": RebuildAbort,
-	"rebuild.lua":       Rebuild,
-	"stamp.lua":         Stamp,
-	"retire.lua":        Retire,
-	"login.lua":         Login,
-	"live.lua":          Live,
+// withPrelude returns src with the prelude after its header.
+func withPrelude(src, prelude string) string {
+	h := header(src)
+	return h + "\n" + prelude + "\n" + src[len(h):]
 }
+
+// script returns the source of the script in file name, for the variables
+// below; a name that is not a script stops the program at its start.
+func script(name string) string {
+	src, ok := All[name]
+	if !ok {
+		panic("lua: no script " + name)
+	}
+	return src
+}
+
+var (
+	// Live reads a campaign's units left and admissions pending at one
+	// instant.
+	Live = script("live.lua")
+	// Admit decides one purchase atomically.
+	Admit = script("admit.lua")
+	// Warm installs a campaign unless Redis holds it already.
+	Warm = script("warm.lua")
+	// Release gives a failed admission's unit and buyer slot back, once.
+	Release = script("release.lua")
+	// Return gives a cancelled or expired order's unit and buyer slot
+	// back, once.
+	Return = script("return.lua")
+	// Ack forgets admissions that Postgres holds now.
+	Ack = script("ack.lua")
+	// Update changes the window and the pause of an existing campaign.
+	Update = script("update.lua")
+	// AddStock puts more units of an existing campaign on sale.
+	AddStock = script("add_stock.lua")
+	// RebuildBegin takes a campaign's rebuild lock and stops its
+	// admissions.
+	RebuildBegin = script("rebuild_begin.lua")
+	// RebuildAbort releases the rebuild lock of a rebuild that failed
+	// halfway.
+	RebuildAbort = script("rebuild_abort.lua")
+	// Rebuild installs a campaign from Postgres in a new epoch and ends the
+	// rebuild.
+	Rebuild = script("rebuild.lua")
+	// Stamp stops a campaign whose state another Redis server installed.
+	Stamp = script("stamp.lua")
+	// Retire trims a campaign that ended long ago to its hash and guard.
+	Retire = script("retire.lua")
+	// Login takes one sign-in attempt from several budgets at once (GCRA).
+	Login = script("login.lua")
+)

@@ -2,6 +2,7 @@ package lua_test
 
 import (
 	"context"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -42,6 +43,52 @@ func TestHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestPreludeUse: a script that calls a helper of prelude.lua has the
+// prelude put in (its header says "-- Uses: prelude.lua"), and one that
+// asks for it has it; otherwise Redis would compile the script and fail
+// only when the call is reached.
+func TestPreludeUse(t *testing.T) {
+	b, err := os.ReadFile("prelude.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prelude := string(b)
+	var helpers []string
+	for _, m := range localFunc.FindAllStringSubmatch(prelude, -1) {
+		helpers = append(helpers, m[1])
+	}
+	if len(helpers) == 0 {
+		t.Fatal("no helpers found in prelude.lua")
+	}
+	for name, src := range lua.All {
+		t.Run(name, func(t *testing.T) {
+			has := strings.Contains(src, prelude)
+			if asks := usesPrelude.MatchString(src); asks != has {
+				t.Fatalf("asks for the prelude: %v; has it: %v", asks, has)
+			}
+			if has {
+				return
+			}
+			code := comment.ReplaceAllString(src, "")
+			own := map[string]bool{}
+			for _, m := range localFunc.FindAllStringSubmatch(code, -1) {
+				own[m[1]] = true
+			}
+			for _, h := range helpers {
+				if !own[h] && regexp.MustCompile(`\b`+h+`\(`).MatchString(code) {
+					t.Errorf("calls the prelude's %s without the prelude (add \"-- Uses: prelude.lua\" to its header)", h)
+				}
+			}
+		})
+	}
+}
+
+var (
+	localFunc   = regexp.MustCompile(`(?m)^local function (\w+)\(`)
+	comment     = regexp.MustCompile(`--[^\n]*`)
+	usesPrelude = regexp.MustCompile(`(?m)^-- Uses: prelude\.lua\b`)
+)
 
 // TestCompile loads every script into Redis, which compiles it.
 func TestCompile(t *testing.T) {

@@ -25,6 +25,7 @@
 --   0 the lock is not ours (it expired, and another process took it);
 --     nothing changed
 -- Errors, before any write: any malformed argument.
+-- Uses: prelude.lua (campaign, install), which lua.go puts here.
 local token = ARGV[1]
 if type(token) ~= 'string' or #token < 1 or #token > 64 then
   return redis.error_reply('ERR rebuild: ARGV[1] token must have 1 to 64 characters')

@@ -12,6 +12,7 @@
 --  -1 the campaign is being rebuilt (rebuild.lua would overwrite the change
 --     with what it read from Postgres before); nothing changed
 -- Errors, before any write: any malformed argument.
+-- Uses: prelude.lua (window, refusal), which lua.go puts here.
 local w, err = window('update', 1)
 if not w then
   return redis.error_reply(err)

@@ -17,6 +17,7 @@
 --   1 the campaign was installed
 --   0 the campaign exists already; nothing changed
 -- Errors, before any write: any malformed argument.
+-- Uses: prelude.lua (campaign, install), which lua.go puts here.
 local c, err = campaign('warm', 1)
 if not c then
   return redis.error_reply(err)

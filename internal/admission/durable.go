@@ -100,7 +100,7 @@ var errNoWaitTopology = errors.New("admission: MinReplicas needs a single-node, 
 // is known: a refusal does not wait for the WAIT that its batch's
 // acceptances need.
 func (p *pipeline) runDurable(ctx context.Context, keys []string, args []any) pipeReply {
-	call := pipeCall{keys: keys, args: args, reply: make(chan pipeReply, 1)}
+	call := pipeCall{scriptCall: scriptCall{keys: keys, args: args}, reply: make(chan pipeReply, 1)}
 	failed := make(chan error, 1)
 	go func() {
 		out, err := p.batches.Do(ctx, call)

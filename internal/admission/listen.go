@@ -123,3 +123,20 @@ func subscribe(ctx context.Context, rdb redis.UniversalClient, channel string) (
 	}
 	return ps, nil
 }
+
+// publish sends msg on channel: SPUBLISH on a cluster, where a plain
+// PUBLISH would travel to every node; PUBLISH on a single node or Sentinel's
+// master, which may be older than Redis 7.
+func publish(ctx context.Context, rdb redis.UniversalClient, channel string, msg any) error {
+	if sharded(rdb) {
+		return rdb.SPublish(ctx, channel, msg).Err()
+	}
+	return rdb.Publish(ctx, channel, msg).Err()
+}
+
+// sharded reports whether rdb is a Redis Cluster client, whose channels
+// are sharded.
+func sharded(rdb redis.UniversalClient) bool {
+	_, ok := rdb.(*redis.ClusterClient)
+	return ok
+}

@@ -7,7 +7,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/seckill"
+	"seckill/lua"
 )
+
+var liveScript = newScript(lua.Live)
 
 // LiveCounts returns, for each campaign, the units left and the admissions
 // pending (admitted, not yet persisted), read by one script a campaign so the
@@ -24,15 +27,16 @@ func (a *Admitter) LiveCounts(ctx context.Context, voucherIDs []int64) (map[int6
 	if len(ids) == 0 {
 		return out, nil
 	}
+	calls := make([]scriptCall, len(ids))
+	for i, id := range ids {
+		calls[i] = scriptCall{keys: []string{a.keys.campaign(id), a.keys.pending(id)}}
+	}
 	cmds := make([]*redis.Cmd, len(ids))
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = liveScript.Eval(ctx, p, []string{a.keys.campaign(id), a.keys.pending(id)})
+	runScripts(ctx, a.rdb, liveScript, calls, cmds)
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return nil, redisError("live counts", err, nil)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, redisError("live counts", err, nil)
 	}
 	for i, id := range ids {
 		v, err := cmds[i].Int64Slice()

@@ -74,7 +74,7 @@ func (l *LoginLimiter) run(ctx context.Context, mode string, keys []string, limi
 	for _, lim := range limits {
 		args = append(args, strconv.FormatInt(max(1, lim.Every.Milliseconds()), 10), strconv.Itoa(max(1, lim.Burst)))
 	}
-	ms, err := loginScript.Run(ctx, l.rdb, keys, args...).Int64()
+	ms, err := runScript(ctx, l.rdb, loginScript, keys, args...).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("admission: login budget: %w", err)
 	}

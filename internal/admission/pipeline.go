@@ -42,8 +42,7 @@ type pipeline struct {
 
 // pipeCall is one run of the script: its keys and arguments.
 type pipeCall struct {
-	keys []string
-	args []any
+	scriptCall
 	// reply, when set (durable pipelines), receives the call's reply as
 	// soon as it is known, before the batch's WAIT if it wrote nothing.
 	reply chan pipeReply
@@ -78,7 +77,7 @@ func (p *pipeline) run(ctx context.Context, keys []string, args ...any) pipeRepl
 	if p.dur != nil {
 		return p.runDurable(ctx, keys, args)
 	}
-	out, err := p.batches.Do(ctx, pipeCall{keys: keys, args: args})
+	out, err := p.batches.Do(ctx, pipeCall{scriptCall: scriptCall{keys: keys, args: args}})
 	if err != nil {
 		return pipeReply{err: err}
 	}
@@ -98,29 +97,15 @@ func (p *pipeline) send(ctx context.Context, calls []pipeCall, out []pipeReply) 
 	return nil
 }
 
-// exec runs calls on c: alone with Run (EVALSHA, then EVAL if Redis lost
-// the script), or as one pipeline of EVALSHAs.
+// exec runs calls on c (runScripts): alone, or as one pipeline.
 func (p *pipeline) exec(ctx context.Context, c redis.Cmdable, calls []pipeCall, out []pipeReply) {
-	if len(calls) == 1 {
-		call := calls[0]
-		out[0].res, out[0].err = p.script.Run(ctx, c, call.keys, call.args...).Slice()
-		return
+	var one [1]*redis.Cmd // a call alone, the usual case under light load, allocates no slice
+	cmds := one[:]
+	if len(calls) > 1 {
+		cmds = make([]*redis.Cmd, len(calls))
 	}
-	cmds := make([]*redis.Cmd, len(calls))
-	_, _ = c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, call := range calls {
-			cmds[i] = p.script.EvalSha(ctx, pipe, call.keys, call.args...)
-		}
-		return nil
-	})
-	for i, call := range calls {
-		r := &out[i]
-		r.res, r.err = cmds[i].Slice()
-		if r.err != nil && redis.HasErrorPrefix(r.err, "NOSCRIPT") {
-			// Redis lost its script cache (a restart, SCRIPT FLUSH): the
-			// script did not run, so running it again is safe. Run loads
-			// it with EVAL once; the calls after that find it again.
-			r.res, r.err = p.script.Run(ctx, c, call.keys, call.args...).Slice()
-		}
+	runScripts(ctx, c, p.script, calls, cmds)
+	for i := range calls {
+		out[i].res, out[i].err = cmds[i].Slice()
 	}
 }

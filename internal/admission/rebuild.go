@@ -16,11 +16,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/seckill"
+	"seckill/lua"
 )
 
 // rebuildLockTTL bounds how long a campaign stays locked by a process that
 // died while rebuilding it.
 const rebuildLockTTL = 10 * time.Second
+
+var (
+	beginScript   = newScript(lua.RebuildBegin)
+	abortScript   = newScript(lua.RebuildAbort)
+	rebuildScript = newScript(lua.Rebuild)
+	stampScript   = newScript(lua.Stamp)
+)
 
 // NeedsRebuild returns those of ids whose campaign Redis does not hold, or
 // holds with a state set (stale after a restart or failover, rebuilding),
@@ -71,7 +79,7 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (string, b
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
-	n, err := beginScript.Run(ctx, a.rdb, []string{a.keys.campaign(voucherID), a.keys.rebuild(voucherID)},
+	n, err := runScript(ctx, a.rdb, beginScript, []string{a.keys.campaign(voucherID), a.keys.rebuild(voucherID)},
 		token, rebuildLockTTL.Milliseconds(), seckill.MaxEpochSeq).Int64()
 	if err != nil {
 		return "", false, redisError("begin rebuild", err, nil)
@@ -86,33 +94,6 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (string, b
 	return token, true, nil
 }
 
-// PendingOf returns every admission of a campaign that is still pending.
-func (a *Admitter) PendingOf(ctx context.Context, voucherID int64) ([]seckill.Admission, error) {
-	if !validVoucherID(voucherID) {
-		return nil, nil
-	}
-	m, err := a.rdb.HGetAll(ctx, a.keys.pending(voucherID)).Result()
-	if err != nil {
-		return nil, redisError("pending of campaign", err, nil)
-	}
-	out := make([]seckill.Admission, 0, len(m))
-	for field, v := range m {
-		seq, err := strconv.ParseInt(field, 10, 64)
-		if err != nil || seq <= 0 || seq > maxSeq {
-			a.logger.Warn("skip malformed pending admission", "voucher_id", voucherID, "field", field)
-			continue
-		}
-		adm, err := parsePending(voucherID, seq, v)
-		if err != nil {
-			a.logger.Warn("skip malformed pending admission", "voucher_id", voucherID, "err", err)
-			continue
-		}
-		out = append(out, *adm)
-	}
-	slices.SortFunc(out, func(x, y seckill.Admission) int { return int(x.OrderID - y.OrderID) })
-	return out, nil
-}
-
 // AbortRebuild releases the campaign's rebuild lock if it is still token's,
 // after a rebuild failed between BeginRebuild and FinishRebuild, so that
 // the next attempt need not wait rebuildLockTTL. The campaign still admits
@@ -121,7 +102,7 @@ func (a *Admitter) AbortRebuild(ctx context.Context, voucherID int64, token stri
 	if !validVoucherID(voucherID) {
 		return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
 	}
-	if err := abortScript.Run(ctx, a.rdb, []string{a.keys.rebuild(voucherID)}, token).Err(); err != nil {
+	if err := runScript(ctx, a.rdb, abortScript, []string{a.keys.rebuild(voucherID)}, token).Err(); err != nil {
 		return redisError("abort rebuild", err, nil)
 	}
 	return nil
@@ -141,7 +122,7 @@ func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.W
 		return false, err
 	}
 	keys := append(a.keys.admit(id), a.keys.rebuild(id), staged)
-	n, err := rebuildScript.Run(ctx, a.rdb, keys, append([]any{token}, campaignArgs(c)...)...).Int64()
+	n, err := runScript(ctx, a.rdb, rebuildScript, keys, append([]any{token}, campaignArgs(c)...)...).Int64()
 	if err != nil {
 		return false, redisError("rebuild", err, nil)
 	}
@@ -257,15 +238,14 @@ func (h *ConnectHook) For(addr string) func(ctx context.Context, cn *redis.Conn)
 func stampAll(ctx context.Context, cn *redis.Conn, k keys, rid string, ids []int64) (int, error) {
 	stopped := 0
 	for chunk := range slices.Chunk(ids, 500) {
-		cmds := make([]*redis.Cmd, 0, len(chunk))
-		_, _ = cn.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, id := range chunk {
-				if validVoucherID(id) {
-					cmds = append(cmds, stampScript.Eval(ctx, p, []string{k.campaign(id)}, rid))
-				}
+		calls := make([]scriptCall, 0, len(chunk))
+		for _, id := range chunk {
+			if validVoucherID(id) {
+				calls = append(calls, scriptCall{keys: []string{k.campaign(id)}, args: []any{rid}})
 			}
-			return nil
-		})
+		}
+		cmds := make([]*redis.Cmd, len(calls))
+		runScripts(ctx, cn, stampScript, calls, cmds)
 		for _, c := range cmds {
 			n, err := c.Int64()
 			switch {

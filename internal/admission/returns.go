@@ -24,15 +24,15 @@ const (
 // and frees its buyer's slot, once per order, and tells every process that
 // the campaign may admit again; see seckill.UnitReturner.
 func (a *Admitter) ReturnUnit(ctx context.Context, r seckill.UnitReturn) (bool, error) {
-	voucherID, low := seckill.SplitOrderID(r.OrderID)
-	if r.OrderID <= 0 || !validVoucherID(voucherID) || low == 0 || voucherID != r.VoucherID {
+	voucherID, low, ok := splitOrderID(r.OrderID)
+	if !ok || voucherID != r.VoucherID {
 		return false, seckill.Invalidf("orderId", "order id %d is malformed", r.OrderID)
 	}
 	if r.UserID <= 0 || r.Epoch < 0 || r.Epoch > seckill.MaxEpoch {
 		return false, seckill.Invalidf("userId", "user id and epoch must be valid")
 	}
 	keys := []string{a.keys.campaign(voucherID), a.keys.buyers(voucherID), a.keys.returned(voucherID)}
-	n, err := returnScript.Run(ctx, a.rdb, keys, low, r.UserID, r.Epoch).Int64()
+	n, err := runScript(ctx, a.rdb, returnScript, keys, low, r.UserID, r.Epoch).Int64()
 	if err != nil {
 		return false, redisError("return", err, nil)
 	}

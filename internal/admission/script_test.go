@@ -106,7 +106,7 @@ func TestScriptArgumentValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := snapshot(t, rdb, k, v)
-			err := tt.script.Run(ctx, rdb, tt.keys, tt.args...).Err()
+			err := runScript(ctx, rdb, tt.script, tt.keys, tt.args...).Err()
 			if err == nil || err == redis.Nil {
 				t.Fatalf("script accepted bad arguments %v (err %v)", tt.args, err)
 			}
