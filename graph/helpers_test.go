@@ -2,7 +2,6 @@ package graph
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -221,7 +220,7 @@ func newDomain(tb testing.TB, e *testEnv, logger *slog.Logger) (Domain, *seckill
 	must(err)
 	purchases, err := seckill.NewPurchases(seckill.PurchaseDeps{Orders: e.store, Campaigns: e.store, Admitter: e.adm,
 		Outbox: e.adm, Rebuilder: e.adm, Queue: e.queue, Bus: e.bus, Limiter: seckill.NoLimit{}, Challenger: challenger,
-		Expiry: noExpiry{}, Logger: logger, Now: now})
+		Logger: logger, Now: now})
 	must(err)
 	refunds, err := seckill.NewRefunds(noLife{}, seckill.NoPaymentProvider{}, noLife{}, e.store, logger,
 		seckill.RefundConfig{ConfirmWait: time.Minute, MaxSends: 1})
@@ -231,11 +230,6 @@ func newDomain(tb testing.TB, e *testEnv, logger *slog.Logger) (Domain, *seckill
 	must(err)
 	return Domain{Catalog: catalog, Purchases: purchases, Challenges: challenges, Life: life}, purchases
 }
-
-// noExpiry schedules nothing: these tests never reach an order's pay_by.
-type noExpiry struct{}
-
-func (noExpiry) ScheduleExpiry(context.Context, []seckill.Order) error { return nil }
 
 // noLife stands for the order's life and refunds, which these tests do not
 // reach (internal/app's do, on Postgres): it has no orders to change.

@@ -103,6 +103,9 @@ var (
 	// Return gives a cancelled or expired order's unit and buyer slot
 	// back, once.
 	Return = script("return.lua")
+	// ReturnUnits gives many orders' units of one campaign back in one
+	// step, once per order.
+	ReturnUnits = script("return_units.lua")
 	// Ack forgets admissions that Postgres holds now.
 	Ack = script("ack.lua")
 	// Update changes the window and the pause of an existing campaign.

@@ -78,3 +78,59 @@ func TestReturnUnit(t *testing.T) {
 		}
 	}
 }
+
+// TestReturnUnits gives many orders' units back in one round trip: once per
+// order however often a batch comes again (or races ReturnUnit), each
+// campaign as its epoch allows, and reports which units admission holds.
+func TestReturnUnits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	for _, v := range []int64{1, 2} {
+		st := seckill.WarmState{Campaign: liveCampaign(v, 0)}
+		st.Campaign.Epoch = 2
+		for u := range int64(1500) {
+			st.Buyers = append(st.Buyers, 1000+u)
+		}
+		mustWarm(t, a, st)
+	}
+	stock := func(v int64) string { return rdb.HGet(ctx, admission.CampaignKey(a, v), "stock").Val() }
+	var rs []seckill.UnitReturn
+	for u := range int64(1500) { // more than one script call's worth for campaign 1
+		rs = append(rs, seckill.UnitReturn{OrderID: seckill.OrderID(1, 2<<22|(u+1)), VoucherID: 1, UserID: 1000 + u, Epoch: 2})
+	}
+	for u := range int64(3) {
+		rs = append(rs, seckill.UnitReturn{OrderID: seckill.OrderID(2, 2<<22|(u+1)), VoucherID: 2, UserID: 1000 + u, Epoch: 2})
+	}
+	// Campaign 9 is not in Redis: counted already. An epoch ahead of
+	// Redis: not now.
+	rs = append(rs, seckill.UnitReturn{OrderID: seckill.OrderID(9, 1), VoucherID: 9, UserID: 1, Epoch: 0},
+		seckill.UnitReturn{OrderID: seckill.OrderID(2, 3<<22|1), VoucherID: 2, UserID: 2000, Epoch: 3})
+
+	var wg sync.WaitGroup
+	for range 20 { // the same batch twenty times at once
+		wg.Go(func() {
+			taken, err := a.ReturnUnits(ctx, rs)
+			if err != nil || len(taken) != len(rs)-1 {
+				t.Errorf("ReturnUnits = %d taken, %v; want %d", len(taken), err, len(rs)-1)
+			}
+		})
+	}
+	wg.Wait()
+	if stock(1) != "1500" || stock(2) != "3" {
+		t.Fatalf("stock %s and %s after the batches, want 1500 and 3", stock(1), stock(2))
+	}
+	if o, _ := mustAdmit(t, a, 1, 1000); o != seckill.OutcomeAccepted {
+		t.Errorf("a buyer whose unit came back buys again: %s", o)
+	}
+	if o, _ := mustAdmit(t, a, 2, 1499); o != seckill.OutcomeAlreadyPurchased {
+		t.Errorf("a buyer whose unit did not come back: %s", o)
+	}
+	// ReturnUnit of one of them afterwards: returned before.
+	if ok, err := a.ReturnUnit(ctx, rs[0]); err != nil || !ok || stock(1) != "1499" {
+		t.Errorf("ReturnUnit after the batch = %v, %v, stock %s", ok, err, stock(1))
+	}
+	if _, err := a.ReturnUnits(ctx, []seckill.UnitReturn{{OrderID: 0, VoucherID: 1, UserID: 1}}); seckill.ErrorCode(err) != seckill.EINVALID {
+		t.Errorf("a malformed return: %v, want INVALID", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -171,7 +172,6 @@ func (a *App) buildDomain(cfg *config.Config, provider seckill.PaymentProvider) 
 		Limiter: a.Metrics.wrapLimiter(admission.NewUserLimiter(cfg.UserRate, cfg.UserBurst),
 			func(id int64) { a.outcomes.Add(id, seckill.OutcomeLocalLimit) }),
 		Challenger: challenger,
-		Expiry:     jobs.NewExpiryScheduler(a.Queue),
 		Logger:     logger,
 		Now:        time.Now,
 	})
@@ -258,11 +258,46 @@ func (a *App) RunWorker(ctx context.Context) error {
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	a.Logger.Info("worker started", "concurrency", a.Config.WorkerConcurrency, "batch_size", a.Config.BatchSize, "writers", a.Config.PersistWriters)
+	a.Logger.Info("worker started", "concurrency", a.Config.WorkerConcurrency, "batch_size", a.Config.BatchSize, "writers", a.Config.PersistWriters,
+		"expiry_writers", a.Config.ExpiryWriters)
+	var expiring sync.WaitGroup
+	for range a.Config.ExpiryWriters {
+		expiring.Go(func() { a.runExpiry(ctx) })
+	}
 	<-ctx.Done()
 	a.Logger.Info("worker stopping")
 	srv.Shutdown()
+	expiring.Wait()
 	return nil
+}
+
+// runExpiry expires orders past their pay_by in batches until ctx ends: a
+// batch at once while the last one was full (an expiry storm), else one
+// every ExpiryInterval. Each runner holds at most one Postgres connection;
+// the runners of every process take disjoint batches.
+func (a *App) runExpiry(ctx context.Context) {
+	outage := newOutageLog(a.Logger, "expire orders")
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := a.Life.ExpireDue(ctx, a.Config.ExpiryBatch)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			outage.fail(ctx, err)
+		case err == nil:
+			outage.ok(ctx)
+		}
+		next := a.Config.ExpiryInterval
+		if err == nil && n == a.Config.ExpiryBatch {
+			next = 0 // more are due
+		}
+		t.Reset(next)
+	}
 }
 
 // RunReconciler rebuilds campaigns Redis lost or must rebuild (from

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"time"
 
 	"seckill/internal/seckill"
@@ -21,7 +20,7 @@ func (e *testEnv) purchasesWith(tb fataler, mod func(d *seckill.PurchaseDeps)) *
 	tb.Helper()
 	d := seckill.PurchaseDeps{Orders: e.app.Store, Campaigns: e.app.Store, Admitter: e.app.Admitter,
 		Outbox: e.app.Admitter, Rebuilder: e.app.Admitter, Queue: e.app.Enqueuer, Bus: e.app.Bus,
-		Limiter: seckill.NoLimit{}, Challenger: e.app.Challenger, Expiry: noExpiry{}, Logger: e.app.Logger, Now: time.Now}
+		Limiter: seckill.NoLimit{}, Challenger: e.app.Challenger, Logger: e.app.Logger, Now: time.Now}
 	if mod != nil {
 		mod(&d)
 	}
@@ -59,11 +58,6 @@ func (e *testEnv) catalogWith(tb fataler, mod func(d *seckill.CatalogDeps)) *sec
 	}
 	return c
 }
-
-// noExpiry schedules nothing (the sweep expires orders).
-type noExpiry struct{}
-
-func (noExpiry) ScheduleExpiry(context.Context, []seckill.Order) error { return nil }
 
 // buyPersisted buys a unit for user and persists the order at once, as a
 // worker would, for tests that run none.

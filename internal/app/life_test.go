@@ -394,36 +394,25 @@ func TestExpiryWhileRedisUnreachable(t *testing.T) {
 	e.checkUnits(v)
 }
 
-// TestExpiryTaskLost deletes an order's expiry task: the sweep still
-// expires the order.
-func TestExpiryTaskLost(t *testing.T) {
+// TestExpiryCostsRedisNothing: an order awaiting payment has no expiry task
+// (nor anything else of its own in Redis for its expiry): the workers find
+// it in Postgres when it is due, and so does the sweep.
+func TestExpiryCostsRedisNothing(t *testing.T) {
 	e, v := newLifeEnv(t, 2, time.Hour)
 	id := e.buyCreated(v, 31)
 	insp := asynq.NewInspectorFromRedisClient(e.app.Redis)
-	info, err := insp.GetTaskInfo(jobs.QueueOrders, jobs.ExpireTaskID(id))
-	if err != nil {
-		t.Fatalf("expiry task: %v", err)
-	}
-	o, err := e.app.Store.Order(e.ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State != asynq.TaskStateScheduled || info.NextProcessAt.Sub(o.PayBy).Abs() > time.Second || o.PayBy.Sub(o.CreatedAt) < 59*time.Minute {
-		t.Fatalf("expiry task %s at %v, order pay by %v created %v", info.State, info.NextProcessAt, o.PayBy, o.CreatedAt)
-	}
-	if err := insp.DeleteTask(jobs.QueueOrders, jobs.ExpireTaskID(id)); err != nil {
-		t.Fatal(err)
+	if q, err := insp.GetQueueInfo(jobs.QueueOrders); err != nil || q.Scheduled != 0 {
+		t.Fatalf("scheduled tasks %+v, %v; want none", q, err)
 	}
 	if expired, _, err := e.app.Life.SweepOrders(e.ctx, 100); err != nil || expired != 0 {
 		t.Fatalf("sweep before pay_by: %d, %v", expired, err)
 	}
 	e.makeDue(id)
-	if expired, returned, err := e.app.Life.SweepOrders(e.ctx, 100); err != nil || expired != 1 || returned != 1 {
+	if expired, returned, err := e.app.Life.SweepOrders(e.ctx, 100); err != nil || expired+returned == 0 && e.status(id) != seckill.OrderExpired {
 		t.Fatalf("sweep: expired %d, returned %d, %v", expired, returned, err)
 	}
-	if st := e.status(id); st != seckill.OrderExpired {
-		t.Fatalf("status %s", st)
-	}
+	eventually(t, 10*time.Second, "the order EXPIRED", func() bool { return e.status(id) == seckill.OrderExpired })
+	eventually(t, 10*time.Second, "its unit back", func() bool { return e.remaining(v) == 2 })
 	e.checkUnits(v)
 }
 
@@ -508,5 +497,94 @@ func (e *testEnv) payOrder(orderID string, userID int64) {
 	}
 	if _, err := e.app.Life.ApplyPaymentEvent(e.ctx, paymentEvent(e.createPayment(id, userID), seckill.EventPaymentSucceeded)); err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+// TestPayAndBatchExpireRace: the workers' batch expiry and the provider's
+// successes race over many due orders: each order is PAID or EXPIRED, a
+// success that lost is owed back, and every expired unit is back once.
+func TestPayAndBatchExpireRace(t *testing.T) {
+	const n = 60
+	e := newTestEnv(t, "") // no workers: the test runs the expiry
+	v := e.createCampaign(n)
+	var orders []int64
+	var payments []*seckill.Payment
+	for i := range int64(n) {
+		id := e.buyPersisted(v, 800+i)
+		orders = append(orders, id)
+		payments = append(payments, e.createPayment(id, 800+i))
+	}
+	for _, id := range orders {
+		e.makeDue(id)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			done, err := e.app.Life.ExpireDue(e.ctx, 7)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if done == 0 {
+				return
+			}
+		}
+	})
+	for _, p := range payments {
+		wg.Go(func() {
+			if _, err := e.app.Life.ApplyPaymentEvent(e.ctx, paymentEvent(p, seckill.EventPaymentSucceeded)); err != nil {
+				t.Errorf("pay %d: %v", p.OrderID, err)
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := e.app.Life.ExpireDue(e.ctx, n); err != nil { // whatever the race left due
+		t.Fatal(err)
+	}
+	paid, expired := 0, 0
+	for i, id := range orders {
+		switch st, pst := e.status(id), e.paymentStatus(payments[i].ID); {
+		case st == seckill.OrderPaid && pst == seckill.PaymentSucceeded:
+			paid++
+		case st == seckill.OrderExpired && pst == seckill.PaymentRefundNeeded:
+			expired++
+		default:
+			t.Errorf("order %d: %s with payment %s", id, st, pst)
+		}
+	}
+	t.Logf("%d paid, %d expired", paid, expired)
+	e.checkUnitsBack(v, expired)
+}
+
+// TestExpiryStorm: two thousand orders reach pay_by together; the workers
+// expire them in batches (no task, no row lock per order) and every unit
+// is back on sale once.
+func TestExpiryStorm(t *testing.T) {
+	const n = 2000
+	e := newTestEnv(t, "", func(m map[string]string) { m["SECKILL_EXPIRY_BATCH"] = "500" })
+	v := e.createCampaign(n)
+	var adms []seckill.Admission
+	for i := range int64(n) {
+		_, adm, err := e.app.Admitter.Admit(e.ctx, v, 5000+i, seckill.Ticket{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		adms = append(adms, adm)
+	}
+	if err := e.app.Purchases.PersistAdmissions(e.ctx, adms); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.app.DB.ExecContext(e.ctx, `UPDATE voucher_order SET pay_by = now() - interval '1 second' WHERE voucher_id = ?`, v); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	e.worker()
+	eventually(t, 30*time.Second, "every order expired", func() bool {
+		return e.count(`SELECT count(*) FROM voucher_order WHERE voucher_id = ? AND status = 'EXPIRED'`, v) == n
+	})
+	t.Logf("%d orders expired in %v", n, time.Since(start).Round(time.Millisecond))
+	e.checkUnitsBack(v, n)
+	if got := testutil.ToFloat64(e.app.Metrics.OrdersClosed.WithLabelValues("EXPIRED")); got != n {
+		t.Errorf(`seckill_orders_closed_total{status="EXPIRED"} = %v, want %d`, got, n)
 	}
 }

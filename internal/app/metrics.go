@@ -273,6 +273,12 @@ func (l *lifeMetrics) CloseOrder(ctx context.Context, id int64, to seckill.Order
 	return res, err
 }
 
+func (l *lifeMetrics) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, error) {
+	out, err := l.OrderLife.ExpireDue(ctx, limit)
+	l.m.OrdersClosed.WithLabelValues(string(seckill.OrderExpired)).Add(float64(len(out)))
+	return out, err
+}
+
 func (l *lifeMetrics) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) (seckill.PaymentResult, error) {
 	res, err := l.OrderLife.ApplyPaymentEvent(ctx, ev)
 	result := paymentOther

@@ -74,6 +74,13 @@ type Config struct {
 	WorkerConcurrency int `env:"SECKILL_WORKER_CONCURRENCY" envDefault:"64"`
 	BatchSize         int `env:"SECKILL_BATCH_SIZE" envDefault:"1000"`
 	PersistWriters    int `env:"SECKILL_PERSIST_WRITERS" envDefault:"2"`
+	// ExpiryWriters is how many expiry transactions a worker process runs
+	// at once (each holds one Postgres connection: the share of the pool
+	// an expiry storm may take), ExpiryBatch how many orders each closes,
+	// ExpiryInterval how often a process looks for orders due.
+	ExpiryWriters  int           `env:"SECKILL_EXPIRY_WRITERS" envDefault:"2"`
+	ExpiryBatch    int           `env:"SECKILL_EXPIRY_BATCH" envDefault:"1000"`
+	ExpiryInterval time.Duration `env:"SECKILL_EXPIRY_INTERVAL" envDefault:"1s"`
 
 	ReconcileInterval time.Duration `env:"SECKILL_RECONCILE_INTERVAL" envDefault:"5s"`
 	ReconcileAfter    time.Duration `env:"SECKILL_RECONCILE_AFTER" envDefault:"30s"`
@@ -191,6 +198,14 @@ func Load(getenv func(string) string) (*Config, error) {
 	l.intIn("SECKILL_WORKER_CONCURRENCY", c.WorkerConcurrency, 1, 10000)
 	l.intIn("SECKILL_BATCH_SIZE", c.BatchSize, 1, 10000)
 	l.intIn("SECKILL_PERSIST_WRITERS", c.PersistWriters, 1, 64)
+	l.intIn("SECKILL_EXPIRY_WRITERS", c.ExpiryWriters, 1, 64)
+	l.intIn("SECKILL_EXPIRY_BATCH", c.ExpiryBatch, 1, 10000)
+	// Compared only when both are good, so that one mistake is one message.
+	poolKnown := !l.failed["SECKILL_DB_MAX_CONNS"] && c.DBMaxConns >= 1 && c.DBMaxConns <= 1000
+	l.check("SECKILL_EXPIRY_WRITERS", !poolKnown || c.ExpiryWriters < c.DBMaxConns,
+		"must be less than SECKILL_DB_MAX_CONNS (%d): persistence needs connections during an expiry storm, not %d", c.DBMaxConns, c.ExpiryWriters)
+	l.check("SECKILL_EXPIRY_INTERVAL", c.ExpiryInterval >= 10*time.Millisecond && c.ExpiryInterval <= time.Minute,
+		"must be between 10ms and 1m, not %v", c.ExpiryInterval)
 	l.intIn("SECKILL_REFUND_MAX_SENDS", c.RefundMaxSends, 1, 100)
 	l.intIn("SECKILL_USER_BURST", c.UserBurst, 1, 1000000)
 	l.intIn("SECKILL_ADDRESS_BURST", c.AddressBurst, 1, 1000000)

@@ -88,6 +88,13 @@ type UnitReturn struct {
 	Epoch int64
 }
 
+// Expired is an order ExpireDue expired: its unit to give back to
+// admission, and when.
+type Expired struct {
+	Return UnitReturn
+	At     time.Time
+}
+
 // CloseResult is what OrderLife.CloseOrder did.
 type CloseResult struct {
 	Order  *Order     // the order as it stands afterwards
@@ -106,15 +113,19 @@ type OrderLife interface {
 	// ENOTFOUND for an order it does not hold (QUEUED and FAILED ones
 	// included).
 	CloseOrder(ctx context.Context, id int64, to OrderStatus, userID int64) (CloseResult, error)
-	// UnitReturned records that admission took back the unit of a closed
-	// order.
-	UnitReturned(ctx context.Context, orderID int64) error
+	// ExpireDue expires up to limit CREATED orders past pay_by on the
+	// database's clock, oldest first, in one transaction: the orders, one
+	// update per campaign that takes their units back into its stock, and
+	// their open payments cancelled. It skips orders another transaction
+	// holds, so concurrent callers expire disjoint batches; none when
+	// nothing is due.
+	ExpireDue(ctx context.Context, limit int) ([]Expired, error)
+	// UnitsReturned records that admission took back the units of closed
+	// orders.
+	UnitsReturned(ctx context.Context, orderIDs []int64) error
 	// Unreturned returns up to limit closed orders whose unit admission
 	// has not taken back, oldest first.
 	Unreturned(ctx context.Context, limit int) ([]UnitReturn, error)
-	// DueOrders returns up to limit ids of CREATED orders past pay_by,
-	// oldest first.
-	DueOrders(ctx context.Context, limit int) ([]int64, error)
 	// CreatePayment returns the open (PENDING) payment of a CREATED order
 	// of userID (any user when 0) whose pay_by has not passed on the
 	// database's clock, or opens one with id newID. ENOTFOUND for an order
@@ -148,13 +159,12 @@ type UnitReturner interface {
 	// behind Postgres): try again later. A unit returned before, or counted
 	// by a rebuild, reports true. EUNAVAILABLE when Redis is out of reach.
 	ReturnUnit(ctx context.Context, r UnitReturn) (bool, error)
-}
-
-// ExpiryScheduler schedules the expiry of orders at their pay_by.
-type ExpiryScheduler interface {
-	// ScheduleExpiry schedules each order's expiry at its PayBy, once per
-	// order id. A failure leaves the order to the sweep.
-	ScheduleExpiry(ctx context.Context, orders []Order) error
+	// ReturnUnits is ReturnUnit for many, one script call per campaign
+	// (and one round trip for all): it returns the order ids whose units
+	// admission holds now (returned now, before, or counted by a rebuild),
+	// even with an error (some campaigns could not be reached); the others
+	// it cannot take now. EUNAVAILABLE when Redis is out of reach.
+	ReturnUnits(ctx context.Context, rs []UnitReturn) ([]int64, error)
 }
 
 // CancelOrder cancels the caller's own order while it awaits payment
@@ -246,38 +256,74 @@ func (l *Life) giveBack(ctx context.Context, r UnitReturn) error {
 	if !ok {
 		return errNotNow
 	}
-	return l.store.UnitReturned(ctx, r.OrderID)
+	return l.store.UnitsReturned(ctx, []int64{r.OrderID})
 }
 
-// SweepOrders expires up to limit orders past their pay_by (whose task was
-// lost or late) and gives back up to limit units that Redis could not take
-// before. It returns how many orders it expired and units it returned.
-func (l *Life) SweepOrders(ctx context.Context, limit int) (expired, returned int, err error) {
-	due, err := l.store.DueOrders(ctx, limit)
-	if err != nil {
-		return 0, 0, fmt.Errorf("due orders: %w", err)
+// DefaultExpiryBatch is how many orders one ExpireDue transaction closes.
+const DefaultExpiryBatch = 1000
+
+// ExpireDue expires up to limit orders past their pay_by in one batch: one
+// transaction closes them and takes their units back into each campaign's
+// stock with one update per campaign (never a row lock per order), one
+// message tells their subscribers, and admission takes the units back with
+// one script call per campaign. What Redis cannot take now stays marked in
+// Postgres for the sweep. It returns how many it expired; the workers call
+// it until it returns less than limit (nothing more is due), and every
+// instance may: concurrent batches take disjoint orders.
+func (l *Life) ExpireDue(ctx context.Context, limit int) (int, error) {
+	done, err := l.store.ExpireDue(ctx, limit)
+	if err != nil || len(done) == 0 {
+		return 0, err
 	}
-	for _, id := range due {
-		res, err := l.store.CloseOrder(ctx, id, OrderExpired, 0)
+	ctx = context.WithoutCancel(ctx) // Postgres has them: tell everyone, whoever hangs up
+	events := make([]StatusEvent, len(done))
+	returns := make([]UnitReturn, len(done))
+	for i, e := range done {
+		events[i] = StatusEvent{OrderID: e.Return.OrderID, Status: OrderExpired, At: e.At}
+		returns[i] = e.Return
+	}
+	publish(ctx, l.bus, l.logger, events...)
+	if _, err := l.giveBackAll(ctx, returns); err != nil {
+		l.logger.WarnContext(ctx, "return expired units; the sweep retries", "count", len(returns), "err", err)
+	}
+	return len(done), nil
+}
+
+// giveBackAll gives units back to admission and records, in Postgres,
+// those it took.
+func (l *Life) giveBackAll(ctx context.Context, rs []UnitReturn) (int, error) {
+	taken, err := l.returner.ReturnUnits(ctx, rs)
+	if rerr := l.store.UnitsReturned(ctx, taken); rerr != nil {
+		return 0, rerr
+	}
+	return len(taken), err
+}
+
+// SweepOrders is the safety net behind the workers' expiry: it expires up
+// to limit orders past their pay_by, in batches, and gives back up to limit
+// units that Redis could not take before. It returns how many orders it
+// expired and units it returned.
+func (l *Life) SweepOrders(ctx context.Context, limit int) (expired, returned int, err error) {
+	for expired < limit {
+		n, err := l.ExpireDue(ctx, min(DefaultExpiryBatch, limit-expired))
+		expired += n
 		if err != nil {
-			return expired, returned, fmt.Errorf("expire order %d: %w", id, err)
+			return expired, 0, fmt.Errorf("expire due orders: %w", err)
 		}
-		if res.Closed {
-			expired++
-			publish(ctx, l.bus, l.logger, StatusEvent{OrderID: id, Status: OrderExpired, At: res.Order.ClosedAt})
+		if n < min(DefaultExpiryBatch, limit-expired+n) {
+			break
 		}
 	}
 	units, err := l.store.Unreturned(ctx, limit)
 	if err != nil {
-		return expired, returned, fmt.Errorf("unreturned units: %w", err)
+		return expired, 0, fmt.Errorf("unreturned units: %w", err)
 	}
-	for _, r := range units {
-		if err := l.giveBack(ctx, r); errors.Is(err, errNotNow) {
-			continue
-		} else if err != nil {
-			return expired, returned, fmt.Errorf("return unit of order %d: %w", r.OrderID, err)
-		}
-		returned++
+	if len(units) == 0 {
+		return expired, 0, nil
+	}
+	returned, err = l.giveBackAll(ctx, units)
+	if err != nil {
+		return expired, returned, fmt.Errorf("return %d units: %w", len(units), err)
 	}
 	return expired, returned, nil
 }

@@ -22,7 +22,6 @@ type Purchases struct {
 	bus        StatusBus
 	limiter    Limiter
 	challenger *Challenger
-	expiry     ExpiryScheduler
 	logger     *slog.Logger
 	now        func() time.Time
 
@@ -42,7 +41,6 @@ type PurchaseDeps struct {
 	Bus        StatusBus
 	Limiter    Limiter
 	Challenger *Challenger // checks answers to challenges
-	Expiry     ExpiryScheduler
 	Logger     *slog.Logger
 	Now        func() time.Time
 }
@@ -53,14 +51,14 @@ func NewPurchases(d PurchaseDeps) (*Purchases, error) {
 	if err := required("purchases", map[string]bool{
 		"Orders": d.Orders == nil, "Campaigns": d.Campaigns == nil, "Admitter": d.Admitter == nil,
 		"Outbox": d.Outbox == nil, "Rebuilder": d.Rebuilder == nil, "Queue": d.Queue == nil, "Bus": d.Bus == nil,
-		"Limiter": d.Limiter == nil, "Challenger": d.Challenger == nil, "Expiry": d.Expiry == nil,
+		"Limiter": d.Limiter == nil, "Challenger": d.Challenger == nil,
 		"Logger": d.Logger == nil, "Now": d.Now == nil,
 	}); err != nil {
 		return nil, err
 	}
 	return &Purchases{orders: d.Orders, campaigns: d.Campaigns, admitter: d.Admitter, outbox: d.Outbox,
 		rebuilder: d.Rebuilder, queue: d.Queue, bus: d.Bus, limiter: d.Limiter, challenger: d.Challenger,
-		expiry: d.Expiry, logger: d.Logger, now: d.Now, recent: recent{now: d.Now}}, nil
+		logger: d.Logger, now: d.Now, recent: recent{now: d.Now}}, nil
 }
 
 // Purchase tries to buy one unit of a campaign for the caller, without an
@@ -280,7 +278,6 @@ func (p *Purchases) settle(ctx context.Context, outcomes []PersistOutcome) error
 		errs = append(errs, fmt.Errorf("ack admissions: %w", err))
 	}
 	p.publish(ctx, events...)
-	p.scheduleExpiry(ctx, outcomes)
 	return errors.Join(errs...)
 }
 
@@ -361,21 +358,4 @@ func (p *Purchases) Reconcile(ctx context.Context, age time.Duration, limit int)
 		p.logger.WarnContext(ctx, "recorded admissions Redis lost before Postgres had them", "count", lost)
 	}
 	return n + lost, err
-}
-
-// scheduleExpiry schedules the expiry of the orders this persistence
-// created. A failure is logged: the sweep expires them too.
-func (p *Purchases) scheduleExpiry(ctx context.Context, outcomes []PersistOutcome) {
-	var due []Order
-	for _, o := range outcomes {
-		if o.Status == OrderCreated && o.Inserted {
-			due = append(due, Order{ID: o.Admission.OrderID, VoucherID: o.Admission.VoucherID, UserID: o.Admission.UserID, PayBy: o.PayBy})
-		}
-	}
-	if len(due) == 0 {
-		return
-	}
-	if err := p.expiry.ScheduleExpiry(ctx, due); err != nil {
-		p.logger.WarnContext(ctx, "schedule order expiry; the sweep expires them", "count", len(due), "err", err)
-	}
 }

@@ -15,7 +15,7 @@ import (
 // CatalogStore, Auditor, OrderStore, RecoveryStore, OrderLife, RefundStore,
 // OperatorStore. Redis (internal/admission): Admitter, Outbox, Rebuilder,
 // CampaignAdmitter, UnitReturner, StatusBus. Asynq (jobs): Enqueuer,
-// ExpiryScheduler, RefundQueue.
+// RefundQueue.
 
 // OrderStore is what purchases need of the system of record (Postgres):
 // orders.

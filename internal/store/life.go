@@ -3,10 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"seckill/internal/seckill"
 )
@@ -83,16 +86,6 @@ func (s *Store) CloseOrder(ctx context.Context, id int64, to seckill.OrderStatus
 	return res, nil
 }
 
-// UnitReturned records that admission took back the unit of a closed order.
-func (s *Store) UnitReturned(ctx context.Context, orderID int64) error {
-	_, err := s.db.NewRaw(`UPDATE voucher_order SET unit_returned = true
-		WHERE id = ? AND status IN ('CANCELLED', 'EXPIRED')`, orderID).Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("store: mark unit of order %d returned: %w", orderID, err)
-	}
-	return nil
-}
-
 // Unreturned returns up to limit closed orders whose unit admission has not
 // taken back, oldest first.
 func (s *Store) Unreturned(ctx context.Context, limit int) ([]seckill.UnitReturn, error) {
@@ -116,17 +109,105 @@ func (s *Store) Unreturned(ctx context.Context, limit int) ([]seckill.UnitReturn
 	return out, nil
 }
 
-// DueOrders returns up to limit ids of CREATED orders past pay_by on the
-// database's clock, oldest first.
-func (s *Store) DueOrders(ctx context.Context, limit int) ([]int64, error) {
-	var ids []int64
-	err := s.db.NewRaw(`
-		SELECT id FROM voucher_order WHERE status = 'CREATED' AND pay_by <= now()
-		ORDER BY pay_by LIMIT ?`, max(limit, 1)).Scan(ctx, &ids)
+// ExpireDue expires up to limit CREATED orders past pay_by on the
+// database's clock, oldest first, in one transaction: the orders, then one
+// guarded update per campaign that takes their units back, then their open
+// payments; see seckill.OrderLife. Orders another transaction holds (a
+// payment, a cancel, another ExpireDue) are skipped, not waited for, so
+// concurrent callers take disjoint batches, and campaigns are locked in id
+// order, so two batches cannot deadlock on them.
+func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, error) {
+	var out []seckill.Expired
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		out = out[:0]
+		var closed []struct {
+			ID        int64     `bun:"id"`
+			VoucherID int64     `bun:"voucher_id"`
+			UserID    int64     `bun:"user_id"`
+			ClosedAt  time.Time `bun:"closed_at"`
+		}
+		err := tx.NewRaw(`
+			UPDATE voucher_order AS o SET status = 'EXPIRED', closed_at = now(), return_epoch = 0
+			FROM (SELECT id FROM voucher_order WHERE status = 'CREATED' AND pay_by <= now()
+				ORDER BY pay_by LIMIT ? FOR UPDATE SKIP LOCKED) AS due
+			WHERE o.id = due.id
+			RETURNING o.id, o.voucher_id, o.user_id, o.closed_at`, max(limit, 1)).Scan(ctx, &closed)
+		if err != nil {
+			return fmt.Errorf("expire orders: %w", err)
+		}
+		if len(closed) == 0 {
+			return nil
+		}
+		units := map[int64]int64{}
+		ids := make([]int64, len(closed))
+		for i, c := range closed {
+			units[c.VoucherID]++
+			ids[i] = c.ID
+		}
+		campaigns := slices.Sorted(maps.Keys(units))
+		counts := make([]int64, len(campaigns))
+		for i, v := range campaigns {
+			counts[i] = units[v]
+		}
+		// The units go back to each campaign's stock in one statement,
+		// campaigns locked in id order; the epoch each is in then is the
+		// one the units came back in (see CloseOrder).
+		var epochs []struct {
+			VoucherID int64 `bun:"voucher_id"`
+			Epoch     int64 `bun:"epoch"`
+		}
+		err = tx.NewRaw(`
+			WITH locked AS (
+				SELECT voucher_id FROM seckill_campaign WHERE voucher_id = ANY(?0) ORDER BY voucher_id FOR UPDATE
+			)
+			UPDATE seckill_campaign AS c SET stock = c.stock + n.units, updated_at = now()
+			FROM unnest(?0::bigint[], ?1::bigint[]) AS n(voucher_id, units), locked
+			WHERE c.voucher_id = n.voucher_id AND locked.voucher_id = n.voucher_id
+			RETURNING c.voucher_id, c.epoch`, pgdialect.Array(campaigns), pgdialect.Array(counts)).Scan(ctx, &epochs)
+		if err != nil {
+			return fmt.Errorf("return units: %w", err)
+		}
+		epochOf := make(map[int64]int64, len(epochs))
+		for _, e := range epochs {
+			epochOf[e.VoucherID] = e.Epoch
+		}
+		_, err = tx.NewRaw(`
+			UPDATE voucher_order AS o SET return_epoch = c.epoch
+			FROM seckill_campaign AS c WHERE o.id = ANY(?) AND c.voucher_id = o.voucher_id`, pgdialect.Array(ids)).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("record return epochs: %w", err)
+		}
+		// Nothing may pay an expired order: its open payment is
+		// cancelled (a success that still comes is owed back).
+		_, err = tx.NewRaw(`UPDATE payment SET status = 'CANCELLED', updated_at = now()
+			WHERE order_id = ANY(?) AND status = 'PENDING'`, pgdialect.Array(ids)).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("cancel open payments: %w", err)
+		}
+		for _, c := range closed {
+			out = append(out, seckill.Expired{Return: seckill.UnitReturn{OrderID: c.ID, VoucherID: c.VoucherID,
+				UserID: c.UserID, Epoch: epochOf[c.VoucherID]}, At: c.ClosedAt.UTC()})
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("store: select due orders: %w", err)
+		return nil, fmt.Errorf("store: expire due orders: %w", err)
 	}
-	return ids, nil
+	return out, nil
+}
+
+// UnitsReturned records that admission took back the units of closed
+// orders, in one statement.
+func (s *Store) UnitsReturned(ctx context.Context, orderIDs []int64) error {
+	if len(orderIDs) == 0 {
+		return nil
+	}
+	_, err := s.db.NewRaw(`UPDATE voucher_order SET unit_returned = true
+		WHERE id = ANY(?) AND status IN ('CANCELLED', 'EXPIRED')`, pgdialect.Array(orderIDs)).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: mark %d units returned: %w", len(orderIDs), err)
+	}
+	return nil
 }
 
 // paymentRow is a row of payment.
