@@ -15,6 +15,7 @@ import (
 
 	"seckill/internal/batch"
 	"seckill/internal/seckill"
+	"seckill/internal/testenv"
 )
 
 // stalledRedis accepts connections and never answers, like a Redis that
@@ -83,11 +84,11 @@ func TestEnqueuerBoundedWhileRedisHangs(t *testing.T) {
 			t.Fatalf("admission %d waited %s for an answer", i+1, d)
 		}
 	}
-	// Two batches are stuck sending; the backlog holds the rest.
+	// One batch is stuck sending; the backlog holds the rest.
 	if taken > EnqueueBacklog+2*1000 || busy < extra {
 		t.Fatalf("%d admissions taken, %d refused as busy: want at most %d taken", taken, busy, EnqueueBacklog+2*1000)
 	}
-	// The two enqueues in flight and go-redis's own; nothing per batch.
+	// The enqueue in flight and go-redis's own; nothing per batch.
 	if g := runtime.NumGoroutine(); g > before+20 {
 		t.Fatalf("%d goroutines with Redis hanging, %d before", g, before)
 	}
@@ -101,6 +102,63 @@ func TestEnqueuerBoundedWhileRedisHangs(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("Close did not return after Redis went away")
 	}
+}
+
+// TestEnqueuerPacesTasks: 50 callers hand over 3,000 admissions over about
+// 300 ms, as a busy API process would; the Enqueuer sends at most one task
+// per EnqueuePace (plus the first), and the tasks carry every admission
+// once. Without the pause a local Redis takes a task every few hundred
+// microseconds: many times more tasks.
+func TestEnqueuerPacesTasks(t *testing.T) {
+	srv := testenv.StartRedisServer(t)
+	client := asynq.NewClient(asynq.RedisClientOpt{Addr: srv.Addr()})
+	defer client.Close()
+	e := NewEnqueuer(client, 1000, slog.New(slog.DiscardHandler))
+
+	const callers, each = 50, 60
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range int64(callers) {
+		wg.Go(func() {
+			for i := range int64(each) {
+				if err := e.EnqueuePersist(context.Background(), adm(c*each+i+1)); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	e.Close()
+	elapsed := time.Since(start)
+
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr()})
+	defer insp.Close()
+	tasks, err := insp.ListPendingTasks(QueueOrders, asynq.PageSize(10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for _, task := range tasks {
+		adms, err := parseAdmissions(task.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range adms {
+			if seen[a.OrderID] {
+				t.Fatalf("order %d in two tasks", a.OrderID)
+			}
+			seen[a.OrderID] = true
+		}
+	}
+	if len(seen) != callers*each {
+		t.Fatalf("tasks carry %d admissions, want %d", len(seen), callers*each)
+	}
+	if most := int(elapsed/EnqueuePace) + 1; len(tasks) > most {
+		t.Fatalf("%d tasks in %s: want at most %d, one per %s", len(tasks), elapsed, most, EnqueuePace)
+	}
+	t.Logf("%d admissions in %d tasks over %s", len(seen), len(tasks), elapsed)
 }
 
 // BenchmarkCoalescerDo measures the Coalescer's own cost: 64 callers, a sink

@@ -74,7 +74,7 @@
 -- Each attempt inside the window takes one from the user's and the
 -- address's limits (from both or, when either has none left, from neither),
 -- refused answers included, except while its user waits after a wrong
--- answer; a token is spent by the first attempt that passes the limit, right
+-- answer; the attempt that admits takes one from the address's limit only; a token is spent by the first attempt that passes the limit, right
 -- or wrong, whatever comes after.
 -- Errors, before any write: a malformed argument.
 local user = ARGV[1]
@@ -193,33 +193,41 @@ if challenge ~= 'NONE' then
   end
   wrongs = tonumber(w[1]) or 0
 end
-if user_tat then
-  gcra_take(KEYS[6], now_us, user_tat)
+-- The user's attempt is taken from their limit on every answer but the one
+-- that admits them: that happens once a user and campaign, so it costs the
+-- limit nothing to skip, and a new buyer's admission writes no limit cell
+-- (the commonest attempt of a sale writes one key fewer, and leaves none to
+-- expire).
+local function refuse(reply)
+  if user_tat then
+    gcra_take(KEYS[6], now_us, user_tat)
+  end
+  return reply
 end
 if addr_tat then
   gcra_take(KEYS[9], now_us, addr_tat)
 end
 if ticket == 'REFUSED' then
-  return {10}
+  return refuse({10})
 end
 if challenge ~= 'NONE' then
   if ticket == '' then
-    return {9}
+    return refuse({9})
   end
   if ticket ~= challenge then
-    return {10}
+    return refuse({10})
   end
   if ticket_exp <= now then
-    return {12}
+    return refuse({12})
   end
   -- The first answer spends the token, right or wrong: a second one hears
   -- that it was used, whatever it says.
   if not redis.call('SET', KEYS[7], '1', 'NX', 'PXAT', string.format('%d', ticket_exp)) then
-    return {11}
+    return refuse({11})
   end
   if not solved then
     if wait_base == 0 then
-      return {10}
+      return refuse({10})
     end
     -- base * 2^(n-1), at most the longest: past 2^40 the cap has won.
     local n = wrongs + 1
@@ -230,36 +238,36 @@ if challenge ~= 'NONE' then
     local until_ms = now + wait
     redis.call('HSET', KEYS[10], 'n', string.format('%d', n), 'until', string.format('%d', until_ms))
     redis.call('PEXPIREAT', KEYS[10], string.format('%d', until_ms + wait_keep))
-    return {10, wait}
+    return refuse({10, wait})
   end
 elseif not solved then
-  return {10}
+  return refuse({10})
 end
 -- Sold out: a buyer still hears that they bought, so look, without writing.
 if stock <= 0 then
   if redis.call('SISMEMBER', KEYS[2], user) == 1 then
-    return {5}
+    return refuse({5})
   end
-  return {6}
+  return refuse({6})
 end
 if seq >= 4194303 then
   if redis.call('SISMEMBER', KEYS[2], user) == 1 then
-    return {5}
+    return refuse({5})
   end
-  return {7}
+  return refuse({7})
 end
 local brake = tonumber(g[2]) or 0
 if brake > 0 then
   if redis.call('SISMEMBER', KEYS[2], user) == 1 then
-    return {5}
+    return refuse({5})
   end
   if not gcra(KEYS[8], now_us, 1000000 / brake, math.max(1, math.ceil(brake / 10))) then
-    return {8}
+    return refuse({8})
   end
 end
 -- SADD is the buyer check: it writes nothing when the user is a buyer.
 if redis.call('SADD', KEYS[2], user) == 0 then
-  return {5}
+  return refuse({5})
 end
 
 -- stock and seq were read above, in this same atomic script. Numbers are

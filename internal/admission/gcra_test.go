@@ -73,6 +73,17 @@ func TestGCRAAgreesWithRedisRate(t *testing.T) {
 					}
 					return admission.AddressLimitKey(a, 1, "198.51.100.7")
 				}
+				if cell == "user" {
+					// The attempt that admits takes nothing from the user's
+					// cell: make the user a buyer first, so that every
+					// attempt compared is one that takes.
+					if o, _, err := a.Admit(ctx, 1, 42, seckill.Ticket{}); err != nil || o != seckill.OutcomeAccepted {
+						t.Fatalf("first admission: %s %v", o, err)
+					}
+					if n := rdb.Exists(ctx, limitKey(a, 42)).Val(); n != 0 {
+						t.Fatalf("the admission wrote the user's limit cell")
+					}
+				}
 				var compared, allowed, denied, borderline int
 				for i := range 60 {
 					// Bursts of quick attempts and pauses long enough to refill.
