@@ -54,8 +54,12 @@ func (r *recent) add(adm Admission) {
 	for drop < len(list) && list[drop].AdmittedAt.Before(cut) {
 		drop++
 	}
+	// Re-slice, never shift: a shift moves the whole list, a megabyte-scale
+	// copy on every purchase of a sale that outlasts recentFor. append
+	// copies only what is kept, when it outgrows the array.
 	if drop > 0 {
-		list = slices.Delete(list, 0, drop)
+		clear(list[:drop])
+		list = list[drop:]
 		r.n -= drop
 	}
 	if r.n >= maxRecent && len(list) > 0 {
@@ -72,6 +76,20 @@ func (r *recent) of(voucherID int64) []Admission {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.by[voucherID])
+}
+
+// before returns what is remembered of one campaign from epochs before
+// epoch: usually nothing, found without copying the list.
+func (r *recent) before(voucherID, epoch int64) []Admission {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Admission
+	for _, a := range r.by[voucherID] {
+		if OrderEpoch(a.OrderID) < epoch {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // campaigns returns the campaigns of which something is remembered, and
@@ -123,12 +141,7 @@ func (p *Purchases) persistLost(ctx context.Context) (int, error) {
 		} else if err != nil {
 			return n, fmt.Errorf("epoch of campaign %d: %w", id, err)
 		}
-		var lost []Admission
-		for _, a := range p.recent.of(id) {
-			if OrderEpoch(a.OrderID) < epoch {
-				lost = append(lost, a)
-			}
-		}
+		lost := p.recent.before(id, epoch)
 		if len(lost) == 0 {
 			continue
 		}
