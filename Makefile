@@ -22,6 +22,10 @@ TEST_REDIS_CLUSTER_ADDRS ?= $(if $(SECKILL_TEST_REDIS_CLUSTER_ADDRS),$(SECKILL_T
 # Of internal/app, the cluster run takes the purchase path end to end,
 # subscriptions and many instances (the Redis fault tests own private servers).
 CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTask|Reconciler|RewarmAfterRedisLoss|Purchase|PermanentFailure|SecondOrderOfAUser|OrderStatusSubscription|ManyInstances|CampaignLost)
+# The race detector sleeps a second when a test binary exits, to let late
+# goroutines report; make test runs some thirty binaries. A race in a test
+# is still reported in that test.
+export GORACE ?= atexit_sleep_ms=0
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
