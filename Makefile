@@ -29,7 +29,7 @@ export GORACE ?= atexit_sleep_ms=0
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run test test-model test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
+.PHONY: run test test-model test-cluster test-cluster-suites build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
 
 # Where make run's development payment provider listens.
 PROVIDER_ADDR ?= 127.0.0.1:8090
@@ -94,20 +94,29 @@ playground/node_modules/.package-lock.json: playground/package-lock.json
 playground/dist/assets/playground.js: playground/node_modules/.package-lock.json playground/build.mjs $(wildcard playground/src/*)
 	cd playground && node build.mjs
 
-## test-cluster: the admission and end-to-end suites on the local Redis Cluster
+## test-cluster: the admission and end-to-end suites on the local Redis Cluster,
+##   which it starts when it is not running and then stops again (unless another
+##   make test is using it)
 test-cluster:
+	@SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh run $(MAKE) --no-print-directory test-cluster-suites
+
+# The suites of test-cluster, on a cluster that is up. A cluster has one
+# database: the two run one after the other.
+test-cluster-suites:
 	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(GO) test -race -count=1 -timeout 10m ./internal/admission/ ./lua/
 	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_APP_RUN)' ./internal/app/
 
 services:
 	scripts/services.sh
 
+# The Postgres and single Redis the tests use, and Chromium; test-cluster
+# starts its cluster itself.
 test-services:
 	SECKILL_DATABASE_URL=$(SECKILL_TEST_DATABASE_URL) SECKILL_REDIS_URL=$(SECKILL_TEST_REDIS_URL) SECKILL_REDIS_CLUSTER_ADDRS= SECKILL_REDIS_SENTINEL_ADDRS= scripts/services.sh
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh
 	scripts/chromium.sh
 
-## cluster: start (or check) the local Redis Cluster; scripts/cluster.sh stop|reset|status
+## cluster: start (or check) the local Redis Cluster, which keeps running until
+##   scripts/cluster.sh stop; scripts/cluster.sh stop|reset|status
 cluster:
 	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh
 
