@@ -29,13 +29,14 @@ export GORACE ?= atexit_sleep_ms=0
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run test test-model test-cluster test-cluster-suites build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
+.PHONY: run stop test test-model test-cluster test-cluster-suites build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
 
 # Where make run's development payment provider listens.
 PROVIDER_ADDR ?= 127.0.0.1:8090
 
 ## run: start Postgres/Redis if needed, migrate, and serve API + worker on :8080
-##   (with the development payment provider on $(PROVIDER_ADDR), logging to .run/provider.log)
+##   (with the development payment provider on $(PROVIDER_ADDR), logging to .run/provider.log);
+##   a private Postgres/Redis it started keeps running for the next make run: make stop
 run: build services
 	./bin/seckill migrate up
 	@# The dashboard's development operator, unless one is configured: user
@@ -44,15 +45,19 @@ run: build services
 	@# The development payment provider, unless one is configured: it
 	@# answers the server's refund calls and confirms them by webhook; it
 	@# stops with the server.
+	@# On the way out it says what keeps running (scripts/services.sh running).
 	@if [ -z "$$SECKILL_ADMIN_USER" ] && [ "$$SECKILL_ENV" = dev ]; then \
 		mkdir -p .run; \
 		[ -s .run/admin-password ] || (umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=' > .run/admin-password); \
 		export SECKILL_ADMIN_USER=admin SECKILL_ADMIN_PASSWORD=$$(cat .run/admin-password); \
 	fi; \
+	provider=; \
+	trap 'if [ -n "$$provider" ]; then kill $$provider 2>/dev/null; wait $$provider 2>/dev/null; fi; \
+		left=$$(scripts/services.sh running); \
+		if [ -n "$$left" ]; then echo "make run: left running for the next make run (make stop stops them):"; echo "$$left" | sed "s/^/  /"; fi' EXIT; \
 	if [ -z "$$SECKILL_PAYMENT_REFUND_URL" ] && [ "$$SECKILL_ENV" = dev ]; then \
 		mkdir -p .run; \
 		./bin/seckill payments provider --listen $(PROVIDER_ADDR) >.run/provider.log 2>&1 & provider=$$!; \
-		trap 'kill $$provider 2>/dev/null; wait $$provider 2>/dev/null' EXIT; \
 		export SECKILL_PAYMENT_REFUND_URL=http://$(PROVIDER_ADDR)/refunds; \
 	fi; ./bin/seckill serve
 
@@ -116,9 +121,17 @@ test-services:
 	scripts/chromium.sh
 
 ## cluster: start (or check) the local Redis Cluster, which keeps running until
-##   scripts/cluster.sh stop; scripts/cluster.sh stop|reset|status
+##   make stop; scripts/cluster.sh stop|reset|status
 cluster:
 	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh
+
+## stop: stop what make run, make test and make cluster started and left
+##   running in this checkout: the private Postgres and Redis under .run/ and
+##   its local Redis Cluster nodes (never the machine's own servers, nor
+##   another checkout's cluster); their data stays in .run/
+stop:
+	@scripts/services.sh stop
+	@SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh stop
 
 ## generate: regenerate gqlgen and templ code (committed)
 generate:
