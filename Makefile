@@ -27,9 +27,36 @@ CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTa
 # is still reported in that test.
 export GORACE ?= atexit_sleep_ms=0
 
+# make test runs four suites at once (each prints when it ends): they wait on
+# servers and fault timers far more than they use the two cores. internal/app
+# runs its tests one at a time on one Redis database, so its fault tests,
+# which start Redis servers of their own (testenv.StartRedisServer,
+# StartCluster, StartSentinel) and touch no shared database, run in two
+# suites of their own beside the rest; a test not named here stays in
+# test-single. Each name is a whole test name.
+APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterReplicaRestarted TestClusterPostgresAway \
+	TestClusterProcessesKilled TestClusterFailoverToStaleReplica
+APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisDownForAWhile \
+	TestRedisKilled TestRedisEmptyWhilePostgresSlow TestSentinelPurchase TestSentinelMasterKilled \
+	TestUnreplicatedAdmission
+TEST_SUITES = test-single test-faults-cluster test-faults-redis test-cluster
+# test-single starts internal/app, its longest package, first, and runs
+# this many packages at once.
+TEST_SINGLE_P ?= 2
+empty :=
+space := $(empty) $(empty)
+# tests_re NAMES: a -run/-skip pattern matching exactly those top-level tests.
+tests_re = ^($(subst $(space),|,$(strip $(1))))$$
+# go test through gotestsum (a go.mod tool): the output reads as go test's,
+# failed tests again in full at the end of each suite, and every event goes
+# to .run/test/NAME.json for the slowest-tests summary.
+gotest = $(GO) tool gotestsum --format standard-quiet --hide-summary=skipped --jsonfile .run/test/$(1).json -- -race -count=1
+# make -O (GNU make 4) prints each suite whole when it ends.
+OUTPUT_SYNC = $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
+
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run stop test test-model test-cluster test-cluster-suites build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
+.PHONY: run stop test $(TEST_SUITES) test-cluster-suites test-model build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
 
 # Where make run's development payment provider listens.
 PROVIDER_ADDR ?= 127.0.0.1:8090
@@ -61,15 +88,39 @@ run: build services
 		export SECKILL_PAYMENT_REFUND_URL=http://$(PROVIDER_ADDR)/refunds; \
 	fi; ./bin/seckill serve
 
-## test: everything CI checks: vet, race tests against real services (on a
-## single Redis, then the Redis suites again on a cluster), generated code
-## current, alert rules
+## test: everything CI checks: vet, go.mod tidy, generated code current, alert
+## rules, then race tests against real services in four suites at once (every
+## package on a single Redis; internal/app's fault tests on their own servers,
+## in two suites; the Redis suites again on a local cluster), and the slowest
+## ten tests
 test: test-services playground vet
 	$(GO) mod tidy -diff
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(GO) test -race -count=1 -timeout 15m ./...
-	$(MAKE) --no-print-directory test-cluster
 	$(MAKE) --no-print-directory check-generate
 	$(MAKE) --no-print-directory check-deploy
+	@# Compile every package and test once, before the suites share the cache.
+	$(GO) list -race -test -export -deps ./... >/dev/null
+	@rm -rf .run/test; mkdir -p .run/test
+	@echo "make test: $(TEST_SUITES) at once; each prints when it ends"
+	@$(MAKE) --no-print-directory -k -j$(words $(TEST_SUITES)) $(OUTPUT_SYNC) $(TEST_SUITES); status=$$?; \
+	set -- .run/test/*.json; if [ -e "$$1" ]; then echo; $(GO) run ./scripts/slowest "$$@" || true; fi; \
+	exit $$status
+
+## test-single: every package on the single Redis of SECKILL_TEST_REDIS_URL, but
+##   internal/app's fault tests (make test-faults-cluster, test-faults-redis); these
+##   three need make test-services first
+test-single:
+	@mkdir -p .run/test
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 15m -p $(TEST_SINGLE_P) -skip '$(call tests_re,$(APP_FAULTS_CLUSTER) $(APP_FAULTS_REDIS))' ./internal/app/ ./...
+
+## test-faults-cluster: internal/app's fault tests on private Redis Clusters
+test-faults-cluster:
+	@mkdir -p .run/test
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 10m -run '$(call tests_re,$(APP_FAULTS_CLUSTER))' ./internal/app/
+
+## test-faults-redis: internal/app's fault tests on private redis-servers and Sentinels
+test-faults-redis:
+	@mkdir -p .run/test
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 10m -run '$(call tests_re,$(APP_FAULTS_REDIS))' ./internal/app/
 
 ## test-model: the stateful property tests (pgregory.net/rapid: challenge tokens,
 ## payments) against their models on real Postgres and Redis (make services
@@ -108,8 +159,9 @@ test-cluster:
 # The suites of test-cluster, on a cluster that is up. A cluster has one
 # database: the two run one after the other.
 test-cluster-suites:
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(GO) test -race -count=1 -timeout 10m ./internal/admission/ ./lua/
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_APP_RUN)' ./internal/app/
+	@mkdir -p .run/test
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(call gotest,test-cluster) -timeout 10m ./internal/admission/ ./lua/
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(call gotest,test-cluster-app) -timeout 10m -run '$(CLUSTER_APP_RUN)' ./internal/app/
 
 services:
 	scripts/services.sh
