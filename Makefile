@@ -22,16 +22,48 @@ TEST_REDIS_CLUSTER_ADDRS ?= $(if $(SECKILL_TEST_REDIS_CLUSTER_ADDRS),$(SECKILL_T
 # Of internal/app, the cluster run takes the purchase path end to end,
 # subscriptions and many instances (the Redis fault tests own private servers).
 CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTask|Reconciler|RewarmAfterRedisLoss|Purchase|PermanentFailure|SecondOrderOfAUser|OrderStatusSubscription|ManyInstances|CampaignLost)
+# The race detector sleeps a second when a test binary exits, to let late
+# goroutines report; make test runs some thirty binaries. A race in a test
+# is still reported in that test.
+export GORACE ?= atexit_sleep_ms=0
+
+# make test runs four suites at once (each prints when it ends): they wait on
+# servers and fault timers far more than they use the two cores. internal/app
+# runs its tests one at a time on one Redis database, so its fault tests,
+# which start Redis servers of their own (testenv.StartRedisServer,
+# StartCluster, StartSentinel) and touch no shared database, run in two
+# suites of their own beside the rest; a test not named here stays in
+# test-single. Each name is a whole test name.
+APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterReplicaRestarted TestClusterPostgresAway \
+	TestClusterProcessesKilled TestClusterFailoverToStaleReplica
+APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisDownForAWhile \
+	TestRedisKilled TestRedisEmptyWhilePostgresSlow TestSentinelPurchase TestSentinelMasterKilled \
+	TestUnreplicatedAdmission
+TEST_SUITES = test-single test-faults-cluster test-faults-redis test-cluster
+# test-single starts internal/app, its longest package, first, and runs
+# this many packages at once.
+TEST_SINGLE_P ?= 2
+empty :=
+space := $(empty) $(empty)
+# tests_re NAMES: a -run/-skip pattern matching exactly those top-level tests.
+tests_re = ^($(subst $(space),|,$(strip $(1))))$$
+# go test through gotestsum (a go.mod tool): the output reads as go test's,
+# failed tests again in full at the end of each suite, and every event goes
+# to .run/test/NAME.json for the slowest-tests summary.
+gotest = $(GO) tool gotestsum --format standard-quiet --hide-summary=skipped --jsonfile .run/test/$(1).json -- -race -count=1
+# make -O (GNU make 4) prints each suite whole when it ends.
+OUTPUT_SYNC = $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run test test-model test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
+.PHONY: run stop test $(TEST_SUITES) test-cluster-suites test-model build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
 
 # Where make run's development payment provider listens.
 PROVIDER_ADDR ?= 127.0.0.1:8090
 
 ## run: start Postgres/Redis if needed, migrate, and serve API + worker on :8080
-##   (with the development payment provider on $(PROVIDER_ADDR), logging to .run/provider.log)
+##   (with the development payment provider on $(PROVIDER_ADDR), logging to .run/provider.log);
+##   a private Postgres/Redis it started keeps running for the next make run: make stop
 run: build services
 	./bin/seckill migrate up
 	@# The dashboard's development operator, unless one is configured: user
@@ -40,27 +72,55 @@ run: build services
 	@# The development payment provider, unless one is configured: it
 	@# answers the server's refund calls and confirms them by webhook; it
 	@# stops with the server.
+	@# On the way out it says what keeps running (scripts/services.sh running).
 	@if [ -z "$$SECKILL_ADMIN_USER" ] && [ "$$SECKILL_ENV" = dev ]; then \
 		mkdir -p .run; \
 		[ -s .run/admin-password ] || (umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=' > .run/admin-password); \
 		export SECKILL_ADMIN_USER=admin SECKILL_ADMIN_PASSWORD=$$(cat .run/admin-password); \
 	fi; \
+	provider=; \
+	trap 'if [ -n "$$provider" ]; then kill $$provider 2>/dev/null; wait $$provider 2>/dev/null; fi; \
+		left=$$(scripts/services.sh running); \
+		if [ -n "$$left" ]; then echo "make run: left running for the next make run (make stop stops them):"; echo "$$left" | sed "s/^/  /"; fi' EXIT; \
 	if [ -z "$$SECKILL_PAYMENT_REFUND_URL" ] && [ "$$SECKILL_ENV" = dev ]; then \
 		mkdir -p .run; \
 		./bin/seckill payments provider --listen $(PROVIDER_ADDR) >.run/provider.log 2>&1 & provider=$$!; \
-		trap 'kill $$provider 2>/dev/null; wait $$provider 2>/dev/null' EXIT; \
 		export SECKILL_PAYMENT_REFUND_URL=http://$(PROVIDER_ADDR)/refunds; \
 	fi; ./bin/seckill serve
 
-## test: everything CI checks: vet, race tests against real services (on a
-## single Redis, then the Redis suites again on a cluster), generated code
-## current, alert rules
+## test: everything CI checks: vet, go.mod tidy, generated code current, alert
+## rules, then race tests against real services in four suites at once (every
+## package on a single Redis; internal/app's fault tests on their own servers,
+## in two suites; the Redis suites again on a local cluster), and the slowest
+## ten tests
 test: test-services playground vet
 	$(GO) mod tidy -diff
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(GO) test -race -count=1 -timeout 15m ./...
-	$(MAKE) --no-print-directory test-cluster
 	$(MAKE) --no-print-directory check-generate
 	$(MAKE) --no-print-directory check-deploy
+	@# Compile every package and test once, before the suites share the cache.
+	$(GO) list -race -test -export -deps ./... >/dev/null
+	@rm -rf .run/test; mkdir -p .run/test
+	@echo "make test: $(TEST_SUITES) at once; each prints when it ends"
+	@$(MAKE) --no-print-directory -k -j$(words $(TEST_SUITES)) $(OUTPUT_SYNC) $(TEST_SUITES); status=$$?; \
+	set -- .run/test/*.json; if [ -e "$$1" ]; then echo; $(GO) run ./scripts/slowest "$$@" || true; fi; \
+	exit $$status
+
+## test-single: every package on the single Redis of SECKILL_TEST_REDIS_URL, but
+##   internal/app's fault tests (make test-faults-cluster, test-faults-redis); these
+##   three need make test-services first
+test-single:
+	@mkdir -p .run/test
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 15m -p $(TEST_SINGLE_P) -skip '$(call tests_re,$(APP_FAULTS_CLUSTER) $(APP_FAULTS_REDIS))' ./internal/app/ ./...
+
+## test-faults-cluster: internal/app's fault tests on private Redis Clusters
+test-faults-cluster:
+	@mkdir -p .run/test
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 10m -run '$(call tests_re,$(APP_FAULTS_CLUSTER))' ./internal/app/
+
+## test-faults-redis: internal/app's fault tests on private redis-servers and Sentinels
+test-faults-redis:
+	@mkdir -p .run/test
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 10m -run '$(call tests_re,$(APP_FAULTS_REDIS))' ./internal/app/
 
 ## test-model: the stateful property tests (pgregory.net/rapid: challenge tokens,
 ## payments) against their models on real Postgres and Redis (make services
@@ -90,22 +150,40 @@ playground/node_modules/.package-lock.json: playground/package-lock.json
 playground/dist/assets/playground.js: playground/node_modules/.package-lock.json playground/build.mjs $(wildcard playground/src/*)
 	cd playground && node build.mjs
 
-## test-cluster: the admission and end-to-end suites on the local Redis Cluster
+## test-cluster: the admission and end-to-end suites on the local Redis Cluster,
+##   which it starts when it is not running and then stops again (unless another
+##   make test is using it)
 test-cluster:
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(GO) test -race -count=1 -timeout 10m ./internal/admission/ ./lua/
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(GO) test -race -count=1 -timeout 10m -run '$(CLUSTER_APP_RUN)' ./internal/app/
+	@SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh run $(MAKE) --no-print-directory test-cluster-suites
+
+# The suites of test-cluster, on a cluster that is up. A cluster has one
+# database: the two run one after the other.
+test-cluster-suites:
+	@mkdir -p .run/test
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(call gotest,test-cluster) -timeout 10m ./internal/admission/ ./lua/
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(call gotest,test-cluster-app) -timeout 10m -run '$(CLUSTER_APP_RUN)' ./internal/app/
 
 services:
 	scripts/services.sh
 
+# The Postgres and single Redis the tests use, and Chromium; test-cluster
+# starts its cluster itself.
 test-services:
 	SECKILL_DATABASE_URL=$(SECKILL_TEST_DATABASE_URL) SECKILL_REDIS_URL=$(SECKILL_TEST_REDIS_URL) SECKILL_REDIS_CLUSTER_ADDRS= SECKILL_REDIS_SENTINEL_ADDRS= scripts/services.sh
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh
 	scripts/chromium.sh
 
-## cluster: start (or check) the local Redis Cluster; scripts/cluster.sh stop|reset|status
+## cluster: start (or check) the local Redis Cluster, which keeps running until
+##   make stop; scripts/cluster.sh stop|reset|status
 cluster:
 	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh
+
+## stop: stop what make run, make test and make cluster started and left
+##   running in this checkout: the private Postgres and Redis under .run/ and
+##   its local Redis Cluster nodes (never the machine's own servers, nor
+##   another checkout's cluster); their data stays in .run/
+stop:
+	@scripts/services.sh stop
+	@SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh stop
 
 ## generate: regenerate gqlgen and templ code (committed)
 generate:
