@@ -32,7 +32,7 @@ import (
 //     library only, as the README says.
 //   - the bench, internal/bench... (seckill-bench's engine): anything but
 //     the wiring: an operator tool never wires the server a second time.
-//   - wiring, internal/app and cmd/...: anything.
+//   - wiring, internal/app, cmd/... and scripts/... (the Makefile's programs): anything.
 //
 // A package's tests may import what the package may, and also: itself (an
 // external test package), the adapters and the test doubles (tests run
@@ -189,7 +189,7 @@ func roleOf(rel string) (role, bool) {
 		return role{"adapter", rel}, true
 	case under("internal/bench"):
 		return role{"bench", "internal/bench"}, true
-	case rel == "internal/app", under("cmd"):
+	case rel == "internal/app", under("cmd"), under("scripts"): // scripts: the Makefile's own programs
 		return role{"wiring", rel}, true
 	case slices.Contains(libraries, rel):
 		return role{"library", rel}, true

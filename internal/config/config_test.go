@@ -304,6 +304,8 @@ func TestLoadReadsOnlyGetenv(t *testing.T) {
 	t.Setenv("SECKILL_ENV", "dev")
 	t.Setenv("SECKILL_HTTP_ADDR", ":9999")
 	t.Setenv("SECKILL_REDIS_CLUSTER_ADDRS", "a:7000")
+	t.Setenv("SECKILL_REDIS_URL", "") // make test's own, or the shell's
+	t.Setenv("SECKILL_REDIS_SENTINEL_ADDRS", "")
 	c := loadDev(t, map[string]string{})
 	if c.HTTPAddr != ":8080" || c.RedisTopology() != RedisSingle {
 		t.Fatalf("read the process's environment: %s, %s", c.HTTPAddr, c.RedisTopology())
