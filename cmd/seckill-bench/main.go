@@ -63,6 +63,14 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      checks initial = remaining + queued + awaiting payment
                      + paid.
 
+Every report gives the CPU time per accepted purchase and per persisted
+order of each local process: the server (the one listening on --url's
+port), Redis (SECKILL_REDIS_URL's port), Postgres (the postmaster on
+SECKILL_DATABASE_URL's port and its children of that database) and the
+bench, read from /proc from the start of the load until the last accepted
+order is in Postgres. /proc counts in 10 ms ticks: run for seconds, not a
+burst of milliseconds, for figures worth reading.
+
 Reads SECKILL_JWT_SECRET, SECKILL_JWT_ISSUER, SECKILL_DATABASE_URL,
 SECKILL_REDIS_URL and SECKILL_PAYMENT_WEBHOOK_SECRET like the server
 (SECKILL_ENV=dev for the development secrets).
@@ -101,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.JWTSecret, cfg.JWTIssuer = sc.JWTSecret, sc.JWTIssuer
-	cfg.DatabaseURL, cfg.RedisURL = sc.DatabaseURL, sc.RedisURL
+	cfg.DatabaseURL, cfg.RedisURL, cfg.RedisClusterAddrs = sc.DatabaseURL, sc.RedisURL, sc.RedisClusterAddrs
 	cfg.RedisPoolSize, cfg.DBMaxConns = sc.RedisPoolSize, sc.DBMaxConns
 	cfg.Pay.WebhookSecret = sc.PaymentWebhookSecret
 	cfg.Progress, cfg.ProgressTTY = stderr, report.IsTerminal(stderr)

@@ -95,12 +95,15 @@ type Config struct {
 	Compare        []string      // CompareSync, CompareCeiling, CompareFsync, CompareWait, CompareLimit
 
 	// Secrets and services, normally from the server's configuration.
-	JWTSecret     string
-	JWTIssuer     string
-	DatabaseURL   string // the server's Postgres, to verify orders; "" verifies through GraphQL only
-	RedisURL      string // the server's Redis (queue depth) and the ceiling's
-	RedisPoolSize int    // the ceiling's Redis pool; 0: go-redis's default, as the server
-	DBMaxConns    int    // the sync design's Postgres pool, as the server's
+	JWTSecret   string
+	JWTIssuer   string
+	DatabaseURL string // the server's Postgres, to verify orders; "" verifies through GraphQL only
+	RedisURL    string // the server's Redis (queue depth) and the ceiling's
+	// RedisClusterAddrs are the server's Redis Cluster nodes (host:port),
+	// when it runs on one: the CPU probe measures them instead of RedisURL.
+	RedisClusterAddrs []string
+	RedisPoolSize     int // the ceiling's Redis pool; 0: go-redis's default, as the server
+	DBMaxConns        int // the sync design's Postgres pool, as the server's
 	// SyncDatabaseURL is an empty database for the sync design; "" makes
 	// the bench recreate compare.SyncDatabase on the server at DatabaseURL.
 	SyncDatabaseURL string
@@ -211,7 +214,7 @@ func Run(ctx context.Context, cfg Config) (*report.Result, error) {
 	}
 	rep, err := r.runSeckill(ctx, seckillTarget{
 		label: report.TargetSeckill, url: cfg.URL, voucherID: cfg.VoucherID,
-		databaseURL: cfg.DatabaseURL, redisURL: cfg.RedisURL,
+		databaseURL: cfg.DatabaseURL, redisURL: cfg.RedisURL, redisNodes: cfg.RedisClusterAddrs,
 	})
 	if err != nil {
 		return nil, err

@@ -152,6 +152,18 @@ func TestBurstWithComparisons(t *testing.T) {
 			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
 		}
 	}
+	// The servers the bench started are processes of their own, on Redis
+	// servers of their own: the CPU probe finds all three by their ports.
+	for _, r := range res.Runs[3:] {
+		for _, name := range []string{report.ProcServer, report.ProcRedis, report.ProcPostgres, report.ProcSum, report.ProcBench} {
+			if p := r.CPU.Process(name); p == nil || p.Missing != "" || (name != report.ProcSum && len(p.PIDs) == 0) {
+				t.Errorf("%s: CPU of %s: %+v", r.Target, name, p)
+			}
+		}
+	}
+	if p := res.Runs[0].CPU.Process(report.ProcServer); p == nil || !strings.Contains(p.Missing, "bench's process") {
+		t.Errorf("the in-process server's CPU: %+v", p)
+	}
 	if len(res.Comparisons) != 5 {
 		t.Errorf("comparisons: %+v", res.Comparisons)
 	}

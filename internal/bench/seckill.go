@@ -26,6 +26,18 @@ type seckillTarget struct {
 	voucherOf string // whose voucher it is, when not the server at --url's
 	// Its stores, for direct verification; "" verifies through GraphQL.
 	databaseURL, redisURL string
+	// redisNodes are the Redis Cluster's nodes (host:port) when the
+	// server runs on one; its CPU is theirs, not redisURL's.
+	redisNodes []string
+}
+
+// cpuTarget is where t's processes listen, for the CPU probe.
+func (t seckillTarget) cpuTarget() cpuTarget {
+	nodes := t.redisNodes
+	if len(nodes) == 0 {
+		nodes = redisAddrs(t.redisURL)
+	}
+	return cpuTarget{serverURL: t.url, redisAddrs: nodes, databaseURL: t.databaseURL}
 }
 
 // seckillRun is one seckill target being measured: its campaign and the
@@ -68,6 +80,8 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 		r.onAccept = pay.accepted
 		defer func() { r.onAccept = nil }()
 	}
+	probe := startCPU(ctx, t.cpuTarget())
+	defer probe.stop()
 	rec := r.load(ctx, t.label, t.url, load.PurchaseBody(s.voucherID))
 	interrupted := ctx.Err() != nil
 	rep := report.Build(t.label, t.url, s.voucherID, s.stock, rec, interrupted)
@@ -85,6 +99,7 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 	if err != nil {
 		return nil, fmt.Errorf("wait for persistence: %w", err)
 	}
+	cpuWin := probe.stop()
 	smp.Stop()
 	p.MaxQueueDepth = smp.MaxQueueDepth()
 	rep.Server = smp.ServerStats()
@@ -99,6 +114,7 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 	}
 	p.Note = strings.Join(s.notes, "; ")
 	rep.Persistence = p
+	rep.CPU = cpuWin.report(map[string]int64{report.UnitAccepted: rep.Accepted, report.UnitPersisted: p.Rows})
 	rep.Judge()
 	return rep, nil
 }

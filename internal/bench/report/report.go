@@ -5,6 +5,7 @@
 package report
 
 import (
+	"fmt"
 	"time"
 
 	"seckill/internal/bench/load"
@@ -73,7 +74,10 @@ type PayLoad struct {
 
 // Report is what one target's run came to.
 type Report struct {
-	Target    string `json:"target"` // one of the Target constants
+	Target string `json:"target"` // one of the Target constants
+	// Round numbers the runs of a target that is measured more than once
+	// (--compare base alternates base and head); 0 otherwise.
+	Round     int    `json:"round,omitempty"`
 	URL       string `json:"url"`
 	VoucherID int64  `json:"voucher_id"`
 	// VoucherOf says whose voucher VoucherID is when it is not the server
@@ -102,9 +106,20 @@ type Report struct {
 	DuplicateAnswers int64        `json:"duplicate_answers"` // an order id or a user accepted twice
 	Persistence      *Persistence `json:"persistence,omitempty"`
 	Server           *ServerStats `json:"server,omitempty"`
+	// CPU is what each local process spent from the start of the load
+	// until the last accepted order was in Postgres, from /proc.
+	CPU *CPU `json:"cpu,omitempty"`
 
 	OK      bool   `json:"ok"`
 	Verdict string `json:"verdict"`
+}
+
+// Label names the run in the text report: its target, and its round.
+func (r *Report) Label() string {
+	if r.Round > 0 {
+		return fmt.Sprintf("%s #%d", r.Target, r.Round)
+	}
+	return r.Target
 }
 
 // Arrivals sums up when a run's purchases left (with --challenge, after

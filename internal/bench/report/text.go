@@ -32,9 +32,11 @@ func (res *Result) WriteText(w io.Writer) error {
 	t.persistenceRows()
 	t.paymentRows()
 	t.serverRows()
+	t.cpuRows()
 	t.write(&b)
 	b.WriteString("\n")
 	res.writeVerdicts(&b)
+	writeCPUNote(&b, res.Runs)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -279,7 +281,7 @@ func (t *runTable) keys(of func(r *Report) []string, order func(a, b string) int
 // the timing rows mean when it is not obvious, and the comparisons.
 func (res *Result) writeVerdicts(b *strings.Builder) {
 	for _, r := range res.Runs {
-		fmt.Fprintf(b, "verdict %s: %s\n", r.Target, r.Verdict)
+		fmt.Fprintf(b, "verdict %s: %s\n", r.Label(), r.Verdict)
 		if p := r.Persistence; p != nil && p.Note != "" {
 			fmt.Fprintf(b, "  note: %s\n", p.Note)
 		}
