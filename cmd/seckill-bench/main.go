@@ -52,6 +52,21 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      them on every purchase; a RATE_LIMITED answer fails
                      the run, as the ratio would then price refusals
 
+  --compare base --base-binary PATH [--rounds 3]
+                     instead of the server at --url: the seckill binary at
+                     PATH (BASE) against HEAD's (--seckill, default the one
+                     beside seckill-bench), each on a private redis-server
+                     and database (seckill_bench_base, seckill_bench_head,
+                     recreated) with the shared limits on at rates the load
+                     never reaches; a closed-model load (--duration,
+                     default 4s; --concurrency, default 64; at least
+                     100,000 units) and the seed's burst (1000 users, 200
+                     units) alternated base, head, base, head for --rounds
+                     rounds; prints each run, and per load the throughput
+                     ratio head ÷ base, p50, p99 and each process's CPU per
+                     purchase (make bench-compare BASE=<commit> builds BASE
+                     and runs it)
+
   --pay-ratio 0.7 [--pay-delay 200ms] [--pay-window 5s]
                      accepted buyers open their payment (createPayment) and
                      this share of them has it confirmed after the delay
@@ -115,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Progress, cfg.ProgressTTY = stderr, report.IsTerminal(stderr)
 
 	res, runErr := bench.Run(ctx, cfg)
-	if res != nil && len(res.Runs) > 0 {
+	if res != nil && len(res.AllRuns()) > 0 {
 		if asJSON {
 			err = res.WriteJSON(stdout)
 		} else {
@@ -132,9 +147,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("interrupted; the report is partial")
 	}
 	var failed []string
-	for _, r := range res.Runs {
+	for _, r := range res.AllRuns() {
 		if !r.OK {
-			failed = append(failed, r.Target)
+			failed = append(failed, r.Label())
 		}
 	}
 	if len(failed) > 0 {
@@ -166,10 +181,12 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", bench.DefaultMaxInFlight, "open model: outstanding requests at most; more are dropped and counted")
 	fs.DurationVar(&cfg.Timeout, "timeout", bench.DefaultTimeout, "timeout of one request")
 	fs.DurationVar(&cfg.PersistTimeout, "persist-timeout", bench.DefaultPersistTimeout, "how long to wait for accepted orders to reach Postgres")
-	fs.Var(&compare, "compare", "sync, ceiling, fsync, wait and/or limit (comma-separated or repeated): run the same load against them too")
-	fs.StringVar(&cfg.Fsync.SeckillBin, "seckill", "", "--compare fsync, wait and limit: the seckill binary (default: seckill beside seckill-bench, else on PATH)")
-	fs.StringVar(&cfg.Fsync.RedisBin, "redis-server", "redis-server", "--compare fsync, wait and limit: the redis-server binary")
-	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync, wait and limit: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
+	fs.Var(&compare, "compare", "sync, ceiling, fsync, wait and/or limit (comma-separated or repeated): run the same load against them too; or base alone: BASE's build against HEAD's")
+	fs.StringVar(&cfg.Fsync.SeckillBin, "seckill", "", "--compare fsync, wait, limit and base: the seckill binary (with base: HEAD's; default: seckill beside seckill-bench, else on PATH)")
+	fs.StringVar(&cfg.Fsync.RedisBin, "redis-server", "redis-server", "--compare fsync, wait, limit and base: the redis-server binary")
+	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync, wait, limit and base: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
+	fs.StringVar(&cfg.Base.Binary, "base-binary", "", "--compare base: the seckill binary of BASE, measured against HEAD's (--seckill)")
+	fs.IntVar(&cfg.Base.Rounds, "rounds", 0, fmt.Sprintf("--compare base: rounds of each load against each build, alternated (default %d)", bench.DefaultBaseRounds))
 	fs.StringVar(&cfg.Challenge, "challenge", "", "pow or quiz: give the campaign the bench creates this challenge; every buyer asks for theirs and solves it before buying (the report shows how the purchases spread)")
 	fs.IntVar(&cfg.PoWBits, "pow-bits", 0, "--challenge pow: leading zero bits (default: the server's, 20)")
 	fs.Float64Var(&cfg.Pay.Ratio, "pay-ratio", 0, "share (0 to 1) of accepted buyers who pay through the signed webhook; the others let their orders expire")

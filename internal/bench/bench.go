@@ -27,6 +27,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"time"
 
 	"seckill/internal/auth"
@@ -41,6 +42,9 @@ const (
 	CompareFsync   = "fsync" // report.TargetEverysec and report.TargetAlways
 	CompareWait    = "wait"  // report.TargetNoWait and report.TargetWait
 	CompareLimit   = "limit" // report.TargetNoLimit and report.TargetLimit
+	// CompareBase measures Base.Binary against the working tree's build,
+	// instead of the server at URL (report.TargetBase, TargetHead).
+	CompareBase = "base"
 )
 
 // DefaultURL is where `seckill serve` answers GraphQL by default.
@@ -108,8 +112,10 @@ type Config struct {
 	// the bench recreate compare.SyncDatabase on the server at DatabaseURL.
 	SyncDatabaseURL string
 
-	// Fsync is how --compare fsync, wait and limit start their servers.
+	// Fsync is how --compare fsync, wait, limit and base start their servers.
 	Fsync FsyncConfig
+	// Base is the build --compare base measures the working tree's against.
+	Base BaseConfig
 
 	Progress    io.Writer // progress and status lines; nil for none
 	ProgressTTY bool      // redraw the progress line in place
@@ -139,8 +145,8 @@ func (cfg *Config) spec() (load.Spec, error) {
 		return s, err
 	}
 	for _, c := range cfg.Compare {
-		if c != CompareSync && c != CompareCeiling && c != CompareFsync && c != CompareWait && c != CompareLimit {
-			return s, fmt.Errorf("--compare: unknown target %q (want sync, ceiling, fsync, wait or limit)", c)
+		if c != CompareSync && c != CompareCeiling && c != CompareFsync && c != CompareWait && c != CompareLimit && c != CompareBase {
+			return s, fmt.Errorf("--compare: unknown target %q (want sync, ceiling, fsync, wait, limit or base)", c)
 		}
 	}
 	switch {
@@ -199,16 +205,14 @@ type runner struct {
 // returns their reports. When ctx ends it stops sending and returns the
 // partial result (Interrupted set) without an error.
 func Run(ctx context.Context, cfg Config) (*report.Result, error) {
-	r, err := newRunner(ctx, cfg)
+	if slices.Contains(cfg.Compare, CompareBase) {
+		return runBuilds(ctx, cfg)
+	}
+	r, err := newRunner(ctx, cfg, true)
 	if err != nil {
 		return nil, err
 	}
-	spec := r.spec
-	res := &report.Result{Load: report.LoadInfo{
-		Mode: spec.Mode, Users: spec.Users, Attempts: spec.Attempts, Concurrency: spec.Concurrency,
-		Rate: spec.Rate, DurationS: spec.Duration.Seconds(), RampS: spec.Ramp.Seconds(),
-		MaxInFlight: spec.MaxInFlight, TimeoutS: spec.Timeout.Seconds(), Warm: spec.Warm && spec.Mode != load.ModeOpen,
-	}}
+	res := &report.Result{Load: r.loadInfo()}
 	if cfg.Pay.On {
 		res.Load.Pay = &report.PayLoad{Ratio: cfg.Pay.Ratio, DelayS: cfg.Pay.Delay.Seconds(), WindowS: cfg.Pay.Window.Seconds()}
 	}
@@ -257,9 +261,9 @@ func one(r *report.Report, err error) ([]*report.Report, error) {
 	return []*report.Report{r}, nil
 }
 
-// newRunner validates cfg, checks the server at cfg.URL and signs the
-// buyers' tokens.
-func newRunner(ctx context.Context, cfg Config) (*runner, error) {
+// newRunner validates cfg, checks the server at cfg.URL (when preflight
+// says so: --compare base starts its own) and signs the buyers' tokens.
+func newRunner(ctx context.Context, cfg Config, preflight bool) (*runner, error) {
 	spec, err := cfg.spec()
 	if err != nil {
 		return nil, err
@@ -278,11 +282,13 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 	if r.admin, err = r.tokens.Issue(r.userLo-1, true, ttl); err != nil {
 		return nil, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	err = newControlClient(cfg.URL, r.admin).preflight(pctx)
-	cancel()
-	if err != nil {
-		return nil, err
+	if preflight {
+		pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err = newControlClient(cfg.URL, r.admin).preflight(pctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
 	if spec.Users > 50_000 {
 		r.disp.Println("minting %s tokens...", report.Number(int64(spec.Users)))

@@ -242,3 +242,66 @@ func TestPayAndResell(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareBuilds runs --compare base with the same binary on both
+// sides: two rounds of a closed load and of the seed's burst, alternated
+// base, head, base, head, each side on its own Redis and database, every
+// verdict OK and every process's CPU measured.
+func TestCompareBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Postgres and Redis")
+	}
+	redisServer, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("needs redis-server on PATH (make test-services uses it too)")
+	}
+	seckillBin := buildSeckill(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, bench.Config{
+		Compare: []string{bench.CompareBase}, Base: bench.BaseConfig{Binary: seckillBin, Rounds: 2},
+		Duration: time.Second, Concurrency: 16, Users: 5000, Warm: true,
+		JWTSecret: secret, JWTIssuer: "seckill", PersistTimeout: 30 * time.Second,
+		Fsync: bench.FsyncConfig{SeckillBin: seckillBin, RedisBin: redisServer, Dir: t.TempDir(), DatabaseURLs: map[string]string{
+			report.TargetBase: storetest.NewEmptyDSN(t), report.TargetHead: storetest.NewEmptyDSN(t),
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + text.String())
+	bc := res.Builds
+	if bc == nil || len(bc.Loads) != 2 || bc.Loads[0].Load.Mode != report.ModeClosed || bc.Loads[1].Load.Mode != report.ModeBurst {
+		t.Fatalf("loads: %+v", bc)
+	}
+	for _, l := range bc.Loads {
+		var order []string
+		for _, r := range l.Runs {
+			order = append(order, r.Label())
+			if !r.OK {
+				t.Errorf("%s %s: %s", l.Load.Mode, r.Label(), r.Verdict)
+			}
+			for _, name := range []string{report.ProcServer, report.ProcRedis, report.ProcPostgres} {
+				if p := r.CPU.Process(name); p == nil || p.Missing != "" {
+					t.Errorf("%s %s: CPU of %s: %+v", l.Load.Mode, r.Label(), name, p)
+				}
+			}
+		}
+		if diff := cmp.Diff([]string{"base #1", "head #1", "base #2", "head #2"}, order); diff != "" {
+			t.Errorf("%s: order of the runs (-want +got):\n%s", l.Load.Mode, diff)
+		}
+		if l.ThroughputRatio <= 0 || len(l.RoundRatios) != 2 || l.Head.CPUPerAcceptedUs[report.ProcSum] <= 0 {
+			t.Errorf("%s: summary %+v", l.Load.Mode, l)
+		}
+	}
+	if b := bc.Loads[1]; b.Load.Users != 1000 || b.Load.Stock != 200 || b.Runs[0].Accepted != 200 {
+		t.Errorf("the seed's burst: %+v, accepted %d", b.Load, b.Runs[0].Accepted)
+	}
+	if !strings.Contains(text.String(), "closed: head ÷ base throughput") || !strings.Contains(text.String(), "burst: head ÷ base throughput") {
+		t.Error("the text report lacks the ratios")
+	}
+}

@@ -106,3 +106,55 @@ func TestCPUText(t *testing.T) {
 		t.Errorf("cpu in JSON: %s", b.String())
 	}
 }
+
+// TestBuildsSummary takes the medians of three rounds of each build, the
+// ratio head ÷ base of the medians and of each round, and each process's
+// CPU per purchase.
+func TestBuildsSummary(t *testing.T) {
+	run := func(target string, round int, rps, p99, serverUs float64) *Report {
+		c := &CPU{Units: map[string]int64{UnitAccepted: 1000}, Processes: []ProcessCPU{
+			{Name: ProcServer, Seconds: serverUs * 1000 / 1e6}, {Name: ProcRedis, Seconds: 0.04}, {Name: ProcPostgres, Seconds: 0.04},
+			{Name: ProcBench, Missing: "gone"}}}
+		c.AddSum()
+		return &Report{Target: target, Round: round, Throughput: rps, Latency: Latency{P50: p99 / 3, P99: p99}, CPU: c}
+	}
+	l := BuildLoad{Load: LoadInfo{Mode: ModeClosed}, Runs: []*Report{
+		run(TargetBase, 1, 10_000, 12, 100), run(TargetHead, 1, 8_000, 18, 120),
+		run(TargetBase, 2, 12_000, 10, 90), run(TargetHead, 2, 9_000, 15, 130),
+		run(TargetBase, 3, 11_000, 30, 95), run(TargetHead, 3, 9_900, 16, 125),
+	}}
+	l.Summarize("closed")
+	if l.Base.Throughput != 11_000 || l.Head.Throughput != 9_000 || l.Base.P99 != 12 || l.Head.P99 != 16 {
+		t.Errorf("medians: base %+v, head %+v", l.Base, l.Head)
+	}
+	approx := cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 })
+	if diff := cmp.Diff([]float64{0.8, 0.75, 0.9}, l.RoundRatios, approx); diff != "" {
+		t.Errorf("round ratios (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(9_000.0/11_000, l.ThroughputRatio, approx); diff != "" {
+		t.Errorf("ratio: %s", diff)
+	}
+	if diff := cmp.Diff(map[string]float64{ProcServer: 125, ProcRedis: 40, ProcPostgres: 40, ProcSum: 205},
+		l.Head.CPUPerAcceptedUs, approx); diff != "" {
+		t.Errorf("head's CPU (-want +got):\n%s", diff)
+	}
+	for _, want := range []string{"closed: head ÷ base throughput 0.82× (medians of 3 rounds; round by round 0.80, 0.75, 0.90)",
+		"9,000 vs 11,000 requests/s", "p99 16.0 ms vs 12.0 ms (1.33×)", "server 125 vs 95.0", "server+Redis+Postgres 205 vs 175"} {
+		if !strings.Contains(l.Text, want) {
+			t.Errorf("summary lacks %q:\n%s", want, l.Text)
+		}
+	}
+	res := &Result{Builds: &Builds{BaseBinary: "base/seckill", HeadBinary: "bin/seckill", Rounds: 3, Loads: []BuildLoad{l}}}
+	if got := len(res.AllRuns()); got != 6 {
+		t.Errorf("AllRuns: %d runs", got)
+	}
+	var b bytes.Buffer
+	if err := res.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"HEAD bin/seckill against BASE base/seckill, 3 rounds", "base #1", "head #3", l.Text} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -6,6 +6,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"seckill/internal/bench/load"
@@ -31,6 +32,8 @@ const (
 	TargetWait     = "wait"     // the same, each admission confirmed by the replica (WAIT)
 	TargetNoLimit  = "no-limit" // seckill on a private Redis without the shared per-user and per-address limits
 	TargetLimit    = "limit"    // the same with both limits on, at rates that never refuse the load
+	TargetBase     = "base"     // the BASE build of --compare base, on a private Redis and database
+	TargetHead     = "head"     // the working tree's build, the same way
 )
 
 // Where a run's orders were verified.
@@ -46,7 +49,20 @@ type Result struct {
 	Load        LoadInfo     `json:"load"`
 	Runs        []*Report    `json:"runs"`
 	Comparisons []Comparison `json:"comparisons,omitempty"`
-	Interrupted bool         `json:"interrupted,omitempty"`
+	// Builds is what --compare base measured instead of Load and Runs.
+	Builds      *Builds `json:"base_compare,omitempty"`
+	Interrupted bool    `json:"interrupted,omitempty"`
+}
+
+// AllRuns returns every run of the result, those of --compare base too.
+func (res *Result) AllRuns() []*Report {
+	out := slices.Clone(res.Runs)
+	if res.Builds != nil {
+		for _, l := range res.Builds.Loads {
+			out = append(out, l.Runs...)
+		}
+	}
+	return out
 }
 
 // LoadInfo describes the load every target received.
