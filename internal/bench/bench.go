@@ -116,6 +116,8 @@ type Config struct {
 	Fsync FsyncConfig
 	// Base is the build --compare base measures the working tree's against.
 	Base BaseConfig
+	// Storm, with Units set, runs --expiry-storm instead of the load.
+	Storm StormConfig
 
 	Progress    io.Writer // progress and status lines; nil for none
 	ProgressTTY bool      // redraw the progress line in place
@@ -207,6 +209,9 @@ type runner struct {
 func Run(ctx context.Context, cfg Config) (*report.Result, error) {
 	if slices.Contains(cfg.Compare, CompareBase) {
 		return runBuilds(ctx, cfg)
+	}
+	if cfg.Storm.Units != 0 {
+		return runStorm(ctx, cfg)
 	}
 	r, err := newRunner(ctx, cfg, true)
 	if err != nil {

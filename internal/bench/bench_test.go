@@ -305,3 +305,59 @@ func TestCompareBuilds(t *testing.T) {
 		t.Error("the text report lacks the ratios")
 	}
 }
+
+// TestExpiryStorm sells 300 units with a 3 s pay window to buyers who
+// never pay, against the real server on a private Redis, and checks that
+// the storm is measured whole: the memory per awaiting order with the keys
+// that grew, every order expired, the pool sampled, the second sale alone
+// and during the storm with its persistence lag, and the books balanced
+// afterwards. The figures themselves are logged, never asserted.
+func TestExpiryStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Postgres and Redis")
+	}
+	dsn := storetest.NewDSN(t)
+	redisURL := testenv.StartRedisServer(t).URL()
+	endpoint := startServer(t, dsn, redisURL)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, bench.Config{
+		URL: endpoint, Storm: bench.StormConfig{Units: 300, Window: 3 * time.Second, ProbeDuration: time.Second, ProbeCallers: 8},
+		JWTSecret: secret, JWTIssuer: "seckill", DatabaseURL: dsn, RedisURL: redisURL, DBMaxConns: 20,
+		PersistTimeout: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + text.String())
+	s := res.Storm
+	if s == nil || !s.OK {
+		t.Fatalf("storm: %+v", s)
+	}
+	if s.Sale.Accepted != 300 || s.Memory.Awaiting != 300 || s.Memory.PerOrderBytes <= 0 || len(s.Memory.Keys) == 0 || s.Memory.Shared {
+		t.Errorf("sale and memory: accepted %d, %+v", s.Sale.Accepted, s.Memory)
+	}
+	e := s.Expiry
+	if !e.Complete || e.Expired != 300 || e.PerS <= 0 || e.FirstPayBy.IsZero() || e.LastClosed.Before(e.FirstPayBy) ||
+		e.Books == nil || !e.Books.Balanced || e.Books.Remaining != 300 {
+		t.Errorf("expiry: %+v", e)
+	}
+	if s.Pool.Samples == 0 || s.Pool.PoolSize != 20 {
+		t.Errorf("pool: %+v", s.Pool)
+	}
+	for _, r := range []*report.Report{s.Alone, s.During} {
+		if r == nil || !r.OK || r.Persistence.Lag == nil || r.Persistence.Lag.Orders != r.Accepted {
+			t.Fatalf("second sale: %+v", r)
+		}
+	}
+	if s.Interference.P99Ratio <= 0 || s.Interference.LagRatio <= 0 || s.Interference.Text == "" {
+		t.Errorf("interference: %+v", s.Interference)
+	}
+	if s.CPU == nil || s.CPU.Units[report.UnitExpired] <= 0 {
+		t.Errorf("CPU of the expiry: %+v", s.CPU)
+	}
+}

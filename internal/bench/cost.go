@@ -184,3 +184,32 @@ func (w *cpuWindow) report(units map[string]int64) *report.CPU {
 	c.AddSum()
 	return c
 }
+
+// merge adds o, a later window of the same processes, to w: the CPU of
+// both and their lengths summed.
+func (w *cpuWindow) merge(o *cpuWindow) *cpuWindow {
+	m := &cpuWindow{probe: w.probe, window: w.window + o.window, ticks: w.ticks}
+	for _, u := range w.usages {
+		for _, v := range o.usages {
+			if v.Name != u.Name {
+				continue
+			}
+			u.Ticks += v.Ticks
+			u.Other += v.Other
+			u.Processes += v.Processes
+			u.Gone = u.Gone || v.Gone
+			for _, pid := range v.PIDs {
+				if !slices.Contains(u.PIDs, pid) {
+					u.PIDs = append(u.PIDs, pid)
+				}
+			}
+		}
+		m.usages = append(m.usages, u)
+	}
+	for name, why := range o.probe.missing {
+		if _, ok := w.probe.missing[name]; !ok {
+			w.probe.missing[name] = why
+		}
+	}
+	return m
+}

@@ -29,6 +29,8 @@ type seckillTarget struct {
 	// redisNodes are the Redis Cluster's nodes (host:port) when the
 	// server runs on one; its CPU is theirs, not redisURL's.
 	redisNodes []string
+	// lag measures each order's persistence lag (--expiry-storm's sales).
+	lag bool
 }
 
 // cpuTarget is where t's processes listen, for the CPU probe.
@@ -158,7 +160,7 @@ func (r *runner) prepare(ctx context.Context, t seckillTarget) (*seckillRun, err
 }
 
 func (s *seckillRun) openPostgres(ctx context.Context) {
-	db, err := store.Open(ctx, s.t.databaseURL, 2)
+	db, err := store.Open(ctx, verify.BenchDSN(s.t.databaseURL), 2)
 	if err != nil {
 		s.notes = append(s.notes, fmt.Sprintf("Postgres not verified directly (%v); GraphQL counts only", err))
 		return
@@ -262,6 +264,11 @@ func (r *runner) verifySeckill(ctx context.Context, s *seckillRun, p *report.Per
 		p.LastCreatedAfterMs = report.Ptr(report.Ms(c.LastCreated.Sub(lastAccepted)))
 		if d := c.LastCreated.Sub(firstAccepted); d > 0 {
 			p.PersistedPerS = report.Ptr(float64(c.Rows) / d.Seconds())
+		}
+	}
+	if s.t.lag {
+		if p.Lag, err = s.pg.Lag(ctx, s.voucherID, lo, hi, rec.Snapshot().Accepted); err != nil {
+			return fmt.Errorf("persistence lag: %w", err)
 		}
 	}
 	return nil

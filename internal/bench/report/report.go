@@ -50,8 +50,10 @@ type Result struct {
 	Runs        []*Report    `json:"runs"`
 	Comparisons []Comparison `json:"comparisons,omitempty"`
 	// Builds is what --compare base measured instead of Load and Runs.
-	Builds      *Builds `json:"base_compare,omitempty"`
-	Interrupted bool    `json:"interrupted,omitempty"`
+	Builds *Builds `json:"base_compare,omitempty"`
+	// Storm is what --expiry-storm measured instead of Load and Runs.
+	Storm       *Storm `json:"expiry_storm,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
 }
 
 // AllRuns returns every run of the result, those of --compare base too.
@@ -60,6 +62,13 @@ func (res *Result) AllRuns() []*Report {
 	if res.Builds != nil {
 		for _, l := range res.Builds.Loads {
 			out = append(out, l.Runs...)
+		}
+	}
+	if s := res.Storm; s != nil {
+		for _, r := range []*Report{s.Alone, s.Sale, s.During} {
+			if r != nil {
+				out = append(out, r)
+			}
 		}
 	}
 	return out
@@ -193,6 +202,10 @@ type Persistence struct {
 	// Payments is what became of the orders when the buyers paid
 	// (seckill-bench --pay-ratio); nil otherwise.
 	Payments *Payments `json:"payments,omitempty"`
+
+	// Lag is how long after its ACCEPTED answer each order reached
+	// Postgres (--expiry-storm's sales).
+	Lag *Lag `json:"lag,omitempty"`
 
 	LastCreatedAfterMs *float64 `json:"last_created_after_last_accepted_ms,omitempty"`
 	PersistedPerS      *float64 `json:"persisted_per_s,omitempty"`

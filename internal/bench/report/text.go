@@ -27,6 +27,8 @@ func (res *Result) WriteText(w io.Writer) error {
 	switch {
 	case res.Builds != nil:
 		res.writeBuilds(&b)
+	case res.Storm != nil:
+		res.Storm.write(&b)
 	default:
 		b.WriteString(res.headline() + "\n\n")
 		writeRunTable(&b, res.Load.Mode, res.Runs)
@@ -176,6 +178,14 @@ func (t *runTable) persistenceRows() {
 		return Number(int64(*p.PersistedPerS + 0.5))
 	})
 	t.persistenceRow("max queue depth", func(p *Persistence) string { return optInt(p.MaxQueueDepth) })
+	if t.any(func(r *Report) bool { return r.Persistence != nil && r.Persistence.Lag != nil }) {
+		t.persistenceRow("lag ACCEPTED → row: p50 / p99", func(p *Persistence) string {
+			if p.Lag == nil {
+				return "-"
+			}
+			return Millis(p.Lag.P50) + " / " + Millis(p.Lag.P99)
+		})
+	}
 }
 
 // paymentRows: what the buyers paid, what expired and was sold again, and
