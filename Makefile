@@ -172,10 +172,10 @@ bench-limit: build
 ##   is kept in .run/bench-base/<commit>/), starts each on a private redis-server and
 ##   database, runs a closed load and the seed's burst against them alternated (base,
 ##   head, base, head...), and prints the throughput ratio and each process's CPU per
-##   purchase, e.g. make bench-compare BASE=aa6ef07 BENCH_ARGS='--rounds 4'
+##   purchase, e.g. make bench-compare BASE=aa6ef07 BENCH_ARGS='--rounds 8'
 BENCH_BASE_DIR := .run/bench-base
 bench-compare: build
-	@if [ -z "$(BASE)" ]; then echo "usage: make bench-compare BASE=<commit> [BENCH_ARGS='--rounds 4']"; exit 2; fi
+	@if [ -z "$(BASE)" ]; then echo "usage: make bench-compare BASE=<commit> [BENCH_ARGS='--rounds 8']"; exit 2; fi
 	@set -e; \
 	sha=$$(git rev-parse --verify --quiet "$(BASE)^{commit}") || { echo "bench-compare: $(BASE) is not a commit"; exit 2; }; \
 	bin=$(BENCH_BASE_DIR)/$$sha/seckill; \

@@ -52,7 +52,7 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      them on every purchase; a RATE_LIMITED answer fails
                      the run, as the ratio would then price refusals
 
-  --compare base --base-binary PATH [--rounds 3]
+  --compare base --base-binary PATH [--rounds 5]
                      instead of the server at --url: the seckill binary at
                      PATH (BASE) against HEAD's (--seckill, default the one
                      beside seckill-bench), each on a private redis-server

@@ -24,10 +24,10 @@ type BaseConfig struct {
 	Rounds int    // rounds of every load against each build; 0: DefaultBaseRounds
 }
 
-// Defaults of --compare base: three rounds of a 4 s closed load of 64
-// callers and of the seed's burst take about a minute and a half here.
+// Defaults of --compare base: five rounds of a 4 s closed load of 64
+// callers and of the seed's burst take about a minute here.
 const (
-	DefaultBaseRounds      = 3
+	DefaultBaseRounds      = 5
 	DefaultBaseDuration    = 4 * time.Second
 	DefaultBaseConcurrency = 64
 	// MinBaseStock is the fewest units of the closed load's campaigns:

@@ -41,6 +41,9 @@ type BuildSide struct {
 	// CPUPerAcceptedUs is each process's CPU per accepted purchase, by
 	// process (ProcServer, ..., ProcSum); absent where not measured.
 	CPUPerAcceptedUs map[string]float64 `json:"cpu_us_per_accepted,omitempty"`
+	// CPUCoarse names the processes whose figure, in some round, was
+	// coarser than a tenth (a burst is too short for 10 ms ticks).
+	CPUCoarse []string `json:"cpu_coarse,omitempty"`
 }
 
 // Summarize fills the medians, the ratios and the sentence from the runs.
@@ -84,7 +87,11 @@ func (l *BuildLoad) Summarize(label string) {
 		h, okh := l.Head.CPUPerAcceptedUs[name]
 		bs, okb := l.Base.CPUPerAcceptedUs[name]
 		if okh && okb {
-			cpu = append(cpu, fmt.Sprintf("%s %s vs %s", cpuLabel[name], Micros(h), Micros(bs)))
+			mark := ""
+			if slices.Contains(l.Head.CPUCoarse, name) || slices.Contains(l.Base.CPUCoarse, name) {
+				mark = "~"
+			}
+			cpu = append(cpu, fmt.Sprintf("%s %s%s vs %s%s", cpuLabel[name], mark, Micros(h), mark, Micros(bs)))
 		}
 	}
 	if len(cpu) > 0 {
@@ -112,6 +119,9 @@ func side(runs []*Report) BuildSide {
 				return 0, false
 			}
 			v, ok := p.PerUnitUs[UnitAccepted]
+			if ok && p.Coarse() && !slices.Contains(s.CPUCoarse, name) {
+				s.CPUCoarse = append(s.CPUCoarse, name)
+			}
 			return v, ok
 		})
 		if v > 0 {
