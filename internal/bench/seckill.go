@@ -31,6 +31,9 @@ type seckillTarget struct {
 	redisNodes []string
 	// lag measures each order's persistence lag (--expiry-storm's sales).
 	lag bool
+	// afterLoad, when set, is called once the load is over, before the
+	// wait for persistence.
+	afterLoad func()
 }
 
 // cpuTarget is where t's processes listen, for the CPU probe.
@@ -85,6 +88,9 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 	probe := startCPU(ctx, t.cpuTarget())
 	defer probe.stop()
 	rec := r.load(ctx, t.label, t.url, load.PurchaseBody(s.voucherID))
+	if t.afterLoad != nil {
+		t.afterLoad()
+	}
 	interrupted := ctx.Err() != nil
 	rep := report.Build(t.label, t.url, s.voucherID, s.stock, rec, interrupted)
 	rep.VoucherOf = t.voucherOf

@@ -275,7 +275,7 @@ func (s *Storm) write(b *strings.Builder) {
 				parts = append(parts, cpuLabel[name]+" "+cell)
 			}
 		}
-		fmt.Fprintf(b, "CPU µs per expired order over the expiry (%s): %s\n", Seconds(c.WindowS), strings.Join(parts, ", "))
+		fmt.Fprintf(b, "CPU µs per expired order over the expiry, the second sale's load aside (%s): %s\n", Seconds(c.WindowS), strings.Join(parts, ", "))
 	}
 	b.WriteString(s.Interference.Text + "\n")
 	for _, n := range s.Notes {
