@@ -14,9 +14,17 @@
 // private Redis without and with the shared per-user and per-address
 // limits (at rates that never refuse the load).
 //
+// Every seckill run also reports the CPU time per accepted and persisted
+// order of each local process (server, Redis, Postgres, the bench), read
+// from /proc. With Compare "base" it measures another build of the seckill
+// binary against the working tree's instead, each on a private Redis and
+// database, alternated round by round; with Storm it sells a campaign to
+// buyers who never pay and measures their expiry.
+//
 // The work is split by job: load generates the requests, report turns
-// them into figures and text, verify checks the books, compare holds the
-// compared servers. This package runs one target after another.
+// them into figures and text, verify checks the books and samples the
+// stores, compare holds the compared servers, cpu reads /proc. This
+// package runs one target after another.
 package bench
 
 import (
