@@ -134,9 +134,13 @@ func runStorm(ctx context.Context, cfg Config) (*report.Result, error) {
 	if s.alone, err = newRunner(ctx, probeCfg, false); err != nil {
 		return nil, err
 	}
-	// Each sale has buyers of its own: a campaign's buyer buys once.
+	// Each sale has buyers of its own: a campaign's buyer buys once. The
+	// sale during the storm waits for its orders as long as the storm may
+	// last: today their persistence queues behind the expiries.
+	duringCfg := probeCfg
+	duringCfg.PersistTimeout = max(cmp.Or(cfg.PersistTimeout, DefaultPersistTimeout), st.Timeout)
 	for s.during == nil || s.during.userLo == s.alone.userLo || s.during.userLo == s.sale.userLo {
-		if s.during, err = newRunner(ctx, probeCfg, false); err != nil {
+		if s.during, err = newRunner(ctx, duringCfg, false); err != nil {
 			return nil, err
 		}
 	}
