@@ -129,10 +129,11 @@ var patternID = regexp.MustCompile(`[0-9a-fA-F-]{8,}|[0-9]+`)
 // "asynq:{orders}:t:expire:*".
 func Pattern(key string) string {
 	return patternID.ReplaceAllStringFunc(key, func(m string) string {
+		// A run of hex letters alone is a word of the key's name, not an id.
 		if strings.ContainsAny(m, "0123456789") {
 			return "*"
 		}
-		return m // a word of hex letters only ("deadbeef" is rare, "feedface" too; "added" is not 8 long)
+		return m
 	})
 }
 
