@@ -25,7 +25,7 @@ CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTa
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run test test-model test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit bench-compare test-faults clean
+.PHONY: run test test-model test-cluster build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
 
 # Where make run's development payment provider listens.
 PROVIDER_ADDR ?= 127.0.0.1:8090
@@ -174,6 +174,7 @@ bench-limit: build
 ##   head, base, head...), and prints the throughput ratio and each process's CPU per
 ##   purchase, e.g. make bench-compare BASE=aa6ef07 BENCH_ARGS='--rounds 8'
 BENCH_BASE_DIR := .run/bench-base
+.PHONY: bench-compare
 bench-compare: build
 	@if [ -z "$(BASE)" ]; then echo "usage: make bench-compare BASE=<commit> [BENCH_ARGS='--rounds 8']"; exit 2; fi
 	@set -e; \
