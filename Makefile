@@ -245,5 +245,32 @@ bench-limit: build
 	./bin/seckill-bench --url $(BENCH_URL) --duration 5s --concurrency 64 --warm \
 		--users 60000 --stock 60000 --compare limit --fsync-dir .run $(BENCH_ARGS)
 
+## bench-compare: BASE=<commit> against the working tree, in one run: builds both seckill
+##   binaries (BASE in a git worktree under .run/, removed after the build; the binary
+##   is kept in .run/bench-base/<commit>/), starts each on a private redis-server and
+##   database, runs a closed load and the seed's burst against them alternated (base,
+##   head, base, head...), and prints the throughput ratio and each process's CPU per
+##   purchase, e.g. make bench-compare BASE=aa6ef07 BENCH_ARGS='--rounds 8'
+BENCH_BASE_DIR := .run/bench-base
+.PHONY: bench-compare
+bench-compare: build
+	@if [ -z "$(BASE)" ]; then echo "usage: make bench-compare BASE=<commit> [BENCH_ARGS='--rounds 8']"; exit 2; fi
+	@set -e; \
+	sha=$$(git rev-parse --verify --quiet "$(BASE)^{commit}") || { echo "bench-compare: $(BASE) is not a commit"; exit 2; }; \
+	bin=$(BENCH_BASE_DIR)/$$sha/seckill; \
+	if [ ! -x $$bin ]; then \
+		src=$(BENCH_BASE_DIR)/src-$$sha; \
+		git worktree remove --force $$src >/dev/null 2>&1 || rm -rf $$src; \
+		mkdir -p $(BENCH_BASE_DIR)/$$sha; \
+		echo "building $(BASE) ($$sha) in $$src"; \
+		git worktree add --detach --quiet $$src $$sha; \
+		status=0; (cd $$src && $(GO) build -o $(CURDIR)/$$bin.tmp ./cmd/seckill) || status=$$?; \
+		git worktree remove --force $$src; \
+		[ $$status = 0 ] || { echo "bench-compare: $(BASE) does not build"; exit $$status; }; \
+		mv $$bin.tmp $$bin; \
+	fi; \
+	./bin/seckill-bench --compare base --base-binary $$bin --seckill ./bin/seckill --warm \
+		--fsync-dir .run $(BENCH_ARGS)
+
 clean:
 	rm -rf bin playground/dist/assets

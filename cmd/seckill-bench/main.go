@@ -52,6 +52,40 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      them on every purchase; a RATE_LIMITED answer fails
                      the run, as the ratio would then price refusals
 
+  --compare base --base-binary PATH [--rounds 5]
+                     instead of the server at --url: the seckill binary at
+                     PATH (BASE) against HEAD's (--seckill, default the one
+                     beside seckill-bench), each on a private redis-server
+                     and database (seckill_bench_base, seckill_bench_head,
+                     recreated) with the shared limits on at rates the load
+                     never reaches; a closed-model load (--duration,
+                     default 4s; --concurrency, default 64; at least
+                     100,000 units) and the seed's burst (1000 users, 200
+                     units) alternated base, head, base, head for --rounds
+                     rounds; prints each run, and per load the throughput
+                     ratio head ÷ base, p50, p99 and each process's CPU per
+                     purchase (make bench-compare BASE=<commit> builds BASE
+                     and runs it)
+
+  --expiry-storm N [--pay-window 20s] [--concurrency 128] [--duration 3s]
+                     instead of one load: sells a campaign of N units with
+                     that pay window (default 10 s + 1 s per 2,000 units)
+                     to N buyers who never pay (a burst of --concurrency
+                     callers), waits until every order is CREATED, and
+                     reports Redis's used_memory before and after per
+                     awaiting order with the keys that grew by pattern
+                     (MEMORY USAGE); then, from the first pay_by until the
+                     last order is EXPIRED in Postgres (at most
+                     --expiry-timeout), the expiry rate, the server's
+                     Postgres pool in use (pg_stat_activity every 100 ms)
+                     and each process's CPU per expired order; and the p99
+                     and persistence lag of a second campaign's sale (a
+                     closed model of 32 callers for --duration) alone
+                     before the storm and again during it, with their
+                     ratio (issue #20's target: within 1.5×). Run it
+                     against a server on a Redis of its own: used_memory
+                     is the instance's
+
   --pay-ratio 0.7 [--pay-delay 200ms] [--pay-window 5s]
                      accepted buyers open their payment (createPayment) and
                      this share of them has it confirmed after the delay
@@ -62,6 +96,14 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      shows it). The report adds paid, expired, resold, and
                      checks initial = remaining + queued + awaiting payment
                      + paid.
+
+Every report gives the CPU time per accepted purchase and per persisted
+order of each local process: the server (the one listening on --url's
+port), Redis (SECKILL_REDIS_URL's port), Postgres (the postmaster on
+SECKILL_DATABASE_URL's port and its children of that database) and the
+bench, read from /proc from the start of the load until the last accepted
+order is in Postgres. /proc counts in 10 ms ticks: run for seconds, not a
+burst of milliseconds, for figures worth reading.
 
 Reads SECKILL_JWT_SECRET, SECKILL_JWT_ISSUER, SECKILL_DATABASE_URL,
 SECKILL_REDIS_URL and SECKILL_PAYMENT_WEBHOOK_SECRET like the server
@@ -101,13 +143,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.JWTSecret, cfg.JWTIssuer = sc.JWTSecret, sc.JWTIssuer
-	cfg.DatabaseURL, cfg.RedisURL = sc.DatabaseURL, sc.RedisURL
+	cfg.DatabaseURL, cfg.RedisURL, cfg.RedisClusterAddrs = sc.DatabaseURL, sc.RedisURL, sc.RedisClusterAddrs
 	cfg.RedisPoolSize, cfg.DBMaxConns = sc.RedisPoolSize, sc.DBMaxConns
 	cfg.Pay.WebhookSecret = sc.PaymentWebhookSecret
 	cfg.Progress, cfg.ProgressTTY = stderr, report.IsTerminal(stderr)
 
 	res, runErr := bench.Run(ctx, cfg)
-	if res != nil && len(res.Runs) > 0 {
+	if res != nil && len(res.AllRuns()) > 0 {
 		if asJSON {
 			err = res.WriteJSON(stdout)
 		} else {
@@ -124,9 +166,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("interrupted; the report is partial")
 	}
 	var failed []string
-	for _, r := range res.Runs {
+	for _, r := range res.AllRuns() {
 		if !r.OK {
-			failed = append(failed, r.Target)
+			failed = append(failed, r.Label())
 		}
 	}
 	if len(failed) > 0 {
@@ -158,15 +200,19 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", bench.DefaultMaxInFlight, "open model: outstanding requests at most; more are dropped and counted")
 	fs.DurationVar(&cfg.Timeout, "timeout", bench.DefaultTimeout, "timeout of one request")
 	fs.DurationVar(&cfg.PersistTimeout, "persist-timeout", bench.DefaultPersistTimeout, "how long to wait for accepted orders to reach Postgres")
-	fs.Var(&compare, "compare", "sync, ceiling, fsync, wait and/or limit (comma-separated or repeated): run the same load against them too")
-	fs.StringVar(&cfg.Fsync.SeckillBin, "seckill", "", "--compare fsync, wait and limit: the seckill binary (default: seckill beside seckill-bench, else on PATH)")
-	fs.StringVar(&cfg.Fsync.RedisBin, "redis-server", "redis-server", "--compare fsync, wait and limit: the redis-server binary")
-	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync, wait and limit: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
+	fs.Var(&compare, "compare", "sync, ceiling, fsync, wait and/or limit (comma-separated or repeated): run the same load against them too; or base alone: BASE's build against HEAD's")
+	fs.StringVar(&cfg.Fsync.SeckillBin, "seckill", "", "--compare fsync, wait, limit and base: the seckill binary (with base: HEAD's; default: seckill beside seckill-bench, else on PATH)")
+	fs.StringVar(&cfg.Fsync.RedisBin, "redis-server", "redis-server", "--compare fsync, wait, limit and base: the redis-server binary")
+	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync, wait, limit and base: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
+	fs.StringVar(&cfg.Base.Binary, "base-binary", "", "--compare base: the seckill binary of BASE, measured against HEAD's (--seckill)")
+	fs.IntVar(&cfg.Base.Rounds, "rounds", 0, fmt.Sprintf("--compare base: rounds of each load against each build, alternated (default %d)", bench.DefaultBaseRounds))
 	fs.StringVar(&cfg.Challenge, "challenge", "", "pow or quiz: give the campaign the bench creates this challenge; every buyer asks for theirs and solves it before buying (the report shows how the purchases spread)")
 	fs.IntVar(&cfg.PoWBits, "pow-bits", 0, "--challenge pow: leading zero bits (default: the server's, 20)")
 	fs.Float64Var(&cfg.Pay.Ratio, "pay-ratio", 0, "share (0 to 1) of accepted buyers who pay through the signed webhook; the others let their orders expire")
 	fs.DurationVar(&cfg.Pay.Delay, "pay-delay", 0, "with --pay-ratio: how long after createPayment the provider confirms a payment")
 	fs.DurationVar(&cfg.Pay.Window, "pay-window", 0, "with --pay-ratio: the pay window of the campaign the bench creates (whole seconds; default: the server's SECKILL_PAY_WINDOW)")
+	fs.Int64Var(&cfg.Storm.Units, "expiry-storm", 0, fmt.Sprintf("sell this many units (e.g. %d) of a campaign with a short --pay-window to buyers who never pay, and measure their expiry (see above)", bench.DefaultStormUnits))
+	fs.DurationVar(&cfg.Storm.Timeout, "expiry-timeout", 0, "--expiry-storm: how long to wait for every order to expire (default max(2m, one second per 200 units))")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err
@@ -183,11 +229,21 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	if cfg.Challenge != "" && cfg.VoucherID != 0 {
 		return cfg, false, errors.New("--challenge sets the challenge of the campaign the bench creates: omit --voucher")
 	}
+	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
 		if strings.HasPrefix(f.Name, "pay-") {
 			cfg.Pay.On = true
 		}
 	})
+	if set["expiry-storm"] {
+		if set["stock"] || set["users"] || set["attempts"] {
+			return cfg, false, errors.New("--expiry-storm N sets the campaign's units and buyers: omit --stock, --users and --attempts")
+		}
+		// The sale's callers, and the second campaign's sale.
+		cfg.Storm.Callers, cfg.Concurrency = cfg.Concurrency, 0
+		cfg.Storm.ProbeDuration, cfg.Duration = cfg.Duration, 0
+	}
 	cfg.Compare = compare
 	return cfg, asJSON, nil
 }

@@ -28,6 +28,18 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+func TestParseBaseFlags(t *testing.T) {
+	cfg, _, err := parseFlags([]string{"--compare", "base", "--base-binary", ".run/bench-base/abc/seckill", "--rounds", "4",
+		"--seckill", "bin/seckill", "--duration", "3s"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bench.BaseConfig{Binary: ".run/bench-base/abc/seckill", Rounds: 4}
+	if diff := cmp.Diff(want, cfg.Base); diff != "" || cfg.Fsync.SeckillBin != "bin/seckill" || cfg.Duration != 3*time.Second {
+		t.Errorf("base (-want +got):\n%s\n%+v", diff, cfg)
+	}
+}
+
 func TestParsePayFlags(t *testing.T) {
 	cfg, _, err := parseFlags([]string{"--pay-ratio", "0.7", "--pay-delay", "200ms", "--pay-window", "5s"}, &bytes.Buffer{})
 	if err != nil {
@@ -60,6 +72,10 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"--pay-window", "5s", "--voucher", "3"}, "omit --voucher"},
 		{[]string{"--pay-ratio", "0.5", "--compare", "sync"}, "omit --compare"},
 		{[]string{"--url", "http://127.0.0.1:1/graphql", "--timeout", "1s"}, "cannot reach http://127.0.0.1:1/graphql"},
+		{[]string{"--compare", "base"}, "--compare base needs --base-binary PATH"},
+		{[]string{"--compare", "base,limit", "--base-binary", "x"}, "give it alone"},
+		{[]string{"--compare", "base", "--base-binary", "x", "--rate", "100"}, "omit --rate"},
+		{[]string{"--compare", "base", "--base-binary", "/nonexistent/seckill"}, "--base-binary"},
 	} {
 		err := run(context.Background(), tc.args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -68,7 +84,8 @@ func TestCommandErrors(t *testing.T) {
 	}
 	var help bytes.Buffer
 	if err := run(context.Background(), []string{"--help"}, &bytes.Buffer{}, &help); !errors.Is(err, flag.ErrHelp) ||
-		!strings.Contains(help.String(), "--compare fsync") || !strings.Contains(help.String(), "--compare limit") {
+		!strings.Contains(help.String(), "--compare fsync") || !strings.Contains(help.String(), "--compare limit") ||
+		!strings.Contains(help.String(), "--compare base --base-binary PATH") {
 		t.Errorf("--help: %v\n%s", err, help.String())
 	}
 }

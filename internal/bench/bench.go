@@ -14,9 +14,17 @@
 // private Redis without and with the shared per-user and per-address
 // limits (at rates that never refuse the load).
 //
+// Every seckill run also reports the CPU time per accepted and persisted
+// order of each local process (server, Redis, Postgres, the bench), read
+// from /proc. With Compare "base" it measures another build of the seckill
+// binary against the working tree's instead, each on a private Redis and
+// database, alternated round by round; with Storm it sells a campaign to
+// buyers who never pay and measures their expiry.
+//
 // The work is split by job: load generates the requests, report turns
-// them into figures and text, verify checks the books, compare holds the
-// compared servers. This package runs one target after another.
+// them into figures and text, verify checks the books and samples the
+// stores, compare holds the compared servers, cpu reads /proc. This
+// package runs one target after another.
 package bench
 
 import (
@@ -27,6 +35,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"time"
 
 	"seckill/internal/auth"
@@ -41,6 +50,9 @@ const (
 	CompareFsync   = "fsync" // report.TargetEverysec and report.TargetAlways
 	CompareWait    = "wait"  // report.TargetNoWait and report.TargetWait
 	CompareLimit   = "limit" // report.TargetNoLimit and report.TargetLimit
+	// CompareBase measures Base.Binary against the working tree's build,
+	// instead of the server at URL (report.TargetBase, TargetHead).
+	CompareBase = "base"
 )
 
 // DefaultURL is where `seckill serve` answers GraphQL by default.
@@ -95,18 +107,25 @@ type Config struct {
 	Compare        []string      // CompareSync, CompareCeiling, CompareFsync, CompareWait, CompareLimit
 
 	// Secrets and services, normally from the server's configuration.
-	JWTSecret     string
-	JWTIssuer     string
-	DatabaseURL   string // the server's Postgres, to verify orders; "" verifies through GraphQL only
-	RedisURL      string // the server's Redis (queue depth) and the ceiling's
-	RedisPoolSize int    // the ceiling's Redis pool; 0: go-redis's default, as the server
-	DBMaxConns    int    // the sync design's Postgres pool, as the server's
+	JWTSecret   string
+	JWTIssuer   string
+	DatabaseURL string // the server's Postgres, to verify orders; "" verifies through GraphQL only
+	RedisURL    string // the server's Redis (queue depth) and the ceiling's
+	// RedisClusterAddrs are the server's Redis Cluster nodes (host:port),
+	// when it runs on one: the CPU probe measures them instead of RedisURL.
+	RedisClusterAddrs []string
+	RedisPoolSize     int // the ceiling's Redis pool; 0: go-redis's default, as the server
+	DBMaxConns        int // the sync design's Postgres pool, as the server's
 	// SyncDatabaseURL is an empty database for the sync design; "" makes
 	// the bench recreate compare.SyncDatabase on the server at DatabaseURL.
 	SyncDatabaseURL string
 
-	// Fsync is how --compare fsync, wait and limit start their servers.
+	// Fsync is how --compare fsync, wait, limit and base start their servers.
 	Fsync FsyncConfig
+	// Base is the build --compare base measures the working tree's against.
+	Base BaseConfig
+	// Storm, with Units set, runs --expiry-storm instead of the load.
+	Storm StormConfig
 
 	Progress    io.Writer // progress and status lines; nil for none
 	ProgressTTY bool      // redraw the progress line in place
@@ -136,8 +155,8 @@ func (cfg *Config) spec() (load.Spec, error) {
 		return s, err
 	}
 	for _, c := range cfg.Compare {
-		if c != CompareSync && c != CompareCeiling && c != CompareFsync && c != CompareWait && c != CompareLimit {
-			return s, fmt.Errorf("--compare: unknown target %q (want sync, ceiling, fsync, wait or limit)", c)
+		if c != CompareSync && c != CompareCeiling && c != CompareFsync && c != CompareWait && c != CompareLimit && c != CompareBase {
+			return s, fmt.Errorf("--compare: unknown target %q (want sync, ceiling, fsync, wait, limit or base)", c)
 		}
 	}
 	switch {
@@ -196,22 +215,23 @@ type runner struct {
 // returns their reports. When ctx ends it stops sending and returns the
 // partial result (Interrupted set) without an error.
 func Run(ctx context.Context, cfg Config) (*report.Result, error) {
-	r, err := newRunner(ctx, cfg)
+	if slices.Contains(cfg.Compare, CompareBase) {
+		return runBuilds(ctx, cfg)
+	}
+	if cfg.Storm.Units != 0 {
+		return runStorm(ctx, cfg)
+	}
+	r, err := newRunner(ctx, cfg, true)
 	if err != nil {
 		return nil, err
 	}
-	spec := r.spec
-	res := &report.Result{Load: report.LoadInfo{
-		Mode: spec.Mode, Users: spec.Users, Attempts: spec.Attempts, Concurrency: spec.Concurrency,
-		Rate: spec.Rate, DurationS: spec.Duration.Seconds(), RampS: spec.Ramp.Seconds(),
-		MaxInFlight: spec.MaxInFlight, TimeoutS: spec.Timeout.Seconds(), Warm: spec.Warm && spec.Mode != load.ModeOpen,
-	}}
+	res := &report.Result{Load: r.loadInfo()}
 	if cfg.Pay.On {
 		res.Load.Pay = &report.PayLoad{Ratio: cfg.Pay.Ratio, DelayS: cfg.Pay.Delay.Seconds(), WindowS: cfg.Pay.Window.Seconds()}
 	}
 	rep, err := r.runSeckill(ctx, seckillTarget{
 		label: report.TargetSeckill, url: cfg.URL, voucherID: cfg.VoucherID,
-		databaseURL: cfg.DatabaseURL, redisURL: cfg.RedisURL,
+		databaseURL: cfg.DatabaseURL, redisURL: cfg.RedisURL, redisNodes: cfg.RedisClusterAddrs,
 	})
 	if err != nil {
 		return nil, err
@@ -254,9 +274,9 @@ func one(r *report.Report, err error) ([]*report.Report, error) {
 	return []*report.Report{r}, nil
 }
 
-// newRunner validates cfg, checks the server at cfg.URL and signs the
-// buyers' tokens.
-func newRunner(ctx context.Context, cfg Config) (*runner, error) {
+// newRunner validates cfg, checks the server at cfg.URL (when preflight
+// says so: --compare base starts its own) and signs the buyers' tokens.
+func newRunner(ctx context.Context, cfg Config, preflight bool) (*runner, error) {
 	spec, err := cfg.spec()
 	if err != nil {
 		return nil, err
@@ -275,11 +295,13 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 	if r.admin, err = r.tokens.Issue(r.userLo-1, true, ttl); err != nil {
 		return nil, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	err = newControlClient(cfg.URL, r.admin).preflight(pctx)
-	cancel()
-	if err != nil {
-		return nil, err
+	if preflight {
+		pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err = newControlClient(cfg.URL, r.admin).preflight(pctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
 	if spec.Users > 50_000 {
 		r.disp.Println("minting %s tokens...", report.Number(int64(spec.Users)))

@@ -152,6 +152,18 @@ func TestBurstWithComparisons(t *testing.T) {
 			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
 		}
 	}
+	// The servers the bench started are processes of their own, on Redis
+	// servers of their own: the CPU probe finds all three by their ports.
+	for _, r := range res.Runs[3:] {
+		for _, name := range []string{report.ProcServer, report.ProcRedis, report.ProcPostgres, report.ProcSum, report.ProcBench} {
+			if p := r.CPU.Process(name); p == nil || p.Missing != "" || (name != report.ProcSum && len(p.PIDs) == 0) {
+				t.Errorf("%s: CPU of %s: %+v", r.Target, name, p)
+			}
+		}
+	}
+	if p := res.Runs[0].CPU.Process(report.ProcServer); p == nil || !strings.Contains(p.Missing, "bench's process") {
+		t.Errorf("the in-process server's CPU: %+v", p)
+	}
 	if len(res.Comparisons) != 5 {
 		t.Errorf("comparisons: %+v", res.Comparisons)
 	}
@@ -228,5 +240,124 @@ func TestPayAndResell(t *testing.T) {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report lacks %q", want)
 		}
+	}
+}
+
+// TestCompareBuilds runs --compare base with the same binary on both
+// sides: two rounds of a closed load and of the seed's burst, alternated
+// base, head, base, head, each side on its own Redis and database, every
+// verdict OK and every process's CPU measured.
+func TestCompareBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Postgres and Redis")
+	}
+	redisServer, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("needs redis-server on PATH (make test-services uses it too)")
+	}
+	seckillBin := buildSeckill(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, bench.Config{
+		Compare: []string{bench.CompareBase}, Base: bench.BaseConfig{Binary: seckillBin, Rounds: 2},
+		Duration: time.Second, Concurrency: 16, Users: 5000, Warm: true,
+		JWTSecret: secret, JWTIssuer: "seckill", PersistTimeout: 30 * time.Second,
+		Fsync: bench.FsyncConfig{SeckillBin: seckillBin, RedisBin: redisServer, Dir: t.TempDir(), DatabaseURLs: map[string]string{
+			report.TargetBase: storetest.NewEmptyDSN(t), report.TargetHead: storetest.NewEmptyDSN(t),
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + text.String())
+	bc := res.Builds
+	if bc == nil || len(bc.Loads) != 2 || bc.Loads[0].Load.Mode != report.ModeClosed || bc.Loads[1].Load.Mode != report.ModeBurst {
+		t.Fatalf("loads: %+v", bc)
+	}
+	for _, l := range bc.Loads {
+		var order []string
+		for _, r := range l.Runs {
+			order = append(order, r.Label())
+			if !r.OK {
+				t.Errorf("%s %s: %s", l.Load.Mode, r.Label(), r.Verdict)
+			}
+			for _, name := range []string{report.ProcServer, report.ProcRedis, report.ProcPostgres} {
+				if p := r.CPU.Process(name); p == nil || p.Missing != "" {
+					t.Errorf("%s %s: CPU of %s: %+v", l.Load.Mode, r.Label(), name, p)
+				}
+			}
+		}
+		if diff := cmp.Diff([]string{"base #1", "head #1", "base #2", "head #2"}, order); diff != "" {
+			t.Errorf("%s: order of the runs (-want +got):\n%s", l.Load.Mode, diff)
+		}
+		if l.ThroughputRatio <= 0 || len(l.RoundRatios) != 2 || l.Head.CPUPerAcceptedUs[report.ProcSum] <= 0 {
+			t.Errorf("%s: summary %+v", l.Load.Mode, l)
+		}
+	}
+	if b := bc.Loads[1]; b.Load.Users != 1000 || b.Load.Stock != 200 || b.Runs[0].Accepted != 200 {
+		t.Errorf("the seed's burst: %+v, accepted %d", b.Load, b.Runs[0].Accepted)
+	}
+	if !strings.Contains(text.String(), "closed: head ÷ base throughput") || !strings.Contains(text.String(), "burst: head ÷ base throughput") {
+		t.Error("the text report lacks the ratios")
+	}
+}
+
+// TestExpiryStorm sells 300 units with a 3 s pay window to buyers who
+// never pay, against the real server on a private Redis, and checks that
+// the storm is measured whole: the memory per awaiting order with the keys
+// that grew, every order expired, the pool sampled, the second sale alone
+// and during the storm with its persistence lag, and the books balanced
+// afterwards. The figures themselves are logged, never asserted.
+func TestExpiryStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Postgres and Redis")
+	}
+	dsn := storetest.NewDSN(t)
+	redisURL := testenv.StartRedisServer(t).URL()
+	endpoint := startServer(t, dsn, redisURL)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, bench.Config{
+		URL: endpoint, Storm: bench.StormConfig{Units: 300, Window: 3 * time.Second, ProbeDuration: time.Second, ProbeCallers: 8},
+		JWTSecret: secret, JWTIssuer: "seckill", DatabaseURL: dsn, RedisURL: redisURL, DBMaxConns: 20,
+		PersistTimeout: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + text.String())
+	s := res.Storm
+	if s == nil || !s.OK {
+		t.Fatalf("storm: %+v", s)
+	}
+	if s.Sale.Accepted != 300 || s.Memory.Awaiting != 300 || s.Memory.PerOrderBytes <= 0 || len(s.Memory.Keys) == 0 || s.Memory.Shared {
+		t.Errorf("sale and memory: accepted %d, %+v", s.Sale.Accepted, s.Memory)
+	}
+	e := s.Expiry
+	if !e.Complete || e.Expired != 300 || e.PerS <= 0 || e.FirstPayBy.IsZero() || e.LastClosed.Before(e.FirstPayBy) ||
+		e.Books == nil || !e.Books.Balanced || e.Books.Remaining != 300 {
+		t.Errorf("expiry: %+v", e)
+	}
+	if s.Pool.Samples == 0 || s.Pool.PoolSize != 20 {
+		t.Errorf("pool: %+v", s.Pool)
+	}
+	for _, r := range []*report.Report{s.Alone, s.During} {
+		if r == nil || !r.OK || r.Persistence.Lag == nil || r.Persistence.Lag.Orders != r.Accepted {
+			t.Fatalf("second sale: %+v", r)
+		}
+	}
+	if s.Interference.P99Ratio <= 0 || s.Interference.LagRatio <= 0 || s.Interference.Text == "" {
+		t.Errorf("interference: %+v", s.Interference)
+	}
+	if s.CPU == nil || s.CPU.Units[report.UnitExpired] <= 0 {
+		t.Errorf("CPU of the expiry: %+v", s.CPU)
 	}
 }

@@ -58,10 +58,14 @@ func (r *runner) runSync(ctx context.Context, stock int64) (*report.Report, erro
 		return nil, err
 	}
 	defer design.Close()
+	probe := startCPU(ctx, cpuTarget{inProcess: true, databaseURL: dsn})
+	defer probe.stop()
 	rec, endpoint, err := r.loadInProcess(ctx, report.TargetSync, design.Purchase, compare.SyncVoucherID)
 	if err != nil {
 		return nil, err
 	}
+	// Every order is in Postgres once it is answered.
+	cpuWin := probe.stop()
 	rep := report.Build(report.TargetSync, endpoint, compare.SyncVoucherID, stock, rec, ctx.Err() != nil)
 	rep.VoucherOf = "its own database"
 	// Every order is written before its answer: nothing to wait for.
@@ -84,6 +88,7 @@ func (r *runner) runSync(ctx context.Context, stock int64) (*report.Report, erro
 	}
 	p.Note = "database " + redactDSN(dsn)
 	rep.Persistence = p
+	rep.CPU = cpuWin.report(map[string]int64{report.UnitAccepted: rep.Accepted, report.UnitPersisted: c.Rows})
 	rep.Judge()
 	return rep, nil
 }
@@ -101,10 +106,14 @@ func (r *runner) runCeiling(ctx context.Context, stock int64) (*report.Report, e
 		return nil, err
 	}
 	defer c.Close()
+	probe := startCPU(ctx, cpuTarget{inProcess: true, redisAddrs: redisAddrs(cfg.RedisURL)})
+	defer probe.stop()
 	rec, endpoint, err := r.loadInProcess(ctx, report.TargetCeiling, c.Purchase, compare.CeilingVoucherID)
 	if err != nil {
 		return nil, err
 	}
+	// It persists nothing: the window ends with the load.
+	cpuWin := probe.stop()
 	rep := report.Build(report.TargetCeiling, endpoint, compare.CeilingVoucherID, stock, rec, ctx.Err() != nil)
 	rep.VoucherOf = "its own Redis keys"
 	p := &report.Persistence{Source: report.SourceRedis, Complete: true,
@@ -123,6 +132,7 @@ func (r *runner) runCeiling(ctx context.Context, stock int64) (*report.Report, e
 		p.Unexpected = -d
 	}
 	rep.Persistence = p
+	rep.CPU = cpuWin.report(map[string]int64{report.UnitAccepted: rep.Accepted})
 	rep.Judge()
 	return rep, nil
 }

@@ -76,7 +76,7 @@ func TestConfigValidation(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Compare: []string{"fast"}}, `unknown target "fast" (want sync, ceiling, fsync, wait or limit)`},
+		{Config{Compare: []string{"fast"}}, `unknown target "fast" (want sync, ceiling, fsync, wait, limit or base)`},
 		{Config{Stock: -1}, "--stock"},
 		{Config{Rate: 0.5, Duration: time.Second}, "less than one request"},
 		{Config{Users: maxUsers + 1}, "--users"},

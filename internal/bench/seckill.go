@@ -26,6 +26,23 @@ type seckillTarget struct {
 	voucherOf string // whose voucher it is, when not the server at --url's
 	// Its stores, for direct verification; "" verifies through GraphQL.
 	databaseURL, redisURL string
+	// redisNodes are the Redis Cluster's nodes (host:port) when the
+	// server runs on one; its CPU is theirs, not redisURL's.
+	redisNodes []string
+	// lag measures each order's persistence lag (--expiry-storm's sales).
+	lag bool
+	// afterLoad, when set, is called once the load is over, before the
+	// wait for persistence.
+	afterLoad func()
+}
+
+// cpuTarget is where t's processes listen, for the CPU probe.
+func (t seckillTarget) cpuTarget() cpuTarget {
+	nodes := t.redisNodes
+	if len(nodes) == 0 {
+		nodes = redisAddrs(t.redisURL)
+	}
+	return cpuTarget{serverURL: t.url, redisAddrs: nodes, databaseURL: t.databaseURL}
 }
 
 // seckillRun is one seckill target being measured: its campaign and the
@@ -68,7 +85,12 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 		r.onAccept = pay.accepted
 		defer func() { r.onAccept = nil }()
 	}
+	probe := startCPU(ctx, t.cpuTarget())
+	defer probe.stop()
 	rec := r.load(ctx, t.label, t.url, load.PurchaseBody(s.voucherID))
+	if t.afterLoad != nil {
+		t.afterLoad()
+	}
 	interrupted := ctx.Err() != nil
 	rep := report.Build(t.label, t.url, s.voucherID, s.stock, rec, interrupted)
 	rep.VoucherOf = t.voucherOf
@@ -85,6 +107,7 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 	if err != nil {
 		return nil, fmt.Errorf("wait for persistence: %w", err)
 	}
+	cpuWin := probe.stop()
 	smp.Stop()
 	p.MaxQueueDepth = smp.MaxQueueDepth()
 	rep.Server = smp.ServerStats()
@@ -99,6 +122,7 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 	}
 	p.Note = strings.Join(s.notes, "; ")
 	rep.Persistence = p
+	rep.CPU = cpuWin.report(map[string]int64{report.UnitAccepted: rep.Accepted, report.UnitPersisted: p.Rows})
 	rep.Judge()
 	return rep, nil
 }
@@ -142,7 +166,7 @@ func (r *runner) prepare(ctx context.Context, t seckillTarget) (*seckillRun, err
 }
 
 func (s *seckillRun) openPostgres(ctx context.Context) {
-	db, err := store.Open(ctx, s.t.databaseURL, 2)
+	db, err := store.Open(ctx, verify.BenchDSN(s.t.databaseURL), 2)
 	if err != nil {
 		s.notes = append(s.notes, fmt.Sprintf("Postgres not verified directly (%v); GraphQL counts only", err))
 		return
@@ -246,6 +270,11 @@ func (r *runner) verifySeckill(ctx context.Context, s *seckillRun, p *report.Per
 		p.LastCreatedAfterMs = report.Ptr(report.Ms(c.LastCreated.Sub(lastAccepted)))
 		if d := c.LastCreated.Sub(firstAccepted); d > 0 {
 			p.PersistedPerS = report.Ptr(float64(c.Rows) / d.Seconds())
+		}
+	}
+	if s.t.lag {
+		if p.Lag, err = s.pg.Lag(ctx, s.voucherID, lo, hi, rec.Snapshot().Accepted); err != nil {
+			return fmt.Errorf("persistence lag: %w", err)
 		}
 	}
 	return nil

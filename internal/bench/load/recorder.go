@@ -18,7 +18,8 @@ const lateAfter = time.Millisecond
 // Acceptance is one ACCEPTED answer.
 type Acceptance struct {
 	OrderID int64
-	User    int // index into the run's users
+	User    int       // index into the run's users
+	At      time.Time // when the answer arrived
 }
 
 // ErrorCount counts one kind of failed request, with the first message seen.
@@ -155,12 +156,13 @@ func (r *Recorder) record(user int, sent, done time.Time, res result) {
 	}
 	r.mu.Lock()
 	r.outcomes[res.outcome]++
+	a := Acceptance{OrderID: res.orderID, User: user, At: done}
 	if res.outcome == "ACCEPTED" {
-		r.accepted = append(r.accepted, Acceptance{OrderID: res.orderID, User: user})
+		r.accepted = append(r.accepted, a)
 	}
 	r.mu.Unlock()
 	if res.outcome == "ACCEPTED" && r.OnAccept != nil {
-		r.OnAccept(Acceptance{OrderID: res.orderID, User: user})
+		r.OnAccept(a)
 	}
 	r.Answered.Add(1)
 }

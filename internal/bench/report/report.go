@@ -5,6 +5,8 @@
 package report
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	"seckill/internal/bench/load"
@@ -30,6 +32,8 @@ const (
 	TargetWait     = "wait"     // the same, each admission confirmed by the replica (WAIT)
 	TargetNoLimit  = "no-limit" // seckill on a private Redis without the shared per-user and per-address limits
 	TargetLimit    = "limit"    // the same with both limits on, at rates that never refuse the load
+	TargetBase     = "base"     // the BASE build of --compare base, on a private Redis and database
+	TargetHead     = "head"     // the working tree's build, the same way
 )
 
 // Where a run's orders were verified.
@@ -45,7 +49,29 @@ type Result struct {
 	Load        LoadInfo     `json:"load"`
 	Runs        []*Report    `json:"runs"`
 	Comparisons []Comparison `json:"comparisons,omitempty"`
-	Interrupted bool         `json:"interrupted,omitempty"`
+	// Builds is what --compare base measured instead of Load and Runs.
+	Builds *Builds `json:"base_compare,omitempty"`
+	// Storm is what --expiry-storm measured instead of Load and Runs.
+	Storm       *Storm `json:"expiry_storm,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+}
+
+// AllRuns returns every run of the result, those of --compare base too.
+func (res *Result) AllRuns() []*Report {
+	out := slices.Clone(res.Runs)
+	if res.Builds != nil {
+		for _, l := range res.Builds.Loads {
+			out = append(out, l.Runs...)
+		}
+	}
+	if s := res.Storm; s != nil {
+		for _, r := range []*Report{s.Alone, s.Sale, s.During} {
+			if r != nil {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // LoadInfo describes the load every target received.
@@ -73,7 +99,10 @@ type PayLoad struct {
 
 // Report is what one target's run came to.
 type Report struct {
-	Target    string `json:"target"` // one of the Target constants
+	Target string `json:"target"` // one of the Target constants
+	// Round numbers the runs of a target that is measured more than once
+	// (--compare base alternates base and head); 0 otherwise.
+	Round     int    `json:"round,omitempty"`
 	URL       string `json:"url"`
 	VoucherID int64  `json:"voucher_id"`
 	// VoucherOf says whose voucher VoucherID is when it is not the server
@@ -102,9 +131,20 @@ type Report struct {
 	DuplicateAnswers int64        `json:"duplicate_answers"` // an order id or a user accepted twice
 	Persistence      *Persistence `json:"persistence,omitempty"`
 	Server           *ServerStats `json:"server,omitempty"`
+	// CPU is what each local process spent from the start of the load
+	// until the last accepted order was in Postgres, from /proc.
+	CPU *CPU `json:"cpu,omitempty"`
 
 	OK      bool   `json:"ok"`
 	Verdict string `json:"verdict"`
+}
+
+// Label names the run in the text report: its target, and its round.
+func (r *Report) Label() string {
+	if r.Round > 0 {
+		return fmt.Sprintf("%s #%d", r.Target, r.Round)
+	}
+	return r.Target
 }
 
 // Arrivals sums up when a run's purchases left (with --challenge, after
@@ -162,6 +202,10 @@ type Persistence struct {
 	// Payments is what became of the orders when the buyers paid
 	// (seckill-bench --pay-ratio); nil otherwise.
 	Payments *Payments `json:"payments,omitempty"`
+
+	// Lag is how long after its ACCEPTED answer each order reached
+	// Postgres (--expiry-storm's sales).
+	Lag *Lag `json:"lag,omitempty"`
 
 	LastCreatedAfterMs *float64 `json:"last_created_after_last_accepted_ms,omitempty"`
 	PersistedPerS      *float64 `json:"persisted_per_s,omitempty"`

@@ -41,7 +41,7 @@ func newRunTable(runs []*Report) *runTable {
 	t := &runTable{runs: runs}
 	t.header = append(t.header, "")
 	for _, r := range runs {
-		t.header = append(t.header, r.Target)
+		t.header = append(t.header, r.Label())
 	}
 	return t
 }

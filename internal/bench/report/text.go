@@ -24,25 +24,50 @@ func (res *Result) WriteJSON(w io.Writer) error {
 // side, then the verdicts and the comparisons.
 func (res *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
-	b.WriteString(res.headline() + "\n\n")
-	t := newRunTable(res.Runs)
-	t.requestRows(res.Load.Mode)
+	switch {
+	case res.Builds != nil:
+		res.writeBuilds(&b)
+	case res.Storm != nil:
+		res.Storm.write(&b)
+	default:
+		b.WriteString(res.headline() + "\n\n")
+		writeRunTable(&b, res.Load.Mode, res.Runs)
+		b.WriteString("\n")
+		writeVerdicts(&b, res.Runs)
+		for _, c := range res.Comparisons {
+			fmt.Fprintf(&b, "%s\n", c.Text)
+		}
+		writeCPUNote(&b, res.Runs)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeRunTable writes runs side by side, a column each.
+func writeRunTable(b *strings.Builder, mode string, runs []*Report) {
+	t := newRunTable(runs)
+	t.requestRows(mode)
 	t.latencyRows()
 	t.outcomeRows()
 	t.persistenceRows()
 	t.paymentRows()
 	t.serverRows()
-	t.write(&b)
-	b.WriteString("\n")
-	res.writeVerdicts(&b)
-	_, err := io.WriteString(w, b.String())
-	return err
+	t.cpuRows()
+	t.write(b)
 }
 
 // headline describes the load every run received.
 func (res *Result) headline() string {
+	h := loadHeadline(res.Load)
+	if res.Interrupted {
+		h += " — INTERRUPTED, partial results"
+	}
+	return h
+}
+
+// loadHeadline describes a load.
+func loadHeadline(l LoadInfo) string {
 	var b strings.Builder
-	l := res.Load
 	switch l.Mode {
 	case ModeBurst:
 		fmt.Fprintf(&b, "seckill-bench: burst, %s users × %d attempt(s), %s at once", Number(int64(l.Users)), l.Attempts, Number(int64(l.Concurrency)))
@@ -60,14 +85,11 @@ func (res *Result) headline() string {
 	if l.Warm {
 		b.WriteString(", connections opened beforehand")
 	}
-	if p := res.Load.Pay; p != nil {
+	if p := l.Pay; p != nil {
 		fmt.Fprintf(&b, ", %.0f%% of buyers pay after %s", 100*p.Ratio, Seconds(p.DelayS))
 		if p.WindowS > 0 {
 			fmt.Fprintf(&b, ", pay window %s", Seconds(p.WindowS))
 		}
-	}
-	if res.Interrupted {
-		b.WriteString(" — INTERRUPTED, partial results")
 	}
 	return b.String()
 }
@@ -156,6 +178,14 @@ func (t *runTable) persistenceRows() {
 		return Number(int64(*p.PersistedPerS + 0.5))
 	})
 	t.persistenceRow("max queue depth", func(p *Persistence) string { return optInt(p.MaxQueueDepth) })
+	if t.any(func(r *Report) bool { return r.Persistence != nil && r.Persistence.Lag != nil }) {
+		t.persistenceRow("lag ACCEPTED → row: p50 / p99", func(p *Persistence) string {
+			if p.Lag == nil {
+				return "-"
+			}
+			return Millis(p.Lag.P50) + " / " + Millis(p.Lag.P99)
+		})
+	}
 }
 
 // paymentRows: what the buyers paid, what expired and was sold again, and
@@ -275,11 +305,11 @@ func (t *runTable) keys(of func(r *Report) []string, order func(a, b string) int
 	return slices.SortedFunc(maps.Keys(seen), order)
 }
 
-// writeVerdicts writes each run's verdict with its notes and errors, what
-// the timing rows mean when it is not obvious, and the comparisons.
-func (res *Result) writeVerdicts(b *strings.Builder) {
-	for _, r := range res.Runs {
-		fmt.Fprintf(b, "verdict %s: %s\n", r.Target, r.Verdict)
+// writeVerdicts writes each run's verdict with its notes and errors, and
+// what the timing rows mean when it is not obvious.
+func writeVerdicts(b *strings.Builder, runs []*Report) {
+	for _, r := range runs {
+		fmt.Fprintf(b, "verdict %s: %s\n", r.Label(), r.Verdict)
 		if p := r.Persistence; p != nil && p.Note != "" {
 			fmt.Fprintf(b, "  note: %s\n", p.Note)
 		}
@@ -287,14 +317,11 @@ func (res *Result) writeVerdicts(b *strings.Builder) {
 			fmt.Fprintf(b, "  %s %s, e.g.: %s\n", Number(r.Errors[k].Count), k, r.Errors[k].Example)
 		}
 	}
-	if slices.ContainsFunc(res.Runs, func(r *Report) bool {
+	if slices.ContainsFunc(runs, func(r *Report) bool {
 		return r.Persistence != nil && r.Persistence.LastCreatedAfterMs != nil && *r.Persistence.LastCreatedAfterMs < 0
 	}) {
 		b.WriteString("last row written \"before\": the last order was in Postgres before its buyer heard ACCEPTED " +
 			"(a synchronous design writes, then answers)\n")
-	}
-	for _, c := range res.Comparisons {
-		fmt.Fprintf(b, "%s\n", c.Text)
 	}
 }
 
