@@ -224,10 +224,6 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-func toDBOrder(a seckill.Admission) orderRow {
-	return orderRow{admissionCols: toDBAdmission(a)}
-}
-
 func toDBFailure(a seckill.Admission, reason string) failureRow {
 	return failureRow{admissionCols: toDBAdmission(a), Reason: reason}
 }

@@ -150,16 +150,11 @@ func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (m
 	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = make(map[int64]decision, len(batch))
 		ids := make([]int64, len(batch))
-		rows := make([]orderRow, len(batch))
 		for i, a := range batch {
-			ids[i], rows[i] = a.OrderID, toDBOrder(a)
+			ids[i] = a.OrderID
 		}
 
-		var ins []idTime
-		err := tx.NewInsert().Model(&rows).
-			On("CONFLICT DO NOTHING").
-			Returning("id, created_at AS at, pay_by").
-			Scan(ctx, &ins)
+		ins, err := insertOrders(ctx, tx, batch)
 		if sqlState(err) == codeForeignKeyViolation {
 			return errFallback // a voucher does not exist
 		} else if err != nil {
@@ -290,12 +285,7 @@ func persistEach(ctx context.Context, db *bun.DB, batch []seckill.Admission) (ma
 func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision, error) {
 	var d decision
 	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		row := toDBOrder(a)
-		var ins []idTime
-		err := tx.NewInsert().Model(&row).
-			On("CONFLICT DO NOTHING").
-			Returning("id, created_at AS at, pay_by").
-			Scan(ctx, &ins)
+		ins, err := insertOrders(ctx, tx, []seckill.Admission{a})
 		if sqlState(err) == codeForeignKeyViolation {
 			// No such voucher. order_failure cannot record it either
 			// (the same foreign key), so the outcome is only reported;
@@ -368,6 +358,46 @@ func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision,
 		return decision{}, fmt.Errorf("store: persist order %d: %w", a.OrderID, err)
 	}
 	return d, nil
+}
+
+// insertOrdersSQL writes admissions as CREATED orders in their order, each
+// skipped on any conflict, and returns those written. It gives each its
+// amount and pay_by from its voucher and campaign, read once per voucher in
+// the same statement: the voucher_order_fill trigger then stays out of it
+// (it fills them only for a writer that leaves them out), as a PL/pgSQL call
+// per row cost about 7 µs of Postgres's CPU per order, half of the insert.
+// The arrays make one short statement whatever the batch's size, where a
+// VALUES list is parsed anew for each batch. A voucher that does not exist
+// gets the trigger's values and then the foreign key's error.
+const insertOrdersSQL = `WITH a AS (
+	SELECT * FROM unnest(?::bigint[], ?::bigint[], ?::bigint[], ?::timestamptz[])
+		WITH ORDINALITY AS a (id, voucher_id, user_id, admitted_at, n)
+), p AS (
+	SELECT v.id, v.pay_value, c.pay_window_seconds
+	FROM voucher AS v LEFT JOIN seckill_campaign AS c ON c.voucher_id = v.id
+	WHERE v.id IN (SELECT voucher_id FROM a)
+)
+INSERT INTO voucher_order (id, voucher_id, user_id, admitted_at, amount, pay_by)
+SELECT a.id, a.voucher_id, a.user_id, a.admitted_at, coalesce(p.pay_value, 0),
+	a.admitted_at + make_interval(secs => coalesce(p.pay_window_seconds, 900))
+FROM a LEFT JOIN p ON p.id = a.voucher_id
+ORDER BY a.n
+ON CONFLICT DO NOTHING
+RETURNING id, created_at AS at, pay_by`
+
+// insertOrders runs insertOrdersSQL for adms.
+func insertOrders(ctx context.Context, db bun.IDB, adms []seckill.Admission) ([]idTime, error) {
+	ids := make([]int64, len(adms))
+	vouchers := make([]int64, len(adms))
+	users := make([]int64, len(adms))
+	at := make([]time.Time, len(adms))
+	for i, a := range adms {
+		ids[i], vouchers[i], users[i], at[i] = a.OrderID, a.VoucherID, a.UserID, a.AdmittedAt
+	}
+	var ins []idTime
+	err := db.NewRaw(insertOrdersSQL, pgdialect.Array(ids), pgdialect.Array(vouchers),
+		pgdialect.Array(users), pgdialect.Array(at)).Scan(ctx, &ins)
+	return ins, err
 }
 
 // recordFailures records adms (sorted by order id) as failed for reason and
