@@ -40,6 +40,7 @@ type App struct {
 	Bus      *admission.Bus
 	Queue    *asynq.Client
 	Enqueuer *jobs.Enqueuer
+	direct   *directPersist // the purchases' way to Postgres (direct.go)
 	Tokens   *auth.Tokens
 
 	// The domain, by part; Challenger signs and checks challenge tokens.
@@ -151,6 +152,7 @@ var bcryptCost = seckill.DefaultBcryptCost
 func (a *App) buildDomain(cfg *config.Config, provider seckill.PaymentProvider) error {
 	logger := a.Logger
 	admitter := a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes})
+	a.direct = &directPersist{queue: outageEnqueuer{a.Enqueuer, newOutageLog(logger, "enqueue admissions (the reconciler requeues them)")}}
 	challenger := seckill.NewChallenger([]byte(cfg.JWTSecret), cfg.ChallengeTTL, cfg.ChallengeLead)
 	a.Challenger = challenger
 	var err error
@@ -167,7 +169,7 @@ func (a *App) buildDomain(cfg *config.Config, provider seckill.PaymentProvider) 
 		Admitter:  admitter,
 		Outbox:    a.Admitter,
 		Rebuilder: a.Metrics.wrapRebuilder(a.Admitter),
-		Queue:     outageEnqueuer{a.Enqueuer, newOutageLog(logger, "enqueue admissions (the reconciler requeues them)")},
+		Queue:     a.direct,
 		Bus:       a.Bus,
 		Limiter: a.Metrics.wrapLimiter(admission.NewUserLimiter(cfg.UserRate, cfg.UserBurst),
 			func(id int64) { a.outcomes.Add(id, seckill.OutcomeLocalLimit) }),
@@ -260,12 +262,17 @@ func (a *App) RunWorker(ctx context.Context) error {
 	}
 	a.Logger.Info("worker started", "concurrency", a.Config.WorkerConcurrency, "batch_size", a.Config.BatchSize, "writers", a.Config.PersistWriters,
 		"expiry_writers", a.Config.ExpiryWriters)
-	var expiring sync.WaitGroup
+	var expiring, direct sync.WaitGroup
 	for range a.Config.ExpiryWriters {
 		expiring.Go(func() { a.runExpiry(ctx) })
 	}
+	// This process's own purchases skip the queue (direct.go).
+	direct.Go(func() {
+		a.direct.run(ctx, persist, a.Config.BatchSize, a.Config.PersistWriters, a.Config.ShutdownTimeout)
+	})
 	<-ctx.Done()
 	a.Logger.Info("worker stopping")
+	direct.Wait()
 	srv.Shutdown()
 	expiring.Wait()
 	return nil

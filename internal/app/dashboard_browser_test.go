@@ -337,7 +337,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitFor("the queues", `document.querySelector('[data-testid="queue-row"]') !== null`)
 	screenshots(t, ctx, "queues")
 
-	// The Asynq monitor loads under /admin/queues/ and lists the queue.
+	// The Asynq monitor loads under /admin/queues/ and lists the queue. The
+	// process wrote its own purchases without the queue (direct.go): a
+	// requeue, as the reconciler makes, gives the queue a task (the order
+	// is in Postgres already, so it changes nothing).
+	must("requeue an order", e.app.Enqueuer.RequeuePersist(e.ctx, seckill.Admission{
+		OrderID: orderOf(9001), VoucherID: id, UserID: 9001, AdmittedAt: time.Now()}))
 	must("open the monitor", chromedp.Do(ctx, chromedp.Navigate(base+"/admin/queues/")))
 	if loc := location(); loc != base+"/admin/queues/" {
 		t.Fatalf("monitor at %s", loc)

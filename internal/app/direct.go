@@ -1,0 +1,86 @@
+package app
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"seckill/internal/obs"
+	"seckill/internal/seckill"
+	"seckill/jobs"
+)
+
+// Direct persistence.
+//
+// A process that runs the workers beside the API (seckill serve, the
+// default) writes its own fresh admissions to Postgres itself, in batches,
+// instead of sending them through the Asynq queue to a worker, which would
+// be itself: that round trip cost about a tenth of the server's CPU per
+// purchase (encoding the task, enqueueing it, dequeueing, leasing and
+// acknowledging it, decoding it again). The admission is pending in Redis
+// either way, so nothing is promised on the queue's word: a batch that
+// fails or takes longer than directTimeout is handed to the queue, whose
+// retries take over, and a process killed with admissions in hand leaves
+// them pending for the reconciler, as a process killed before its enqueue
+// always did. An API without workers (serve --worker=false) enqueues.
+
+// directTimeout is how long a direct batch may take before its admissions
+// go to the queue instead.
+const directTimeout = 2 * time.Second
+
+// directPersist is the seckill.Enqueuer the purchases hand admissions to.
+type directPersist struct {
+	queue  seckill.Enqueuer // the Asynq enqueuer
+	active atomic.Pointer[jobs.Coalescer]
+}
+
+var _ seckill.Enqueuer = (*directPersist)(nil)
+
+// EnqueuePersist gives adm to this process's persistence while its workers
+// run and it has room, else to the queue.
+func (d *directPersist) EnqueuePersist(ctx context.Context, adm seckill.Admission) error {
+	if c := d.active.Load(); c != nil {
+		if adm.Trace == "" {
+			adm.Trace = obs.TraceParent(ctx)
+		}
+		if c.Submit(ctx, adm) == nil {
+			return nil
+		}
+	}
+	return d.queue.EnqueuePersist(ctx, adm)
+}
+
+// RequeuePersist is the reconciler's: always the queue, whose task ids make
+// a requeue of the same admission one task.
+func (d *directPersist) RequeuePersist(ctx context.Context, adm seckill.Admission) error {
+	return d.queue.RequeuePersist(ctx, adm)
+}
+
+// run persists directly through persist while ctx lives, with the worker's
+// batch size and writers, then stops taking admissions and waits (at most
+// drain) for those in hand.
+func (d *directPersist) run(ctx context.Context, persist jobs.BatchFunc, batchSize, writers int, drain time.Duration) {
+	c := jobs.NewCoalescer(func(ctx context.Context, adms []seckill.Admission) error {
+		tctx, cancel := context.WithTimeout(ctx, directTimeout)
+		err := persist(tctx, adms)
+		cancel()
+		if err != nil {
+			for _, adm := range adms {
+				// The queue's failures are its own outage log's; the
+				// reconciler requeues what it could not take.
+				_ = d.queue.EnqueuePersist(ctx, adm)
+			}
+		}
+		// A Postgres transaction costs about the same for ten orders as
+		// for a hundred: pause, as the enqueuer does, so that a busy
+		// process writes batches of what arrived meanwhile.
+		time.Sleep(jobs.EnqueuePace)
+		return nil
+	}, batchSize, 1, 2*batchSize*writers)
+	d.active.Store(c)
+	<-ctx.Done()
+	d.active.CompareAndSwap(c, nil)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	defer cancel()
+	_ = c.Wait(wctx)
+}
