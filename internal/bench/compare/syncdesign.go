@@ -46,13 +46,17 @@ var syncSchema = []string{
 }
 
 // RecreateDatabase drops and creates database name on the server that
-// serverDSN points at, and returns its URL.
+// serverDSN points at, and returns its URL. It works through the server's
+// maintenance database (postgres), so serverDSN's own database need not
+// exist yet: on a fresh machine it does not.
 func RecreateDatabase(ctx context.Context, serverDSN, name string) (string, error) {
 	u, err := url.Parse(serverDSN)
 	if err != nil {
 		return "", errors.New("SECKILL_DATABASE_URL is not a URL")
 	}
-	admin, err := store.Open(ctx, serverDSN, 1)
+	maint := *u
+	maint.Path, maint.RawPath = "/postgres", ""
+	admin, err := store.Open(ctx, maint.String(), 1)
 	if err != nil {
 		return "", err
 	}
