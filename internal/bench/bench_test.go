@@ -338,7 +338,14 @@ func TestExpiryStorm(t *testing.T) {
 	if s == nil || !s.OK {
 		t.Fatalf("storm: %+v", s)
 	}
-	if s.Sale.Accepted != 300 || s.Memory.Awaiting != 300 || s.Memory.PerOrderBytes <= 0 || len(s.Memory.Keys) == 0 || s.Memory.Shared {
+	// used_memory moves by kilobytes on its own (the allocator, the second
+	// sale's keys expiring), more than 300 orders add: the census of the
+	// keys that grew is what must show them.
+	grew := false
+	for _, k := range s.Memory.Keys {
+		grew = grew || (strings.HasSuffix(k.Pattern, ":buyers") && k.PerOrderBytes > 0)
+	}
+	if s.Sale.Accepted != 300 || s.Memory.Awaiting != 300 || !grew || s.Memory.Shared {
 		t.Errorf("sale and memory: accepted %d, %+v", s.Sale.Accepted, s.Memory)
 	}
 	e := s.Expiry
