@@ -62,9 +62,10 @@ type clusterSale struct {
 	// "an UNAVAILABLE ... may follow an admission Redis did make").
 	masterKilled bool
 	vars         map[string]string // the servers' environment
+	faultAt      time.Time         // when the fault struck (under mu)
 	// repeatEvery makes every repeatEvery-th attempt of a buyer (50, 2 %,
 	// unless setup changes it; 0: none) a repeat: the user of one of the
-	// buyer's last ACCEPTED purchases buys the same voucher again, and must
+	// buyer's ACCEPTED purchases buys the same voucher again, and must
 	// be refused (ALREADY_PURCHASED, or UNAVAILABLE during the fault), never
 	// told ACCEPTED a second time (checkSale).
 	repeatEvery int
@@ -85,16 +86,20 @@ func (s *clusterSale) untold() map[string]bool {
 	return codes
 }
 
-// setAffected says which campaigns the fault stops.
+// setAffected says which campaigns the fault stops; the fault calls it
+// right before it strikes, and the time to resume is counted from then
+// (not from when the fault began to look for its victim).
 func (s *clusterSale) setAffected(m map[int64]bool) {
 	s.mu.Lock()
 	s.affected = m
+	s.faultAt = time.Now()
 	s.mu.Unlock()
 }
 
 // faultCost is what a fault cost a sale.
 type faultCost struct {
 	attempts, accepted int
+	repeats, refused   int // attempts that bought again what was ACCEPTED; those refused ALREADY_PURCHASED
 	errs               map[string]int
 	slowest            time.Duration
 	resumed            time.Duration // from the fault to the first ACCEPTED on an affected campaign; -1: never
@@ -112,8 +117,8 @@ func (c faultCost) String() string {
 			resumed += " (not on all of them)"
 		}
 	}
-	return fmt.Sprintf("%d attempts, %d accepted, errors %v (slowest %s); %s; every accepted order persisted %s after the load ended",
-		c.attempts, c.accepted, c.errs, c.slowest.Round(time.Millisecond), resumed, c.persisted.Round(time.Millisecond))
+	return fmt.Sprintf("%d attempts, %d accepted, errors %v (slowest %s), %d repeats of an accepted purchase (%d ALREADY_PURCHASED); %s; every accepted order persisted %s after the load ended",
+		c.attempts, c.accepted, c.errs, c.slowest.Round(time.Millisecond), c.repeats, c.refused, resumed, c.persisted.Round(time.Millisecond))
 }
 
 // onCluster points a test server at a private cluster, with a short Redis
@@ -163,8 +168,7 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 	const buyers = 16
 	var (
 		answers   = map[int64][]answer{}
-		accepted  = map[int][]answer{} // each buyer's last ACCEPTED answers, for repeats
-		faultAt   time.Time
+		accepted  = map[int][]answer{} // each buyer's ACCEPTED answers, for repeats
 		resumedAt time.Time
 		resumedOn = map[int64]time.Time{} // the first ACCEPTED after the fault, by affected campaign
 	)
@@ -173,15 +177,17 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 	stop := startBuyers(buyers, func(b int) func(k, user int64) answer {
 		api := []*testEnv{api1, api2}[b%2]
 		return func(k, user int64) answer {
-			voucher := s.vouchers[int(k)%len(s.vouchers)]
+			voucher, repeat := s.vouchers[int(k)%len(s.vouchers)], false
 			s.mu.Lock()
 			if mine := accepted[b]; s.repeatEvery > 0 && k%int64(s.repeatEvery) == 0 && len(mine) > 0 {
-				first := mine[int(k/int64(s.repeatEvery))%len(mine)]
-				user, voucher = first.user, first.voucher
+				// Any of them, spread over the whole sale (a Fibonacci
+				// hash of the repeat's number), not only the latest.
+				first := mine[(uint64(k/int64(s.repeatEvery))*11400714819323198485>>32)%uint64(len(mine))]
+				user, voucher, repeat = first.user, first.voucher, true
 			}
 			s.mu.Unlock()
 			a := api.attempt(client, user, voucher)
-			a.voucher = voucher
+			a.voucher, a.repeat = voucher, repeat
 			if a.err == "NETWORK" {
 				api = api1
 			}
@@ -189,11 +195,8 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 			answers[voucher] = append(answers[voucher], a)
 			if a.outcome == "ACCEPTED" {
 				accepted[b] = append(accepted[b], a)
-				if len(accepted[b]) > 50 {
-					accepted[b] = accepted[b][1:]
-				}
 			}
-			if a.outcome == "ACCEPTED" && s.affected[voucher] && !faultAt.IsZero() && a.began.After(faultAt) && resumedOn[voucher].IsZero() {
+			if a.outcome == "ACCEPTED" && s.affected[voucher] && !s.faultAt.IsZero() && a.began.After(s.faultAt) && resumedOn[voucher].IsZero() {
 				resumedOn[voucher] = time.Now()
 				if resumedAt.IsZero() {
 					resumedAt = resumedOn[voucher]
@@ -206,7 +209,7 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 
 	time.Sleep(1500 * time.Millisecond)
 	s.mu.Lock()
-	faultAt = time.Now()
+	s.faultAt = time.Now()
 	s.mu.Unlock()
 	fault(s)
 	time.Sleep(cmp.Or(s.after, 1500*time.Millisecond))
@@ -289,6 +292,12 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 		cost.accepted += created + failed
 		for _, a := range answers[v] {
 			cost.attempts++
+			if a.repeat {
+				cost.repeats++
+				if a.outcome == string(seckill.OutcomeAlreadyPurchased) {
+					cost.refused++
+				}
+			}
 			if a.err != "" {
 				cost.errs[a.err]++
 				cost.slowest = max(cost.slowest, a.took)
@@ -301,7 +310,7 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 		}
 	}
 	if !resumedAt.IsZero() {
-		cost.resumed = resumedAt.Sub(faultAt)
+		cost.resumed = resumedAt.Sub(s.faultAt)
 		cost.lastResumed = cost.resumed
 		for v, affected := range s.affected {
 			if !affected {
@@ -311,7 +320,7 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 				cost.lastResumed = -1
 				break
 			}
-			cost.lastResumed = max(cost.lastResumed, resumedOn[v].Sub(faultAt))
+			cost.lastResumed = max(cost.lastResumed, resumedOn[v].Sub(s.faultAt))
 		}
 	}
 	return cost

@@ -76,6 +76,7 @@ func (r *redisServer) wipe() {
 type answer struct {
 	user    int64
 	voucher int64 // set by the tests that buy several campaigns
+	repeat  bool  // the user bought this voucher before and was told ACCEPTED
 	outcome string
 	orderID int64
 	err     string        // the error code, when the purchase failed
