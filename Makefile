@@ -34,8 +34,8 @@ export GORACE ?= atexit_sleep_ms=0
 # StartCluster, StartSentinel) and touch no shared database, run in two
 # suites of their own beside the rest; a test not named here stays in
 # test-single. Each name is a whole test name.
-APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterReplicaRestarted TestClusterPostgresAway \
-	TestClusterProcessesKilled TestClusterFailoverToStaleReplica
+APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterMasterKilledBuyersReturn TestClusterReplicaRestarted \
+	TestClusterPostgresAway TestClusterProcessesKilled TestClusterFailoverToStaleReplica
 APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisDownForAWhile \
 	TestRedisKilled TestRedisEmptyWhilePostgresSlow TestSentinelPurchase TestSentinelMasterKilled \
 	TestUnreplicatedAdmission

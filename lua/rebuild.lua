@@ -2,6 +2,9 @@
 -- and ends the rebuild that rebuild_begin.lua started. The caller has
 -- persisted every admission that was still pending, and has written the
 -- buyers Postgres knows into a staging set, which becomes the buyers set.
+-- The staging set expires (so that one a dead process left goes away) and
+-- RENAME keeps a key's expiry: the buyers set is made to never expire, or
+-- every buyer could buy again once it did (issue #21).
 -- Everything of the campaign from before is replaced: admissions Redis lost
 -- are not in Postgres either, so their units are for sale again.
 --
@@ -41,6 +44,7 @@ end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 if redis.call('EXISTS', KEYS[6]) == 1 then
   redis.call('RENAME', KEYS[6], KEYS[2])
+  redis.call('PERSIST', KEYS[2])
 end
 install(KEYS[1], c)
 return 1

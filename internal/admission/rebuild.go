@@ -116,7 +116,9 @@ func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.W
 	c := st.Campaign
 	id := c.VoucherID
 	// The buyers go to a staging set first, which the script renames into
-	// place only if the lock is still ours.
+	// place only if the lock is still ours. The staging set expires with
+	// the lock, in case this process dies; the script takes the expiry off
+	// the set it installs, or every buyer could buy again once it lapsed.
 	staged := a.keys.buyersStaged(id)
 	if err := a.writeBuyers(ctx, st, staged, rebuildLockTTL); err != nil {
 		return false, err

@@ -74,6 +74,14 @@ func TestRebuild(t *testing.T) {
 	if need, _ := a.NeedsRebuild(ctx, []int64{1}); len(need) != 0 {
 		t.Errorf("NeedsRebuild after = %v, want none", need)
 	}
+	// The buyers were staged in a key that expires (in case the rebuild
+	// dies); installed, they must not: an expired buyers set lets every
+	// buyer buy again (issue #21).
+	for _, key := range []string{admission.BuyersKey(a, 1), admission.CampaignKey(a, 1)} {
+		if ttl := rdb.PTTL(ctx, key).Val(); ttl != -1 {
+			t.Errorf("PTTL %s after the rebuild = %s, want none (-1)", key, ttl)
+		}
+	}
 	if q, _ := a.Queued(ctx, []int64{1}); q[1] != 0 {
 		t.Errorf("queued after = %d, want 0", q[1])
 	}

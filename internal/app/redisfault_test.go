@@ -75,6 +75,8 @@ func (r *redisServer) wipe() {
 // answer is what one buyer was told.
 type answer struct {
 	user    int64
+	voucher int64 // set by the tests that buy several campaigns
+	repeat  bool  // the user bought this voucher before and was told ACCEPTED
 	outcome string
 	orderID int64
 	err     string        // the error code, when the purchase failed
@@ -241,6 +243,7 @@ func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []ans
 	t.Helper()
 	ctx := e.ctx
 	owner := map[int64]int64{}
+	told := map[int64]int64{} // user -> the order they were told ACCEPTED for
 	reasons := map[string]int{}
 	for _, a := range answers {
 		if a.outcome != "ACCEPTED" {
@@ -251,6 +254,18 @@ func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []ans
 			continue
 		}
 		owner[a.orderID] = a.user
+		if first, ok := told[a.user]; ok {
+			var story []string
+			for _, b := range answers {
+				if b.user == a.user {
+					story = append(story, fmt.Sprintf("%s %s%s %d", b.began.Format("15:04:05.000"), b.outcome, b.err, b.orderID))
+				}
+			}
+			t.Errorf("user %d was told ACCEPTED twice for voucher %d: orders %d (epoch %d) and %d (epoch %d); answers: %s",
+				a.user, voucher, first, seckill.OrderEpoch(first), a.orderID, seckill.OrderEpoch(a.orderID), strings.Join(story, ", "))
+		} else {
+			told[a.user] = a.orderID
+		}
 		o, err := e.app.Purchases.Order(asUser(ctx, a.user, false), a.orderID)
 		if err != nil {
 			t.Errorf("user %d was told ACCEPTED with order %d, which reads as %v", a.user, a.orderID, err)
