@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -554,5 +555,49 @@ func TestRetireEndedCampaigns(t *testing.T) {
 	}
 	if r, s := e.remaining(voucher), e.pgStock(voucher); r != s || r != 4 {
 		t.Errorf("Redis remaining %d, Postgres stock %d; want 4 and 4", r, s)
+	}
+}
+
+// droppingQueue accepts every requeue and runs none of them: an orphaned
+// asynq task (its hash survived a failover of the queue's Redis, its list
+// entry did not), whose id makes every later requeue of the order a no-op.
+type droppingQueue struct{ seckill.Enqueuer }
+
+func (droppingQueue) RequeuePersist(context.Context, seckill.Admission) error { return nil }
+
+// TestReconcilerPersistsStuckAdmissions: an admission whose requeue never
+// runs is persisted by the reconciler itself once it has been pending for
+// seckill.PersistStuck past the reconciler's age, and not before.
+func TestReconcilerPersistsStuckAdmissions(t *testing.T) {
+	e := newTestEnv(t, "")
+	voucher := e.createCampaign(10)
+	for u := range 3 {
+		if o, _, err := e.app.Admitter.Admit(e.ctx, voucher, int64(700+u), seckill.Ticket{}); err != nil || o != seckill.OutcomeAccepted {
+			t.Fatalf("admit: %v %v", o, err)
+		}
+	}
+	time.Sleep(5 * time.Millisecond) // Stale's cutoff is strict, in milliseconds
+	var skew atomic.Int64
+	purchases, err := seckill.NewPurchases(seckill.PurchaseDeps{
+		Orders: e.app.Store, Campaigns: e.app.Store, Admitter: e.app.Admitter, Outbox: e.app.Admitter,
+		Rebuilder: e.app.Admitter, Queue: droppingQueue{e.app.Enqueuer}, Bus: e.app.Bus, Limiter: seckill.NoLimit{},
+		Challenger: e.app.Challenger, Logger: e.app.Logger,
+		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := purchases.Reconcile(e.ctx, 0, 100); err != nil || n != 3 || e.rows(voucher) != 0 {
+		t.Fatalf("fresh stale admissions: Reconcile = %d, %v, %d rows; want 3 requeued, none written", n, err, e.rows(voucher))
+	}
+	skew.Store(int64(seckill.PersistStuck + time.Second))
+	if n, err := purchases.Reconcile(e.ctx, 0, 100); err != nil || n != 3 {
+		t.Fatalf("stuck admissions: Reconcile = %d, %v; want 3", n, err)
+	}
+	if n := e.rows(voucher); n != 3 {
+		t.Fatalf("%d rows after the reconciler persisted the stuck admissions, want 3", n)
+	}
+	if stale, err := e.app.Admitter.Stale(e.ctx, []int64{voucher}, 0, 100); err != nil || len(stale) != 0 {
+		t.Fatalf("still pending: %v %v", stale, err)
 	}
 }

@@ -328,12 +328,24 @@ func (p *Purchases) RetireCampaigns(ctx context.Context) (int, error) {
 // ended, or ended since, is; no Redis index decides which.
 const PendingHorizon = 24 * time.Hour
 
+// PersistStuck is how long past the reconciler's age an admission may stay
+// pending before the reconciler persists it itself instead of enqueuing it
+// again. A requeue is one task per order whose id is derived from the
+// order, so a task that exists makes the requeue a no-op; and a task can
+// exist without ever running: its hash survived a failover of the queue's
+// Redis while its entry in the pending list did not (seen in
+// TestClusterMasterKilled), and asynq never looks at a hash no list names.
+// Persisting is idempotent, so racing a task that does run costs a second
+// look at the same rows.
+const PersistStuck = 30 * time.Second
+
 // Reconcile enqueues admissions that have been pending longer than age: their
-// enqueue failed, or the process died between admission and enqueue. It
+// enqueue failed, or the process died between admission and enqueue; those
+// pending for PersistStuck longer still it persists itself, in one batch. It
 // looks at the campaigns Postgres knows, campaign by campaign, so losing
 // one campaign's Redis state costs no other campaign its requeue. Then it
 // records what this process admitted in epochs its campaign has left
-// since (recent.go). It returns how many it handed over.
+// since (recent.go). It returns how many it handed over or persisted.
 func (p *Purchases) Reconcile(ctx context.Context, age time.Duration, limit int) (int, error) {
 	ids, err := p.campaigns.CampaignsEndingAfter(ctx, p.now().Add(-PendingHorizon))
 	if err != nil {
@@ -343,8 +355,16 @@ func (p *Purchases) Reconcile(ctx context.Context, age time.Duration, limit int)
 	if err != nil {
 		return 0, fmt.Errorf("stale admissions: %w", err)
 	}
+	// AdmittedAt is Redis's clock, now is this process's: a skew of
+	// seconds moves the line by as much, against half a minute.
+	stuckBefore := p.now().Add(-age - PersistStuck)
+	var stuck []Admission
 	n := 0
 	for _, adm := range stale {
+		if adm.AdmittedAt.Before(stuckBefore) {
+			stuck = append(stuck, adm)
+			continue
+		}
 		if err := p.queue.RequeuePersist(ctx, adm); err != nil {
 			return n, fmt.Errorf("re-enqueue order %d: %w", adm.OrderID, err)
 		}
@@ -352,6 +372,13 @@ func (p *Purchases) Reconcile(ctx context.Context, age time.Duration, limit int)
 	}
 	if n > 0 {
 		p.logger.InfoContext(ctx, "re-enqueued stale admissions", "count", n)
+	}
+	if len(stuck) > 0 {
+		if err := p.PersistAdmissions(ctx, stuck); err != nil {
+			return n, fmt.Errorf("persist %d admissions pending for over %s: %w", len(stuck), age+PersistStuck, err)
+		}
+		n += len(stuck)
+		p.logger.WarnContext(ctx, "persisted admissions that stayed pending though enqueued", "count", len(stuck), "first_order_id", stuck[0].OrderID)
 	}
 	lost, err := p.persistLost(ctx)
 	if lost > 0 {
