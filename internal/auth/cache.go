@@ -1,0 +1,50 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"seckill/internal/seckill"
+)
+
+// verified is a bounded cache of the tokens verified lately, keyed by the
+// SHA-256 of the token, so that a token's signature (an RSA or ECDSA
+// verification, 20–100 times an HMAC) is checked once per process in its
+// lifetime rather than on every request.
+type verified struct {
+	c *lru.Cache[[sha256.Size]byte, verifiedEntry]
+}
+
+type verifiedEntry struct {
+	user  seckill.User
+	until int64 // Unix ns: the entry answers before it, and is gone after
+}
+
+func newVerified(size int) (*verified, error) {
+	c, err := lru.New[[sha256.Size]byte, verifiedEntry](size)
+	if err != nil {
+		return nil, fmt.Errorf("auth: verification cache: %w", err)
+	}
+	return &verified{c: c}, nil
+}
+
+// get returns the user of a token verified before, if its entry is still
+// good at now.
+func (v *verified) get(h [sha256.Size]byte, now time.Time) (seckill.User, bool) {
+	e, ok := v.c.Get(h)
+	if !ok {
+		return seckill.User{}, false
+	}
+	if now.UnixNano() >= e.until {
+		v.c.Remove(h)
+		return seckill.User{}, false
+	}
+	return e.user, true
+}
+
+func (v *verified) add(h [sha256.Size]byte, u seckill.User, until time.Time) {
+	v.c.Add(h, verifiedEntry{user: u, until: until.UnixNano()})
+}
