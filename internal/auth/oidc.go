@@ -197,7 +197,8 @@ func (p *Provider) Verify(ctx context.Context, token string) (*seckill.User, err
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return nil, invalidToken()
 	}
-	if c.Expiry == nil || c.Subject == "" {
+	// The subject table holds at most 1024 characters of each.
+	if c.Expiry == nil || c.Subject == "" || len(c.Subject) > 1024 || len(c.Issuer) > 1024 {
 		return nil, invalidToken()
 	}
 	err = c.ValidateWithLeeway(jwt.Expected{Issuer: p.cfg.Issuer, AnyAudience: jwt.Audience{p.cfg.Audience}, Time: now}, p.cfg.Leeway)
