@@ -44,6 +44,7 @@ type App struct {
 	Tokens   *auth.Tokens   // signs (and verifies) our HS256 tokens
 	Provider *auth.Provider // an identity provider's tokens; nil when none is configured
 	Verifier *auth.Verifier // every mode configured: what the API checks tokens with
+	SignIn   *auth.SignIn   // operators' sign-in through the provider; nil when not configured
 
 	// The domain, by part; Challenger signs and checks challenge tokens.
 	Challenger *seckill.Challenger
@@ -133,6 +134,13 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	if a.Provider, a.Verifier, err = newVerifier(ctx, cfg, a.Tokens, a.Store); err != nil {
 		a.Close()
 		return nil, err
+	}
+	if cfg.AuthClientID != "" {
+		if a.SignIn, err = auth.NewSignIn(a.Provider, auth.SignInConfig{ClientID: cfg.AuthClientID, ClientSecret: cfg.AuthClientSecret,
+			RedirectURL: cfg.AuthRedirectURL, OperatorClaim: cfg.AuthOperatorClaim}); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("SECKILL_AUTH_CLIENT_ID: %w", err)
+		}
 	}
 	var provider seckill.PaymentProvider = seckill.NoPaymentProvider{}
 	if cfg.PaymentRefundURL != "" {

@@ -154,6 +154,16 @@ type Config struct {
 	// token, platforms that mint tokens for us); false refuses them, and
 	// needs a provider.
 	AuthHS256 bool `env:"SECKILL_AUTH_HS256" envDefault:"true"`
+	// AuthClientID, when set, lets operators sign in to the dashboard
+	// through the provider (SECKILL_AUTH_ISSUER: discovery gives the
+	// endpoints): the authorization code flow with PKCE, back at
+	// AuthRedirectURL (https://<host>/admin/login/sso/callback, as
+	// registered at the provider). AuthOperatorClaim ("claim:value";
+	// default AuthAdminClaim) decides who is an operator.
+	AuthClientID      string `env:"SECKILL_AUTH_CLIENT_ID"`
+	AuthClientSecret  string `env:"SECKILL_AUTH_CLIENT_SECRET"`
+	AuthRedirectURL   string `env:"SECKILL_AUTH_REDIRECT_URL"`
+	AuthOperatorClaim string `env:"SECKILL_AUTH_OPERATOR_CLAIM"`
 
 	AdminUser     string `env:"SECKILL_ADMIN_USER"`
 	AdminPassword string `env:"SECKILL_ADMIN_PASSWORD"`
@@ -313,6 +323,7 @@ func (l *loader) auth(c *Config) {
 		"must be between 1m and 24h, not %v: a key the provider withdraws is trusted this long", c.AuthKeyMaxAge)
 	l.intIn("SECKILL_AUTH_CACHE_SIZE", c.AuthCacheSize, 1, 10_000_000)
 	l.intIn("SECKILL_AUTH_SUBJECT_CACHE_SIZE", c.AuthSubjectCacheSize, 1, 10_000_000)
+	l.operatorSignIn(c)
 	if !c.AuthProvider() {
 		for _, key := range []string{"SECKILL_AUTH_AUDIENCE", "SECKILL_AUTH_ADMIN_CLAIM"} {
 			if l.set(key) {
@@ -330,6 +341,31 @@ func (l *loader) auth(c *Config) {
 	if c.AuthAdminClaim == "" {
 		c.Warnings = append(c.Warnings, "SECKILL_AUTH_ADMIN_CLAIM is not set: no identity provider token is an admin's")
 	}
+}
+
+// OperatorSignInPath is the dashboard's callback path, which
+// SECKILL_AUTH_REDIRECT_URL must end with.
+const OperatorSignInPath = "/admin/login/sso/callback"
+
+// operatorSignIn checks the dashboard's sign-in through the provider.
+func (l *loader) operatorSignIn(c *Config) {
+	if c.AuthClientID == "" {
+		for _, key := range []string{"SECKILL_AUTH_CLIENT_SECRET", "SECKILL_AUTH_REDIRECT_URL", "SECKILL_AUTH_OPERATOR_CLAIM"} {
+			if l.set(key) {
+				l.errf("%s is for the dashboard's sign-in through the identity provider: set SECKILL_AUTH_CLIENT_ID too", key)
+			}
+		}
+		return
+	}
+	l.check("SECKILL_AUTH_CLIENT_ID", c.AuthIssuer != "" && c.AuthJWKSURL == "",
+		"needs SECKILL_AUTH_ISSUER without SECKILL_AUTH_JWKS_URL: the sign-in takes the provider's endpoints from its discovery document")
+	u, err := url.Parse(c.AuthRedirectURL)
+	l.check("SECKILL_AUTH_REDIRECT_URL", err == nil && isHTTPURL(c.AuthRedirectURL) && u.Path == OperatorSignInPath,
+		"must be the dashboard's callback as registered at the provider, https://<host>%s, not %q", OperatorSignInPath, c.AuthRedirectURL)
+	c.AuthOperatorClaim = cmp.Or(c.AuthOperatorClaim, c.AuthAdminClaim)
+	claim, value, ok := strings.Cut(c.AuthOperatorClaim, ":")
+	l.check("SECKILL_AUTH_OPERATOR_CLAIM", ok && claim != "" && value != "",
+		"must be claim:value, such as groups:seckill-operators (default SECKILL_AUTH_ADMIN_CLAIM, which is not set either), not %q", c.AuthOperatorClaim)
 }
 
 // Redis topologies, as Config.RedisTopology names them.

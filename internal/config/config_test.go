@@ -107,6 +107,12 @@ func TestLoadAuthProvider(t *testing.T) {
 	if !c.AuthProvider() || c.AuthIssuer != "" || !c.AuthHS256 {
 		t.Fatalf("provider by JWKS URL: %+v", c)
 	}
+	c = loadDev(t, map[string]string{"SECKILL_AUTH_ISSUER": "https://idp.example", "SECKILL_AUTH_AUDIENCE": "api", "SECKILL_AUTH_ADMIN_CLAIM": "roles:admin",
+		"SECKILL_AUTH_CLIENT_ID": "dash", "SECKILL_AUTH_REDIRECT_URL": "https://s.example/admin/login/sso/callback"})
+	if c.AuthOperatorClaim != "roles:admin" {
+		t.Errorf("operator claim %q, want the admin claim by default", c.AuthOperatorClaim)
+	}
+	c = loadDev(t, map[string]string{"SECKILL_AUTH_JWKS_URL": "https://idp.example/keys", "SECKILL_AUTH_AUDIENCE": "seckill-api"})
 	if !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, "SECKILL_AUTH_ADMIN_CLAIM is not set") }) {
 		t.Errorf("no warning that no provider token is an admin's: %q", c.Warnings)
 	}
@@ -147,6 +153,13 @@ func TestLoadErrors(t *testing.T) {
 		{"admin claim without provider", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_ADMIN_CLAIM": "roles:admin"}, "SECKILL_AUTH_ADMIN_CLAIM is for an identity provider"},
 		{"admin claim without value", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_ISSUER": "https://idp.example", "SECKILL_AUTH_AUDIENCE": "api", "SECKILL_AUTH_ADMIN_CLAIM": "roles"}, "SECKILL_AUTH_ADMIN_CLAIM must be claim:value"},
 		{"no token mode", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_HS256": "false"}, "SECKILL_AUTH_HS256 can be false only with an identity provider"},
+		{"client secret alone", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_CLIENT_SECRET": "s"}, "SECKILL_AUTH_CLIENT_SECRET is for the dashboard's sign-in"},
+		{"sign-in without discovery", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_JWKS_URL": "https://idp.example/keys", "SECKILL_AUTH_AUDIENCE": "api",
+			"SECKILL_AUTH_CLIENT_ID": "dash", "SECKILL_AUTH_REDIRECT_URL": "https://s.example/admin/login/sso/callback", "SECKILL_AUTH_OPERATOR_CLAIM": "groups:ops"}, "SECKILL_AUTH_CLIENT_ID needs SECKILL_AUTH_ISSUER"},
+		{"sign-in redirect", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_ISSUER": "https://idp.example", "SECKILL_AUTH_AUDIENCE": "api",
+			"SECKILL_AUTH_CLIENT_ID": "dash", "SECKILL_AUTH_REDIRECT_URL": "https://s.example/callback", "SECKILL_AUTH_OPERATOR_CLAIM": "groups:ops"}, "SECKILL_AUTH_REDIRECT_URL must be the dashboard's callback"},
+		{"sign-in without operator claim", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_ISSUER": "https://idp.example", "SECKILL_AUTH_AUDIENCE": "api",
+			"SECKILL_AUTH_CLIENT_ID": "dash", "SECKILL_AUTH_REDIRECT_URL": "https://s.example/admin/login/sso/callback"}, "SECKILL_AUTH_OPERATOR_CLAIM must be claim:value"},
 		{"leeway", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_LEEWAY": "1h"}, "SECKILL_AUTH_LEEWAY must be between 0 and 5m"},
 		{"refetch", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_MIN_REFETCH": "10ms"}, "SECKILL_AUTH_MIN_REFETCH must be between 1s and 5m"},
 		{"key max age", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_KEY_MAX_AGE": "1s"}, "SECKILL_AUTH_KEY_MAX_AGE must be between 1m and 24h"},
