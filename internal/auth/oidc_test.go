@@ -24,28 +24,34 @@ import (
 
 const testAudience = "seckill-api"
 
-// memSubjects is a SubjectStore in memory that counts its calls.
+// memSubjects is a SubjectStore in memory that counts the subjects it is
+// asked for (calls) and its batches.
 type memSubjects struct {
-	mu    sync.Mutex
-	ids   map[subjectKey]int64
-	calls atomic.Int64
-	delay time.Duration
+	mu      sync.Mutex
+	ids     map[seckill.Subject]int64
+	calls   atomic.Int64
+	batches atomic.Int64
+	delay   time.Duration
 }
 
-func newMemSubjects() *memSubjects { return &memSubjects{ids: map[subjectKey]int64{}} }
+func newMemSubjects() *memSubjects { return &memSubjects{ids: map[seckill.Subject]int64{}} }
 
-func (m *memSubjects) UserIDForSubject(ctx context.Context, issuer, subject string) (int64, error) {
-	m.calls.Add(1)
+func (m *memSubjects) UserIDsForSubjects(ctx context.Context, subjects []seckill.Subject) ([]int64, error) {
+	m.calls.Add(int64(len(subjects)))
+	m.batches.Add(1)
 	time.Sleep(m.delay)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := subjectKey{issuer, subject}
-	if id, ok := m.ids[k]; ok {
-		return id, nil
+	out := make([]int64, len(subjects))
+	for i, k := range subjects {
+		id, ok := m.ids[k]
+		if !ok {
+			id = seckill.FirstExternalUserID + int64(len(m.ids))
+			m.ids[k] = id
+		}
+		out[i] = id
 	}
-	id := seckill.FirstExternalUserID + int64(len(m.ids))
-	m.ids[k] = id
-	return id, nil
+	return out, nil
 }
 
 // clock is a settable clock.

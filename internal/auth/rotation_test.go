@@ -159,7 +159,7 @@ func TestProviderCache(t *testing.T) {
 // once per subject.
 func TestProviderNewSubjects(t *testing.T) {
 	e := newProviderEnv(t, nil, jose.EdDSA)
-	e.subjects.delay = 5 * time.Millisecond
+	e.subjects.delay = 50 * time.Millisecond // a lookup outlasts the signature checks: later arrivals batch
 	const users, requests = 250, 500
 	tokens := make([]string, requests)
 	for i := range requests {
@@ -199,4 +199,8 @@ func TestProviderNewSubjects(t *testing.T) {
 	if n := e.subjects.calls.Load(); n != users {
 		t.Errorf("the store was asked %d times for %d new users, want once each", n, users)
 	}
+	if n := e.subjects.batches.Load(); n > users/10 {
+		t.Errorf("%d batches for %d new users arriving at once: the lookups are not batched", n, users)
+	}
+	t.Logf("%d new users at once: %d store calls", users, e.subjects.batches.Load())
 }

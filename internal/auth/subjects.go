@@ -8,43 +8,67 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
+
+	"seckill/internal/batch"
+	"seckill/internal/seckill"
 )
 
 // SubjectStore assigns user ids to an identity provider's subjects
 // (internal/store implements it over Postgres).
 type SubjectStore interface {
-	// UserIDForSubject returns the user id of subject at issuer, assigning
-	// the next one (from seckill.FirstExternalUserID up) at first sight.
-	// It returns the same id to every caller and every process, however
-	// many ask at once.
-	UserIDForSubject(ctx context.Context, issuer, subject string) (int64, error)
+	// UserIDsForSubjects returns the user id of each subject (ids[i] is
+	// subjects[i]'s), assigning the next ones (from
+	// seckill.FirstExternalUserID up) at first sight. It returns the same
+	// id to every caller and every process, however many ask at once.
+	UserIDsForSubjects(ctx context.Context, subjects []seckill.Subject) ([]int64, error)
 }
+
+// Bounds of the lookups of new subjects: at most subjectBatch subjects a
+// statement, subjectFlushes statements at once (the Postgres connections
+// a sale's opening may take from persistence), subjectBacklog subjects
+// waiting; subjectTimeout bounds one statement.
+const (
+	subjectBatch   = 500
+	subjectFlushes = 2
+	subjectBacklog = 50_000
+	subjectTimeout = 5 * time.Second
+)
 
 // subjects is a bounded in-process cache in front of a SubjectStore, so
-// that a known subject costs no Postgres round trip, and concurrent first
-// requests of one subject in this process cost one.
+// that a known subject costs no Postgres round trip. Concurrent first
+// requests of one subject share one lookup, and the lookups of different
+// new subjects are group-committed: a sale's opening, when thousands of
+// new buyers arrive at once, costs a statement per batch, not per buyer.
 type subjects struct {
-	store  SubjectStore
-	cache  *lru.Cache[subjectKey, int64]
+	cache  *lru.Cache[seckill.Subject, int64]
 	flight singleflight.Group
+	batch  *batch.Committer[seckill.Subject, int64]
 }
 
-// subjectTimeout bounds one store call for a new subject.
-const subjectTimeout = 5 * time.Second
-
-type subjectKey struct{ issuer, subject string }
-
 func newSubjects(store SubjectStore, size int) (*subjects, error) {
-	c, err := lru.New[subjectKey, int64](size)
+	c, err := lru.New[seckill.Subject, int64](size)
 	if err != nil {
 		return nil, fmt.Errorf("auth: subject cache: %w", err)
 	}
-	return &subjects{store: store, cache: c}, nil
+	lookup := func(ctx context.Context, items []seckill.Subject, out []int64) error {
+		ctx, cancel := context.WithTimeout(ctx, subjectTimeout)
+		defer cancel()
+		ids, err := store.UserIDsForSubjects(ctx, items)
+		if err != nil {
+			return err
+		}
+		if len(ids) != len(items) {
+			return fmt.Errorf("auth: %d user ids for %d subjects", len(ids), len(items))
+		}
+		copy(out, ids)
+		return nil
+	}
+	return &subjects{cache: c, batch: batch.New(lookup, batch.Options{MaxBatch: subjectBatch, Flushes: subjectFlushes, Backlog: subjectBacklog})}, nil
 }
 
 // userID returns subject's user id, from the cache or the store.
 func (s *subjects) userID(ctx context.Context, issuer, subject string) (int64, error) {
-	k := subjectKey{issuer, subject}
+	k := seckill.Subject{Issuer: issuer, Subject: subject}
 	if id, ok := s.cache.Get(k); ok {
 		return id, nil
 	}
@@ -55,15 +79,15 @@ func (s *subjects) userID(ctx context.Context, issuer, subject string) (int64, e
 			return id, nil
 		}
 		// Every waiter shares this call: one that gives up must not fail
-		// the others.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), subjectTimeout)
+		// the others (the batch's commit ignores cancellation anyway).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*subjectTimeout)
 		defer cancel()
-		id, err := s.store.UserIDForSubject(ctx, issuer, subject)
+		ids, err := s.batch.Do(ctx, k)
 		if err != nil {
 			return int64(0), err
 		}
-		s.cache.Add(k, id)
-		return id, nil
+		s.cache.Add(k, ids[0])
+		return ids[0], nil
 	})
 	return v.(int64), err
 }

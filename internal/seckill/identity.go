@@ -11,3 +11,7 @@ const FirstExternalUserID int64 = 1 << 62
 // IsExternalUserID reports whether id is in the range of identity
 // provider subjects.
 func IsExternalUserID(id int64) bool { return id >= FirstExternalUserID }
+
+// Subject is an identity provider's user: a string unique within its
+// issuer.
+type Subject struct{ Issuer, Subject string }

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"seckill/internal/seckill"
 )
 
 // subjectRow is a row of auth_subject: an identity provider's subject and
@@ -19,33 +22,79 @@ type subjectRow struct {
 	CreatedAt time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
 }
 
-// UserIDForSubject returns the user id of subject at issuer, giving it the
-// next id of auth_subject_user_id_seq (from seckill.FirstExternalUserID)
-// at first sight. It is one round trip, new subject or known: the insert
-// and the read are one statement. Only when another transaction inserts
-// the same subject at that moment does the statement find nothing (its
-// snapshot predates the other's row, and DO NOTHING waited for it to
-// commit), and a second, plain read gets the row.
+// UserIDForSubject returns the user id of one subject; see
+// UserIDsForSubjects.
 func (s *Store) UserIDForSubject(ctx context.Context, issuer, subject string) (int64, error) {
-	var ids []int64
-	err := s.db.NewRaw(`WITH ins AS (
-			INSERT INTO auth_subject (issuer, subject) VALUES (?, ?)
-			ON CONFLICT (issuer, subject) DO NOTHING
-			RETURNING user_id)
-		SELECT user_id FROM ins
-		UNION ALL
-		SELECT user_id FROM auth_subject WHERE issuer = ? AND subject = ?`,
-		issuer, subject, issuer, subject).Scan(ctx, &ids)
+	ids, err := s.UserIDsForSubjects(ctx, []seckill.Subject{{Issuer: issuer, Subject: subject}})
 	if err != nil {
-		return 0, fmt.Errorf("store: user id for subject: %w", err)
+		return 0, err
 	}
-	if len(ids) > 0 {
-		return ids[0], nil
+	return ids[0], nil
+}
+
+// subjectsSQL inserts the subjects not yet known (in key order, so that
+// two processes inserting overlapping sets lock in one order) and reads
+// every one's id, in one statement. The read's snapshot predates the
+// statement: a row another transaction inserted meanwhile (DO NOTHING
+// waited for it to commit) is in neither half, and is read again after.
+const subjectsSQL = `WITH input AS (
+		SELECT DISTINCT issuer, subject FROM unnest(?::text[], ?::text[]) AS t(issuer, subject)),
+	ins AS (
+		INSERT INTO auth_subject (issuer, subject)
+		SELECT issuer, subject FROM input ORDER BY issuer, subject
+		ON CONFLICT (issuer, subject) DO NOTHING
+		RETURNING issuer, subject, user_id)
+	SELECT issuer, subject, user_id FROM ins
+	UNION ALL
+	SELECT s.issuer, s.subject, s.user_id FROM auth_subject AS s JOIN input USING (issuer, subject)`
+
+// UserIDsForSubjects returns the user id of each subject (ids[i] is
+// subjects[i]'s), giving the ones seen for the first time the next ids of
+// auth_subject_user_id_seq (from seckill.FirstExternalUserID). It is one
+// statement for the whole batch, new subjects or known; a second reads the
+// few that another process inserted at the same moment.
+func (s *Store) UserIDsForSubjects(ctx context.Context, subjects []seckill.Subject) ([]int64, error) {
+	issuers, subs := make([]string, len(subjects)), make([]string, len(subjects))
+	for i, k := range subjects {
+		issuers[i], subs[i] = k.Issuer, k.Subject
 	}
-	var row subjectRow
-	err = s.db.NewSelect().Model(&row).Column("user_id").Where("issuer = ? AND subject = ?", issuer, subject).Scan(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("store: user id for subject, after a concurrent insert: %w", err)
+	var rows []subjectRow
+	if err := s.db.NewRaw(subjectsSQL, pgdialect.Array(issuers), pgdialect.Array(subs)).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("store: user ids for subjects: %w", err)
 	}
-	return row.UserID, nil
+	ids := make(map[seckill.Subject]int64, len(rows))
+	for _, r := range rows {
+		ids[seckill.Subject{Issuer: r.Issuer, Subject: r.Subject}] = r.UserID
+	}
+	var missing []seckill.Subject
+	for _, k := range subjects {
+		if _, ok := ids[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		issuers, subs = issuers[:0], subs[:0]
+		for _, k := range missing {
+			issuers, subs = append(issuers, k.Issuer), append(subs, k.Subject)
+		}
+		rows = rows[:0]
+		err := s.db.NewRaw(`SELECT s.issuer, s.subject, s.user_id FROM auth_subject AS s
+			JOIN unnest(?::text[], ?::text[]) AS t(issuer, subject) USING (issuer, subject)`,
+			pgdialect.Array(issuers), pgdialect.Array(subs)).Scan(ctx, &rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: user ids for subjects, after a concurrent insert: %w", err)
+		}
+		for _, r := range rows {
+			ids[seckill.Subject{Issuer: r.Issuer, Subject: r.Subject}] = r.UserID
+		}
+	}
+	out := make([]int64, len(subjects))
+	for i, k := range subjects {
+		id, ok := ids[k]
+		if !ok {
+			return nil, seckill.Errorf(seckill.EUNAVAILABLE, "subject %q of %q has no user id yet; try again", k.Subject, k.Issuer)
+		}
+		out[i] = id
+	}
+	return out, nil
 }

@@ -90,3 +90,73 @@ func TestUserIDForSubject(t *testing.T) {
 		t.Errorf("user-0 of another issuer: %d, %v; want a new id", other, err)
 	}
 }
+
+// TestUserIDsForSubjects looks up overlapping batches from two processes at
+// once, with duplicates inside a batch and known subjects among new ones:
+// every subject one id, the batches in the order asked, and no deadlock
+// (the inserts lock in one order).
+func TestUserIDsForSubjects(t *testing.T) {
+	dsn := storetest.NewDSN(t)
+	var stores [2]*store.Store
+	for i := range stores {
+		db, err := store.Open(t.Context(), dsn, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		stores[i] = store.New(db)
+	}
+	const iss = "https://idp.example"
+	known, err := stores[0].UserIDForSubject(t.Context(), iss, "known")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batches, size = 40, 100
+	results := make([][]int64, batches)
+	asked := make([][]seckill.Subject, batches)
+	var wg sync.WaitGroup
+	for b := range batches {
+		subs := []seckill.Subject{{Issuer: iss, Subject: "known"}}
+		for i := range size {
+			// Each batch overlaps the next; forward and backward orders.
+			n := (b*size/2 + i) % (batches * size / 2)
+			if b%2 == 1 {
+				n = (b*size/2 + size - 1 - i) % (batches * size / 2)
+			}
+			subs = append(subs, seckill.Subject{Issuer: iss, Subject: fmt.Sprintf("s-%d", n)})
+		}
+		subs = append(subs, subs[1]) // a duplicate
+		asked[b] = subs
+		wg.Go(func() {
+			ids, err := stores[b%2].UserIDsForSubjects(context.Background(), subs)
+			if err != nil {
+				t.Error(err)
+			}
+			results[b] = ids
+		})
+	}
+	wg.Wait()
+	idOf := map[seckill.Subject]int64{}
+	owner := map[int64]seckill.Subject{}
+	for b := range batches {
+		if len(results[b]) != len(asked[b]) {
+			t.Fatalf("batch %d: %d ids for %d subjects", b, len(results[b]), len(asked[b]))
+		}
+		for i, k := range asked[b] {
+			id := results[b][i]
+			if prev, ok := idOf[k]; ok && prev != id {
+				t.Fatalf("%v got ids %d and %d", k, prev, id)
+			}
+			if o, ok := owner[id]; ok && o != k {
+				t.Fatalf("%v and %v share id %d", o, k, id)
+			}
+			idOf[k], owner[id] = id, k
+		}
+	}
+	if idOf[seckill.Subject{Issuer: iss, Subject: "known"}] != known {
+		t.Errorf("a known subject got another id")
+	}
+	if len(idOf) != batches*size/2+1 {
+		t.Errorf("%d subjects, want %d", len(idOf), batches*size/2+1)
+	}
+}
