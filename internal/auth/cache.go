@@ -3,6 +3,9 @@ package auth
 import (
 	"crypto/sha256"
 	"fmt"
+	"hash"
+	"io"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -21,6 +24,22 @@ type verified struct {
 type verifiedEntry struct {
 	user  seckill.User
 	until int64 // Unix ns: the entry answers before it, and is gone after
+}
+
+// hashers are SHA-256 states to reuse: a token is a string, and hashing
+// it through []byte(token) would copy it (about 800 bytes for an RS256
+// token) on every request.
+var hashers = sync.Pool{New: func() any { return sha256.New() }}
+
+// tokenHash is the verification cache's key of token.
+func tokenHash(token string) [sha256.Size]byte {
+	h := hashers.Get().(hash.Hash)
+	h.Reset()
+	_, _ = io.WriteString(h, token)
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	hashers.Put(h)
+	return sum
 }
 
 func newVerified(size int) (*verified, error) {
