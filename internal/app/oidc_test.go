@@ -2,7 +2,9 @@ package app
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,6 +123,26 @@ func TestProviderSale(t *testing.T) {
 	if foreign != 0 {
 		t.Errorf("%d orders belong to no subject", foreign)
 	}
+	// The provider's counters, on /metrics.
+	res, err := http.Get(a.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{
+		`seckill_auth_key_fetches_total{result="fetched"} 1`,
+		`seckill_auth_subject_lookups_total{counted="subjects"} ` + fmt.Sprint(a.app.Provider.Stats().SubjectLookups),
+		"seckill_auth_signature_checks_total ", "seckill_auth_cache_hits_total ", "seckill_auth_verified_tokens ", "seckill_auth_known_subjects ",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics has no %q", want)
+		}
+	}
+	if st := a.app.Provider.Stats(); st.SubjectLookups < users/2 || st.SubjectBatches > st.SubjectLookups {
+		t.Errorf("instance a's subject lookups: %+v", st)
+	}
+
 	// A buyer is the same user through either instance: each finds the
 	// order the other sold them.
 	for i, o := range outcomes {

@@ -83,6 +83,28 @@ type Provider struct {
 	subjects  *subjects
 	discovery *oidc.Provider // nil with a JWKS URL
 	sigChecks atomic.Int64   // signatures checked (tokens not answered from the cache)
+	cacheHits atomic.Int64   // tokens answered from the cache
+}
+
+// ProviderStats are a Provider's counters since it was made, for metrics.
+type ProviderStats struct {
+	KeyFetches        int64 // fetches of the key set let through
+	KeyFetchesLimited int64 // fetches the limiter refused (unknown kids within MinRefetch)
+	SignatureChecks   int64 // tokens whose signature was checked
+	CacheHits         int64 // tokens answered from the cache of verified tokens
+	VerifiedTokens    int   // tokens in that cache now
+	SubjectLookups    int64 // subjects looked up in the store (first sight in this process)
+	SubjectBatches    int64 // the store calls those took
+	KnownSubjects     int   // subjects in the subject cache now
+}
+
+// Stats returns p's counters.
+func (p *Provider) Stats() ProviderStats {
+	return ProviderStats{
+		KeyFetches: p.keys.fetches.Load(), KeyFetchesLimited: p.keys.refused.Load(),
+		SignatureChecks: p.sigChecks.Load(), CacheHits: p.cacheHits.Load(), VerifiedTokens: p.verified.c.Len(),
+		SubjectLookups: p.subjects.lookups.Load(), SubjectBatches: p.subjects.batches.Load(), KnownSubjects: p.subjects.cache.Len(),
+	}
 }
 
 // NewProvider returns a Provider for cfg whose subjects get their ids from
@@ -179,6 +201,7 @@ func (p *Provider) Verify(ctx context.Context, token string) (*seckill.User, err
 	now := p.cfg.Now()
 	h := tokenHash(token)
 	if u, ok := p.verified.get(h, now); ok {
+		p.cacheHits.Add(1)
 		return &u, nil
 	}
 	// The header first: an algorithm outside ProviderAlgs (none, HS256,
@@ -233,6 +256,9 @@ func (p *Provider) cached(token string) (*seckill.User, bool) {
 		return nil, false
 	}
 	u, ok := p.verified.get(tokenHash(token), p.cfg.Now())
+	if ok {
+		p.cacheHits.Add(1)
+	}
 	return &u, ok
 }
 

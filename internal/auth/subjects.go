@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -40,9 +41,11 @@ const (
 // new subjects are group-committed: a sale's opening, when thousands of
 // new buyers arrive at once, costs a statement per batch, not per buyer.
 type subjects struct {
-	cache  *lru.Cache[seckill.Subject, int64]
-	flight singleflight.Group
-	batch  *batch.Committer[seckill.Subject, int64]
+	cache   *lru.Cache[seckill.Subject, int64]
+	flight  singleflight.Group
+	batch   *batch.Committer[seckill.Subject, int64]
+	lookups atomic.Int64 // subjects looked up in the store
+	batches atomic.Int64 // store calls
 }
 
 func newSubjects(store SubjectStore, size int) (*subjects, error) {
@@ -50,7 +53,10 @@ func newSubjects(store SubjectStore, size int) (*subjects, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: subject cache: %w", err)
 	}
+	s := &subjects{cache: c}
 	lookup := func(ctx context.Context, items []seckill.Subject, out []int64) error {
+		s.lookups.Add(int64(len(items)))
+		s.batches.Add(1)
 		ctx, cancel := context.WithTimeout(ctx, subjectTimeout)
 		defer cancel()
 		ids, err := store.UserIDsForSubjects(ctx, items)
@@ -63,7 +69,8 @@ func newSubjects(store SubjectStore, size int) (*subjects, error) {
 		copy(out, ids)
 		return nil
 	}
-	return &subjects{cache: c, batch: batch.New(lookup, batch.Options{MaxBatch: subjectBatch, Flushes: subjectFlushes, Backlog: subjectBacklog})}, nil
+	s.batch = batch.New(lookup, batch.Options{MaxBatch: subjectBatch, Flushes: subjectFlushes, Backlog: subjectBacklog})
+	return s, nil
 }
 
 // userID returns subject's user id, from the cache or the store.
