@@ -74,7 +74,7 @@ func (k *keySet) VerifySignature(ctx context.Context, token string) ([]byte, err
 		defer k.refreshing.Unlock()
 		if k.cur.Load() == g { // not replaced meanwhile
 			next := k.newGen()
-			payload, err := next.set.VerifySignature(ctx, token)
+			payload, err := next.verify(ctx, token)
 			if next.fetchedAt.Load() != 0 {
 				k.cur.Store(next)
 				return payload, err
@@ -82,7 +82,23 @@ func (k *keySet) VerifySignature(ctx context.Context, token string) ([]byte, err
 			// The fetch failed or was refused: keep the old keys for now.
 		}
 	}
-	return g.set.VerifySignature(ctx, token)
+	return g.verify(ctx, token)
+}
+
+// verify checks token with g's keys. RemoteKeySet looks at the keys it
+// holds, then fetches: a verification that found the set still empty (or
+// without the new kid) just before a fetch ended asks for another fetch,
+// which the limiter refuses, and so does every verification waiting on
+// that one. Those are tried once more against the keys the fetch brought,
+// so that a burst of first tokens (the process's first seconds, or a
+// rotation) is not refused. A token that fails again is refused: at most
+// two signature checks a bad token.
+func (g *keyGen) verify(ctx context.Context, token string) ([]byte, error) {
+	payload, err := g.set.VerifySignature(ctx, token)
+	if err != nil && errors.Is(err, errRefetchLimited) && g.fetchedAt.Load() != 0 {
+		payload, err = g.set.VerifySignature(ctx, token)
+	}
+	return payload, err
 }
 
 // allow reports whether a fetch may go now, and counts it.

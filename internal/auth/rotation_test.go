@@ -3,6 +3,7 @@ package auth
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,4 +204,69 @@ func TestProviderNewSubjects(t *testing.T) {
 		t.Errorf("%d batches for %d new users arriving at once: the lookups are not batched", n, users)
 	}
 	t.Logf("%d new users at once: %d store calls", users, e.subjects.batches.Load())
+}
+
+// TestProviderColdStartBurst verifies many first tokens at once against a
+// provider whose keys this process has not fetched yet, again and again:
+// none may be refused, though the refetch limit lets only one fetch
+// through (the tokens that read the empty key set just before the fetch
+// ended ask for another, which the limit refuses: they must use the keys
+// that fetch brought).
+func TestProviderColdStartBurst(t *testing.T) {
+	e := newProviderEnv(t, nil, jose.ES256)
+	const rounds, buyers = 20, 200
+	tokens := make([]string, buyers)
+	for i := range tokens {
+		tokens[i] = e.sign(t, "k0-ES256", e.claims(fmt.Sprintf("b-%d", i)))
+	}
+	for r := range rounds {
+		p, err := NewProvider(t.Context(), ProviderConfig{Issuer: e.idp.URL(), Audience: testAudience, Now: e.clock.now}, e.subjects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var refused atomic.Int64
+		for i := range buyers {
+			wg.Go(func() {
+				if _, err := p.Verify(t.Context(), tokens[i]); err != nil {
+					refused.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := refused.Load(); n > 0 {
+			t.Fatalf("round %d: %d of %d first tokens refused (%+v)", r, n, buyers, p.Stats())
+		}
+	}
+
+	// The same for a rotation: a burst of tokens of a new kid, once the
+	// limit allows a fetch, on the last round's provider.
+	p := e.provider
+	if _, err := p.Verify(t.Context(), tokens[0]); err != nil {
+		t.Fatal(err)
+	}
+	for r := range rounds {
+		kid := fmt.Sprintf("rotated-%d", r)
+		if _, err := e.idp.AddNew(kid, jose.ES256); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.advance(DefaultMinRefetch)
+		fresh := make([]string, buyers)
+		for i := range fresh {
+			fresh[i] = e.sign(t, kid, e.claims(fmt.Sprintf("r%d-b-%d", r, i)))
+		}
+		var wg sync.WaitGroup
+		var refused atomic.Int64
+		for i := range buyers {
+			wg.Go(func() {
+				if _, err := p.Verify(t.Context(), fresh[i]); err != nil {
+					refused.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := refused.Load(); n > 0 {
+			t.Fatalf("rotation %d: %d of %d tokens of the new key refused (%+v)", r, n, buyers, p.Stats())
+		}
+	}
 }
