@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,10 +28,12 @@ import (
 )
 
 // TokenParser verifies a bearer token (without the "Bearer " prefix) and
-// returns its user; *auth.Tokens implements it. Any error means the token
-// is not acceptable.
+// returns its user; *auth.Verifier (every configured mode) and *auth.Tokens
+// (HS256 only) implement it. UNAVAILABLE means the token could not be
+// checked for now (an identity provider's new subject while Postgres is
+// away); any other error means it is not acceptable.
 type TokenParser interface {
-	Parse(token string) (*seckill.User, error)
+	Authenticate(ctx context.Context, token string) (*seckill.User, error)
 }
 
 // Defaults for the zero values of Options.
@@ -53,6 +56,7 @@ const RetryAfterSeconds = 1
 const (
 	CloseUnauthorized = 4401 // no token
 	CloseForbidden    = 4403 // a token that does not verify
+	CloseTryAgain     = 1013 // the token could not be checked for now (RFC 6455 "Try Again Later")
 )
 
 // Options tunes NewHandler. The zero value is usable: every zero field takes
@@ -267,7 +271,12 @@ func authenticate(tokens TokenParser, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		u, err := tokens.Parse(token)
+		u, err := tokens.Authenticate(r.Context(), token)
+		if seckill.ErrorCode(err) == seckill.EUNAVAILABLE {
+			w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+			writeJSONError(w, http.StatusServiceUnavailable, seckill.ErrorMessage(err), seckill.EUNAVAILABLE)
+			return
+		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 			writeJSONError(w, http.StatusUnauthorized, "invalid token", seckill.EUNAUTHENTICATED)
@@ -289,7 +298,11 @@ func websocketInit(tokens TokenParser) transport.WebsocketInitFunc {
 			ctx = transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, CloseUnauthorized), "Unauthorized")
 			return ctx, nil, errors.New("authentication required: send {\"Authorization\": \"Bearer <token>\"} in connection_init")
 		}
-		u, err := tokens.Parse(token)
+		u, err := tokens.Authenticate(ctx, token)
+		if seckill.ErrorCode(err) == seckill.EUNAVAILABLE {
+			ctx = transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, CloseTryAgain), "Try Again Later")
+			return ctx, nil, errors.New(seckill.ErrorMessage(err))
+		}
 		if err != nil {
 			ctx = transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, CloseForbidden), "Forbidden")
 			return ctx, nil, errors.New("invalid token")

@@ -1,10 +1,13 @@
 package graph
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -223,6 +226,37 @@ func TestAuthRules(t *testing.T) {
 			t.Errorf("status %d: %s", status, raw)
 		}
 	})
+}
+
+// unavailableTokens is a TokenParser that cannot check any token for now.
+type unavailableTokens struct{}
+
+func (unavailableTokens) Authenticate(context.Context, string) (*seckill.User, error) {
+	return nil, seckill.Errorf(seckill.EUNAVAILABLE, "sign-in is unavailable for a moment; try again")
+}
+
+// TestAuthUnavailable: a token that cannot be checked for now (an identity
+// provider's new subject while Postgres is away) is answered 503 with
+// Retry-After, not 401: the client's token is not bad.
+func TestAuthUnavailable(t *testing.T) {
+	srv := httptest.NewServer(NewHandler(Domain{}, unavailableTokens{}, Options{}))
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"query":"{ vouchers { id } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer x.y.z")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	const want = `{"errors":[{"message":"sign-in is unavailable for a moment; try again","extensions":{"code":"UNAVAILABLE"}}]}`
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") != "1" {
+		t.Errorf("status %d, Retry-After %q; want 503, 1", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	if diff := cmp.Diff(want, strings.TrimSpace(string(raw))); diff != "" {
+		t.Errorf("body (-want +got):\n%s", diff)
+	}
 }
 
 func TestAddSeckillVoucherInvalidInput(t *testing.T) {

@@ -101,7 +101,7 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, next, http.StatusSeeOther)
 			return
 		}
-		h.render(w, r, http.StatusOK, views.Login(views.LoginPage{Meta: views.Meta{Title: "Sign in"}, Next: next}))
+		h.render(w, r, http.StatusOK, views.Login(views.LoginPage{Meta: views.Meta{Title: "Sign in"}, Next: next, SSO: h.cfg.SSOName}))
 	})).ServeHTTP(w, r)
 }
 
@@ -115,7 +115,7 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	user := strings.TrimSpace(r.PostFormValue("user"))
 	password := r.PostFormValue("password")
-	page := views.LoginPage{Meta: views.Meta{Title: "Sign in"}, User: user, Next: safeNext(r.PostFormValue("next"))}
+	page := views.LoginPage{Meta: views.Meta{Title: "Sign in"}, User: user, Next: safeNext(r.PostFormValue("next")), SSO: h.cfg.SSOName}
 	ip := h.cfg.ClientAddr.Addr(r)
 
 	wait, slow, err := h.limiter.AllowLogin(ctx, ip, user)

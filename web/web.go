@@ -127,6 +127,12 @@ type Config struct {
 	// ClientAddr finds a request's client address (sign-in limits); the
 	// zero Resolver trusts no proxy.
 	ClientAddr clientaddr.Resolver
+	// SSO, when set, signs operators in through an identity provider too
+	// (SSOName names it on the sign-in page), and ProviderAdmins keeps
+	// them; both or neither.
+	SSO            SSO
+	SSOName        string
+	ProviderAdmins ProviderAdmins
 	// SessionTTL is how long a session lasts; 0 means DefaultSessionTTL.
 	SessionTTL time.Duration
 	Logger     *slog.Logger
@@ -143,6 +149,9 @@ type Handler struct {
 
 // New returns the dashboard's handler. Mount it at /admin and /admin/.
 func New(cfg Config) *Handler {
+	if (cfg.SSO == nil) != (cfg.ProviderAdmins == nil) {
+		panic("web: Config.SSO and Config.ProviderAdmins go together")
+	}
 	h := &Handler{cfg: cfg, limiter: cfg.Limiter, logger: cfg.Logger}
 	if h.cfg.SessionTTL <= 0 {
 		h.cfg.SessionTTL = DefaultSessionTTL
@@ -167,6 +176,10 @@ func New(cfg Config) *Handler {
 	mux.HandleFunc("GET /admin/login", h.loginPage)
 	mux.HandleFunc("POST /admin/login", h.login)
 	mux.HandleFunc("POST /admin/logout", h.logout)
+	if cfg.SSO != nil {
+		mux.HandleFunc("POST "+ssoPath, h.ssoStart)
+		mux.HandleFunc("GET "+ssoPath+"/callback", h.ssoCallback)
+	}
 	mux.Handle("GET /admin/static/", staticHandler())
 
 	page := func(pattern string, f http.HandlerFunc) { mux.Handle(pattern, h.requireSession(pageHeaders(f))) }

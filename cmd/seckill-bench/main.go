@@ -97,6 +97,20 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      checks initial = remaining + queued + awaiting payment
                      + paid.
 
+  --token-alg hs256,rs256,es256
+                     run the load once per algorithm of the buyers' tokens,
+                     each on a campaign of its own, in the same run, and
+                     compare their throughput: hs256 signs with the
+                     server's SECKILL_JWT_SECRET (the default); rs256 and
+                     es256 come from the bench's own identity provider (a
+                     discovery document and a key set on --idp-addr, fresh
+                     keys every run, string subjects the server has never
+                     seen: each buyer's first purchase is also its
+                     subject's first sight), which the server must trust:
+                       SECKILL_AUTH_JWKS_URL=http://127.0.0.1:8099/jwks
+                       SECKILL_AUTH_ISSUER=http://127.0.0.1:8099
+                       SECKILL_AUTH_AUDIENCE=seckill-bench seckill serve
+
 Every report gives the CPU time per accepted purchase and per persisted
 order of each local process: the server (the one listening on --url's
 port), Redis (SECKILL_REDIS_URL's port), Postgres (the postmaster on
@@ -213,6 +227,10 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.DurationVar(&cfg.Pay.Window, "pay-window", 0, "with --pay-ratio: the pay window of the campaign the bench creates (whole seconds; default: the server's SECKILL_PAY_WINDOW)")
 	fs.Int64Var(&cfg.Storm.Units, "expiry-storm", 0, fmt.Sprintf("sell this many units (e.g. %d) of a campaign with a short --pay-window to buyers who never pay, and measure their expiry (see above)", bench.DefaultStormUnits))
 	fs.DurationVar(&cfg.Storm.Timeout, "expiry-timeout", 0, "--expiry-storm: how long to wait for every order to expire (default max(2m, one second per 200 units))")
+	var algs compareFlag
+	fs.Var(&algs, "token-alg", "hs256, rs256 and/or es256 (comma-separated or repeated): the buyers' tokens, one run of the load each (default hs256)")
+	fs.StringVar(&cfg.IdPAddr, "idp-addr", bench.DefaultIdPAddr, "--token-alg rs256/es256: where the bench's identity provider listens (the server's SECKILL_AUTH_JWKS_URL is http://ADDR/jwks)")
+	fs.StringVar(&cfg.IdPAudience, "idp-audience", bench.DefaultIdPAudience, "--token-alg rs256/es256: the aud of its tokens (the server's SECKILL_AUTH_AUDIENCE)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err
@@ -245,5 +263,6 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 		cfg.Storm.ProbeDuration, cfg.Duration = cfg.Duration, 0
 	}
 	cfg.Compare = compare
+	cfg.TokenAlgs = algs
 	return cfg, asJSON, nil
 }

@@ -25,7 +25,8 @@ import (
 //     (internal/store..., internal/admission): the domain, their own
 //     folder's packages, the shared libraries, third-party modules; never
 //     another edge or adapter, the wiring, the bench or the test doubles.
-//   - shared libraries (internal/auth, batch, cli, clientaddr, config,
+//   - shared libraries (internal/auth and its test identity provider
+//     internal/auth/idp, batch, cli, clientaddr, config,
 //     gqlclient, obs, sampler, testenv; lua, migrations, playground): the
 //     domain, other libraries, third-party modules, so that no edge or
 //     adapter reaches another through one; internal/batch the standard
@@ -199,7 +200,7 @@ func roleOf(rel string) (role, bool) {
 
 // libraries are the shared helpers of the README's code layout.
 var libraries = []string{
-	"internal/auth", "internal/batch", "internal/cli", "internal/clientaddr", "internal/config",
+	"internal/auth", "internal/auth/idp", "internal/batch", "internal/cli", "internal/clientaddr", "internal/config",
 	"internal/gqlclient", "internal/obs", "internal/sampler", "internal/testenv",
 	"lua", "migrations", "playground",
 }

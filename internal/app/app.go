@@ -41,7 +41,10 @@ type App struct {
 	Queue    *asynq.Client
 	Enqueuer *jobs.Enqueuer
 	direct   *directPersist // the purchases' way to Postgres (direct.go)
-	Tokens   *auth.Tokens
+	Tokens   *auth.Tokens   // signs (and verifies) our HS256 tokens
+	Provider *auth.Provider // an identity provider's tokens; nil when none is configured
+	Verifier *auth.Verifier // every mode configured: what the API checks tokens with
+	SignIn   *auth.SignIn   // operators' sign-in through the provider; nil when not configured
 
 	// The domain, by part; Challenger signs and checks challenge tokens.
 	Challenger *seckill.Challenger
@@ -128,6 +131,17 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.Queue = asynq.NewClientFromRedisClient(a.Redis)
 	a.Enqueuer = jobs.NewEnqueuer(a.Queue, cfg.BatchSize, logger)
 	a.Tokens = auth.NewTokens([]byte(cfg.JWTSecret), cfg.JWTIssuer)
+	if a.Provider, a.Verifier, err = newVerifier(ctx, cfg, a.Tokens, a.Store); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if cfg.AuthClientID != "" {
+		if a.SignIn, err = auth.NewSignIn(a.Provider, auth.SignInConfig{ClientID: cfg.AuthClientID, ClientSecret: cfg.AuthClientSecret,
+			RedirectURL: cfg.AuthRedirectURL, OperatorClaim: cfg.AuthOperatorClaim}); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("SECKILL_AUTH_CLIENT_ID: %w", err)
+		}
+	}
 	var provider seckill.PaymentProvider = seckill.NoPaymentProvider{}
 	if cfg.PaymentRefundURL != "" {
 		provider = payhook.NewRefundClient(cfg.PaymentRefundURL, cfg.PaymentWebhookSecret, cfg.PaymentRefundTimeout)
@@ -361,6 +375,32 @@ func (a *App) reconcileOnce(ctx context.Context) {
 			a.Logger.InfoContext(ctx, "trimmed ended campaigns in redis", "count", n)
 		}
 	}
+}
+
+// newVerifier builds the identity provider of cfg, if any (fetching its
+// discovery document: a provider that cannot be reached stops the start),
+// and the verifier of every mode cfg turns on.
+func newVerifier(ctx context.Context, cfg *config.Config, tokens *auth.Tokens, subjects auth.SubjectStore) (*auth.Provider, *auth.Verifier, error) {
+	var provider *auth.Provider
+	if cfg.AuthProvider() {
+		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		var err error
+		provider, err = auth.NewProvider(dctx, auth.ProviderConfig{
+			Issuer: cfg.AuthIssuer, JWKSURL: cfg.AuthJWKSURL, Audience: cfg.AuthAudience, AdminClaim: cfg.AuthAdminClaim,
+			Leeway: cfg.AuthLeeway, MinRefetch: cfg.AuthMinRefetch, KeyMaxAge: cfg.AuthKeyMaxAge,
+			VerifiedSize: cfg.AuthCacheSize, SubjectSize: cfg.AuthSubjectCacheSize,
+		}, subjects)
+		if err != nil {
+			return nil, nil, fmt.Errorf("SECKILL_AUTH_ISSUER / SECKILL_AUTH_JWKS_URL: %w", err)
+		}
+	}
+	hs := tokens
+	if !cfg.AuthHS256 {
+		hs = nil
+	}
+	v, err := auth.NewVerifier(hs, provider)
+	return provider, v, err
 }
 
 func openDB(ctx context.Context, cfg *config.Config) (*bun.DB, error) {

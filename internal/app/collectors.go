@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"seckill/internal/auth"
 	"seckill/internal/seckill"
 	"seckill/jobs"
 )
@@ -43,6 +44,9 @@ func (a *App) registerCollectors() {
 		&dependencyCollector{a: a},
 		&refundCollector{refunds: a.Refunds, logger: a.Logger},
 	)
+	if a.Provider != nil {
+		a.Metrics.Registry.MustRegister(authCollector{a.Provider})
+	}
 }
 
 var (
@@ -299,4 +303,42 @@ func (a *App) checkConsistency(ctx context.Context) error {
 	m.drift.Set(float64(drift))
 	m.lastCheck.SetToCurrentTime()
 	return nil
+}
+
+var (
+	authKeyFetchesDesc = prometheus.NewDesc("seckill_auth_key_fetches_total",
+		"Fetches of the identity provider's key set, by result: fetched, or limited (refused by SECKILL_AUTH_MIN_REFETCH: unknown kids came faster).",
+		[]string{"result"}, nil)
+	authSignaturesDesc = prometheus.NewDesc("seckill_auth_signature_checks_total",
+		"Identity provider tokens whose signature this process checked (first sight of each token).", nil, nil)
+	authCacheHitsDesc = prometheus.NewDesc("seckill_auth_cache_hits_total",
+		"Identity provider tokens answered from this process's cache of verified tokens.", nil, nil)
+	authVerifiedDesc = prometheus.NewDesc("seckill_auth_verified_tokens",
+		"Identity provider tokens in this process's cache of verified tokens (bounded by SECKILL_AUTH_CACHE_SIZE).", nil, nil)
+	authSubjectLookupsDesc = prometheus.NewDesc("seckill_auth_subject_lookups_total",
+		"Subjects this process looked up in Postgres (counted=subjects: first sight in the process) and the batched lookups they took (counted=batches: one statement each, a second read only on a race with another process).",
+		[]string{"counted"}, nil)
+	authKnownSubjectsDesc = prometheus.NewDesc("seckill_auth_known_subjects",
+		"Subjects whose user id this process keeps (bounded by SECKILL_AUTH_SUBJECT_CACHE_SIZE).", nil, nil)
+)
+
+// authCollector reports the identity provider's counters (auth.Provider.Stats).
+type authCollector struct{ p *auth.Provider }
+
+func (c authCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{authKeyFetchesDesc, authSignaturesDesc, authCacheHitsDesc, authVerifiedDesc, authSubjectLookupsDesc, authKnownSubjectsDesc} {
+		ch <- d
+	}
+}
+
+func (c authCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.p.Stats()
+	ch <- prometheus.MustNewConstMetric(authKeyFetchesDesc, prometheus.CounterValue, float64(st.KeyFetches), "fetched")
+	ch <- prometheus.MustNewConstMetric(authKeyFetchesDesc, prometheus.CounterValue, float64(st.KeyFetchesLimited), "limited")
+	ch <- prometheus.MustNewConstMetric(authSignaturesDesc, prometheus.CounterValue, float64(st.SignatureChecks))
+	ch <- prometheus.MustNewConstMetric(authCacheHitsDesc, prometheus.CounterValue, float64(st.CacheHits))
+	ch <- prometheus.MustNewConstMetric(authVerifiedDesc, prometheus.GaugeValue, float64(st.VerifiedTokens))
+	ch <- prometheus.MustNewConstMetric(authSubjectLookupsDesc, prometheus.CounterValue, float64(st.SubjectLookups), "subjects")
+	ch <- prometheus.MustNewConstMetric(authSubjectLookupsDesc, prometheus.CounterValue, float64(st.SubjectBatches), "batches")
+	ch <- prometheus.MustNewConstMetric(authKnownSubjectsDesc, prometheus.GaugeValue, float64(st.KnownSubjects))
 }

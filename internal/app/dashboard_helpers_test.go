@@ -38,12 +38,15 @@ type dashEnv struct {
 	client *http.Client // a browser without JavaScript: cookies, no redirects followed
 }
 
-func newDashEnv(t *testing.T) *dashEnv {
+func newDashEnv(t *testing.T, opts ...func(vars map[string]string)) *dashEnv {
 	t.Helper()
 	vars := testenv.ServerVars(storetest.NewDSN(t), testenv.RedisURL(t, testenv.RedisDBDashboard))
 	vars["SECKILL_USER_RATE"] = "0"
 	vars["SECKILL_ADMIN_USER"] = dashAdmin
 	vars["SECKILL_ADMIN_PASSWORD"] = dashPassword
+	for _, o := range opts {
+		o(vars)
+	}
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
@@ -38,7 +39,7 @@ func (a *App) newDashboard() *dashboard {
 		Campaigns: a.Store, Live: a.Admitter, Queues: queues, Outcomes: a.outcomes, Logger: a.Logger.With("component", "sampler"),
 	})
 	monitor := asynqmon.New(asynqmon.Options{RootPath: "/admin/queues", RedisConnOpt: sharedRedis{a.Redis}})
-	d.handler = web.New(web.Config{
+	cfg := web.Config{
 		Campaigns: a.Catalog,
 		Orders:    orders{a.Purchases, a.Life},
 		Records:   a.Store,
@@ -57,7 +58,11 @@ func (a *App) newDashboard() *dashboard {
 		AddressRate:  a.Config.AddressRate,
 		AddressBurst: a.Config.AddressBurst,
 		ClientAddr:   clientaddr.New(a.Config.TrustedProxies),
-	})
+	}
+	if a.SignIn != nil {
+		cfg.SSO, cfg.ProviderAdmins, cfg.SSOName = a.SignIn, a.Operators, providerName(a.Config.AuthIssuer)
+	}
+	d.handler = web.New(cfg)
 	return d
 }
 
@@ -135,4 +140,13 @@ type orders struct {
 func (a *App) mountDashboard(mux *http.ServeMux) {
 	mux.Handle("/admin", a.dashboard.handler)
 	mux.Handle("/admin/", a.dashboard.handler)
+}
+
+// providerName is how the sign-in page names the identity provider: its
+// issuer's host.
+func providerName(issuer string) string {
+	if u, err := url.Parse(issuer); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return "your identity provider"
 }

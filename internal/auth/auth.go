@@ -61,8 +61,8 @@ type claims struct {
 
 // Issue returns a signed token for a user that expires after ttl.
 func (t *Tokens) Issue(userID int64, admin bool, ttl time.Duration) (string, error) {
-	if userID <= 0 {
-		return "", fmt.Errorf("auth: issue token: user id %d is not positive", userID)
+	if userID <= 0 || seckill.IsExternalUserID(userID) {
+		return "", fmt.Errorf("auth: issue token: user id %d is not between 1 and %d (the ids from %d are identity provider subjects')", userID, seckill.FirstExternalUserID-1, seckill.FirstExternalUserID)
 	}
 	if ttl <= 0 {
 		return "", fmt.Errorf("auth: issue token: ttl %v is not positive", ttl)
@@ -90,7 +90,8 @@ func (t *Tokens) Issue(userID int64, admin bool, ttl time.Duration) (string, err
 
 // Parse verifies a token (without the "Bearer " prefix) and returns its user.
 // It accepts only HS256 tokens signed with the secret, from the issuer, not
-// expired, whose sub is a positive decimal id and whose role is "user" or
+// expired, whose sub is a positive decimal id below
+// seckill.FirstExternalUserID and whose role is "user" or
 // "admin". Every failure is an EUNAUTHENTICATED error with a message safe
 // to show the client.
 func (t *Tokens) Parse(token string) (*seckill.User, error) {
@@ -117,7 +118,7 @@ func (t *Tokens) key(*jwt.Token) (any, error) { return t.secret, nil }
 
 func userFromClaims(c *claims) (*seckill.User, error) {
 	id, err := strconv.ParseInt(c.Subject, 10, 64)
-	if err != nil || id <= 0 {
+	if err != nil || id <= 0 || seckill.IsExternalUserID(id) {
 		return nil, invalidToken()
 	}
 	switch c.Role {

@@ -78,6 +78,9 @@ func TestIssueRejects(t *testing.T) {
 	if _, err := tok.Issue(0, false, time.Hour); err == nil {
 		t.Error("Issue(0) succeeded")
 	}
+	if _, err := tok.Issue(seckill.FirstExternalUserID, false, time.Hour); err == nil {
+		t.Error("Issue(seckill.FirstExternalUserID) succeeded: an HS256 token would speak for an identity provider's subject")
+	}
 	if _, err := tok.Issue(1, false, 0); err == nil {
 		t.Error("Issue with ttl 0 succeeded")
 	}
@@ -118,6 +121,7 @@ func TestParseRejects(t *testing.T) {
 		{"sub not numeric", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Subject = "alice" })), "invalid token"},
 		{"sub zero", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Subject = "0" })), "invalid token"},
 		{"sub negative", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Subject = "-3" })), "invalid token"},
+		{"sub in the providers' range", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Subject = "4611686018427387904" })), "invalid token"},
 		{"sub missing", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Subject = "" })), "invalid token"},
 		{"unknown role", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Role = "root" })), "invalid token"},
 		{"no role", sign(t, jwt.SigningMethodHS256, testSecret, valid(func(c *claims) { c.Role = "" })), "invalid token"},

@@ -132,7 +132,7 @@ func (t *Tokens) parseFast(token string, now time.Time) (seckill.User, fastResul
 		return seckill.User{}, fastRefused, invalidToken()
 	}
 	id, err := strconv.ParseInt(string(c.sub), 10, 64)
-	if err != nil || id <= 0 {
+	if err != nil || id <= 0 || seckill.IsExternalUserID(id) {
 		return seckill.User{}, fastRefused, invalidToken()
 	}
 	switch string(c.role) {

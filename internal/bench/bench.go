@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -41,6 +42,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/bench/load"
 	"seckill/internal/bench/report"
+	"seckill/internal/seckill"
 )
 
 // What Compare may hold.
@@ -103,6 +105,16 @@ type Config struct {
 	// Pay makes the accepted buyers pay, or not, through the webhook.
 	Pay PayConfig
 
+	// TokenAlgs are the kinds of buyers' tokens (TokenHS256, TokenRS256,
+	// TokenES256): the load runs against the server at URL once with each,
+	// on a campaign of its own, in this order; default TokenHS256 alone.
+	// The provider's tokens come from the bench's identity provider on
+	// IdPAddr (default DefaultIdPAddr), for audience IdPAudience (default
+	// DefaultIdPAudience), which the server must trust.
+	TokenAlgs   []string
+	IdPAddr     string
+	IdPAudience string
+
 	PersistTimeout time.Duration // how long to wait for accepted orders to be persisted
 	Compare        []string      // CompareSync, CompareCeiling, CompareFsync, CompareWait, CompareLimit
 
@@ -138,6 +150,11 @@ func (cfg *Config) spec() (load.Spec, error) {
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	cfg.PersistTimeout = cmp.Or(cfg.PersistTimeout, DefaultPersistTimeout)
 	cfg.DBMaxConns = cmp.Or(cfg.DBMaxConns, 20)
+	cfg.IdPAddr = cmp.Or(cfg.IdPAddr, DefaultIdPAddr)
+	cfg.IdPAudience = cmp.Or(cfg.IdPAudience, DefaultIdPAudience)
+	if len(cfg.TokenAlgs) == 0 {
+		cfg.TokenAlgs = []string{TokenHS256}
+	}
 	s := load.Spec{Timeout: cfg.Timeout, Ramp: cfg.Ramp, Rate: cfg.Rate, Duration: cfg.Duration, Warm: cfg.Warm}
 	switch {
 	case cfg.Rate < 0, cfg.Duration < 0, cfg.Ramp < 0, cfg.Timeout < 0, cfg.PersistTimeout < 0:
@@ -153,6 +170,20 @@ func (cfg *Config) spec() (load.Spec, error) {
 	}
 	if err := cfg.Pay.validate(cfg); err != nil {
 		return s, err
+	}
+	for i, a := range cfg.TokenAlgs {
+		if a != TokenHS256 && providerAlgs[a] == "" {
+			return s, fmt.Errorf("--token-alg: unknown algorithm %q (want hs256, rs256 or es256)", a)
+		}
+		if slices.Contains(cfg.TokenAlgs[:i], a) {
+			return s, fmt.Errorf("--token-alg: %s twice", a)
+		}
+	}
+	if len(cfg.TokenAlgs) > 1 && cfg.VoucherID != 0 {
+		return s, errors.New("--token-alg with several algorithms runs each on a campaign of its own: omit --voucher")
+	}
+	if (len(cfg.TokenAlgs) > 1 || cfg.TokenAlgs[0] != TokenHS256) && (cfg.Storm.Units != 0 || slices.Contains(cfg.Compare, CompareBase)) {
+		return s, errors.New("--token-alg rs256 and es256 measure the server at --url: not with --expiry-storm or --compare base")
 	}
 	for _, c := range cfg.Compare {
 		if c != CompareSync && c != CompareCeiling && c != CompareFsync && c != CompareWait && c != CompareLimit && c != CompareBase {
@@ -200,10 +231,17 @@ type runner struct {
 	spec   load.Spec
 	disp   *report.Display
 	userLo int64    // first user id; user index i is userLo+i
-	auth   []string // "Bearer <token>" by user index
-	admin  string   // an admin token for the control clients
-	tokens *auth.Tokens
-	end    time.Time // when the campaigns stop selling
+	auth   []string // "Bearer <token>" by user index, of the algorithm being run
+	hsAuth []string // the HS256 tokens (the compared servers verify only these)
+	// provider says auth holds the identity provider's tokens: the server
+	// gave their subjects user ids of its own (from
+	// seckill.FirstExternalUserID), so the run's orders are found by
+	// campaign alone.
+	provider bool
+	idp      *benchIdP // nil unless an algorithm needs it
+	admin    string    // an admin token for the control clients
+	tokens   *auth.Tokens
+	end      time.Time // when the campaigns stop selling
 	// makeBody, when set, makes each request's body (load.Target.Prepare).
 	makeBody func(ctx context.Context, user int) ([]byte, error)
 	// onAccept, when set, hears of each ACCEPTED answer (load.Recorder.OnAccept).
@@ -225,19 +263,34 @@ func Run(ctx context.Context, cfg Config) (*report.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.idp != nil {
+		defer r.idp.close()
+	}
 	res := &report.Result{Load: r.loadInfo()}
 	if cfg.Pay.On {
 		res.Load.Pay = &report.PayLoad{Ratio: cfg.Pay.Ratio, DelayS: cfg.Pay.Delay.Seconds(), WindowS: cfg.Pay.Window.Seconds()}
 	}
-	rep, err := r.runSeckill(ctx, seckillTarget{
-		label: report.TargetSeckill, url: cfg.URL, voucherID: cfg.VoucherID,
-		databaseURL: cfg.DatabaseURL, redisURL: cfg.RedisURL, redisNodes: cfg.RedisClusterAddrs,
-	})
-	if err != nil {
-		return nil, err
+	for i, alg := range r.cfg.TokenAlgs {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := r.useTokens(ctx, alg); err != nil {
+			return res, err
+		}
+		rep, err := r.runSeckill(ctx, seckillTarget{
+			label: tokenTarget(alg), url: cfg.URL, voucherID: cfg.VoucherID,
+			databaseURL: cfg.DatabaseURL, redisURL: cfg.RedisURL, redisNodes: cfg.RedisClusterAddrs,
+		})
+		if err != nil {
+			return res, err
+		}
+		if i == 0 {
+			res.Load.Stock = rep.Stock
+		}
+		res.Runs = append(res.Runs, rep)
 	}
-	res.Load.Stock = rep.Stock
-	res.Runs = append(res.Runs, rep)
+	// The compared servers verify our HS256 tokens only.
+	r.auth, r.provider = r.hsAuth, false
 	done := map[string]bool{}
 	for _, target := range cfg.Compare {
 		if ctx.Err() != nil || done[target] {
@@ -312,11 +365,57 @@ func newRunner(ctx context.Context, cfg Config, preflight bool) (*runner, error)
 	} else if err != nil {
 		return nil, err
 	}
+	r.hsAuth = r.auth
+	if slices.ContainsFunc(cfg.TokenAlgs, func(a string) bool { return a != TokenHS256 }) {
+		if r.idp, err = startIdP(cfg.IdPAddr); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
+// useTokens makes the buyers' tokens those of alg, minting them (and
+// checking that the server accepts them) for a provider's algorithm.
+func (r *runner) useTokens(ctx context.Context, alg string) error {
+	if alg == TokenHS256 {
+		r.auth, r.provider = r.hsAuth, false
+		return nil
+	}
+	if err := r.providerPreflight(ctx, alg); err != nil {
+		return err
+	}
+	if r.spec.Users > 10_000 {
+		r.disp.Println("minting %s %s tokens...", report.Number(int64(r.spec.Users)), alg)
+	}
+	auth, err := r.idp.mint(ctx, alg, r.cfg.IdPAudience, r.userLo, r.spec.Users, time.Until(r.end))
+	if err != nil {
+		return err
+	}
+	r.auth, r.provider = auth, true
+	return nil
+}
+
+// tokenTarget is the report's target of a run with alg's tokens.
+func tokenTarget(alg string) string {
+	switch alg {
+	case TokenRS256:
+		return report.TargetRS256
+	case TokenES256:
+		return report.TargetES256
+	}
+	return report.TargetSeckill
+}
+
 // userRange is the ids of this run's buyers.
-func (r *runner) userRange() (lo, hi int64) { return r.userLo, r.userLo + int64(len(r.auth)) - 1 }
+// With a provider's tokens they are the ids the server gave their
+// subjects, which the bench does not know: every id in the providers'
+// range (the campaign is the run's own).
+func (r *runner) userRange() (lo, hi int64) {
+	if r.provider {
+		return seckill.FirstExternalUserID, math.MaxInt64
+	}
+	return r.userLo, r.userLo + int64(len(r.auth)) - 1
+}
 
 // load runs the spec against endpoint with a fresh transport and recorder.
 func (r *runner) load(ctx context.Context, label, endpoint string, body []byte) *load.Recorder {

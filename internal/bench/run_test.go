@@ -80,6 +80,10 @@ func TestConfigValidation(t *testing.T) {
 		{Config{Stock: -1}, "--stock"},
 		{Config{Rate: 0.5, Duration: time.Second}, "less than one request"},
 		{Config{Users: maxUsers + 1}, "--users"},
+		{Config{TokenAlgs: []string{"ps256"}}, `--token-alg: unknown algorithm "ps256"`},
+		{Config{TokenAlgs: []string{"rs256", "rs256"}}, "--token-alg: rs256 twice"},
+		{Config{TokenAlgs: []string{"hs256", "es256"}, VoucherID: 3}, "omit --voucher"},
+		{Config{TokenAlgs: []string{"es256"}, Compare: []string{CompareBase}}, "not with --expiry-storm or --compare base"},
 	} {
 		if _, err := tc.cfg.spec(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
@@ -94,7 +98,8 @@ func TestConfigValidation(t *testing.T) {
 		t.Errorf("open defaults: %+v", s)
 	}
 	c = Config{}
-	if s, _ = c.spec(); s.Mode != load.ModeBurst || s.Users != 1000 || s.Concurrency != 1000 || s.Attempts != 1 || c.URL != DefaultURL {
+	if s, _ = c.spec(); s.Mode != load.ModeBurst || s.Users != 1000 || s.Concurrency != 1000 || s.Attempts != 1 || c.URL != DefaultURL ||
+		len(c.TokenAlgs) != 1 || c.TokenAlgs[0] != TokenHS256 || c.IdPAddr != DefaultIdPAddr || c.IdPAudience != DefaultIdPAudience {
 		t.Errorf("burst defaults: %+v", s)
 	}
 }

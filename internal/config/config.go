@@ -128,6 +128,43 @@ type Config struct {
 	Playground      bool          `env:"SECKILL_PLAYGROUND"` // true in dev
 	ShutdownTimeout time.Duration `env:"SECKILL_SHUTDOWN_TIMEOUT" envDefault:"20s"`
 
+	// An identity provider's tokens (OIDC) are accepted when AuthIssuer or
+	// AuthJWKSURL is set: with AuthIssuer alone its discovery document
+	// gives the keys' URL; with AuthJWKSURL, AuthIssuer (if set) is only
+	// compared with each token's iss. AuthAudience must be among a
+	// token's aud; AuthAdminClaim ("claim:value", e.g.
+	// roles:seckill-admin) makes an admin.
+	AuthIssuer     string `env:"SECKILL_AUTH_ISSUER"`
+	AuthJWKSURL    string `env:"SECKILL_AUTH_JWKS_URL"`
+	AuthAudience   string `env:"SECKILL_AUTH_AUDIENCE"`
+	AuthAdminClaim string `env:"SECKILL_AUTH_ADMIN_CLAIM"`
+	// AuthLeeway is the clock skew allowed on exp, nbf and iat;
+	// AuthMinRefetch the least time between two fetches of the key set
+	// (an unknown kid asks for one); AuthKeyMaxAge how long fetched keys,
+	// and the tokens verified with them, are trusted.
+	AuthLeeway     time.Duration `env:"SECKILL_AUTH_LEEWAY" envDefault:"30s"`
+	AuthMinRefetch time.Duration `env:"SECKILL_AUTH_MIN_REFETCH" envDefault:"5s"`
+	AuthKeyMaxAge  time.Duration `env:"SECKILL_AUTH_KEY_MAX_AGE" envDefault:"10m"`
+	// AuthCacheSize bounds the verified provider tokens each process
+	// keeps (one signature check per token per process);
+	// AuthSubjectCacheSize the subjects whose user ids it keeps.
+	AuthCacheSize        int `env:"SECKILL_AUTH_CACHE_SIZE" envDefault:"100000"`
+	AuthSubjectCacheSize int `env:"SECKILL_AUTH_SUBJECT_CACHE_SIZE" envDefault:"200000"`
+	// AuthHS256 accepts the HS256 tokens signed with JWTSecret (seckill
+	// token, platforms that mint tokens for us); false refuses them, and
+	// needs a provider.
+	AuthHS256 bool `env:"SECKILL_AUTH_HS256" envDefault:"true"`
+	// AuthClientID, when set, lets operators sign in to the dashboard
+	// through the provider (SECKILL_AUTH_ISSUER: discovery gives the
+	// endpoints): the authorization code flow with PKCE, back at
+	// AuthRedirectURL (https://<host>/admin/login/sso/callback, as
+	// registered at the provider). AuthOperatorClaim ("claim:value";
+	// default AuthAdminClaim) decides who is an operator.
+	AuthClientID      string `env:"SECKILL_AUTH_CLIENT_ID"`
+	AuthClientSecret  string `env:"SECKILL_AUTH_CLIENT_SECRET"`
+	AuthRedirectURL   string `env:"SECKILL_AUTH_REDIRECT_URL"`
+	AuthOperatorClaim string `env:"SECKILL_AUTH_OPERATOR_CLAIM"`
+
 	AdminUser     string `env:"SECKILL_ADMIN_USER"`
 	AdminPassword string `env:"SECKILL_ADMIN_PASSWORD"`
 
@@ -260,6 +297,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	_, _, err = net.SplitHostPort(c.MetricsAddr)
 	l.check("SECKILL_METRICS_ADDR", c.MetricsAddr == "" || (err == nil && c.MetricsAddr != c.HTTPAddr),
 		"must be a host:port other than SECKILL_HTTP_ADDR, such as 10.0.0.5:9090 or 127.0.0.1:9090, not %q", c.MetricsAddr)
+	l.auth(c)
 	if (c.AdminUser == "") != (c.AdminPassword == "") {
 		l.errf("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together")
 	}
@@ -267,6 +305,67 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// AuthProvider reports whether an identity provider's tokens are accepted.
+func (c *Config) AuthProvider() bool { return c.AuthIssuer != "" || c.AuthJWKSURL != "" }
+
+// auth checks the identity provider's settings.
+func (l *loader) auth(c *Config) {
+	l.check("SECKILL_AUTH_ISSUER", c.AuthIssuer == "" || isHTTPURL(c.AuthIssuer),
+		"must be the provider's issuer, an https:// URL such as https://idp.example.com/realms/shop, not %q", c.AuthIssuer)
+	l.check("SECKILL_AUTH_JWKS_URL", c.AuthJWKSURL == "" || isHTTPURL(c.AuthJWKSURL),
+		"must be an https:// URL of a JSON Web Key Set, not %q", c.AuthJWKSURL)
+	l.check("SECKILL_AUTH_LEEWAY", c.AuthLeeway >= 0 && c.AuthLeeway <= 5*time.Minute, "must be between 0 and 5m, not %v", c.AuthLeeway)
+	l.check("SECKILL_AUTH_MIN_REFETCH", c.AuthMinRefetch >= time.Second && c.AuthMinRefetch <= 5*time.Minute,
+		"must be between 1s and 5m, not %v: it bounds how often anyone can make seckill fetch the key set", c.AuthMinRefetch)
+	l.check("SECKILL_AUTH_KEY_MAX_AGE", c.AuthKeyMaxAge >= time.Minute && c.AuthKeyMaxAge <= 24*time.Hour,
+		"must be between 1m and 24h, not %v: a key the provider withdraws is trusted this long", c.AuthKeyMaxAge)
+	l.intIn("SECKILL_AUTH_CACHE_SIZE", c.AuthCacheSize, 1, 10_000_000)
+	l.intIn("SECKILL_AUTH_SUBJECT_CACHE_SIZE", c.AuthSubjectCacheSize, 1, 10_000_000)
+	l.operatorSignIn(c)
+	if !c.AuthProvider() {
+		for _, key := range []string{"SECKILL_AUTH_AUDIENCE", "SECKILL_AUTH_ADMIN_CLAIM"} {
+			if l.set(key) {
+				l.errf("%s is for an identity provider: set SECKILL_AUTH_ISSUER or SECKILL_AUTH_JWKS_URL too", key)
+			}
+		}
+		l.check("SECKILL_AUTH_HS256", c.AuthHS256, "can be false only with an identity provider (SECKILL_AUTH_ISSUER or SECKILL_AUTH_JWKS_URL): no token would be accepted")
+		return
+	}
+	l.check("SECKILL_AUTH_AUDIENCE", c.AuthAudience != "",
+		"is required with an identity provider: the audience its access tokens carry for this API (aud), or the client id for ID tokens")
+	claim, value, ok := strings.Cut(c.AuthAdminClaim, ":")
+	l.check("SECKILL_AUTH_ADMIN_CLAIM", c.AuthAdminClaim == "" || (ok && claim != "" && value != ""),
+		"must be claim:value, such as roles:seckill-admin or realm_access.roles:seckill-admin, not %q", c.AuthAdminClaim)
+	if c.AuthAdminClaim == "" {
+		c.Warnings = append(c.Warnings, "SECKILL_AUTH_ADMIN_CLAIM is not set: no identity provider token is an admin's")
+	}
+}
+
+// OperatorSignInPath is the dashboard's callback path, which
+// SECKILL_AUTH_REDIRECT_URL must end with.
+const OperatorSignInPath = "/admin/login/sso/callback"
+
+// operatorSignIn checks the dashboard's sign-in through the provider.
+func (l *loader) operatorSignIn(c *Config) {
+	if c.AuthClientID == "" {
+		for _, key := range []string{"SECKILL_AUTH_CLIENT_SECRET", "SECKILL_AUTH_REDIRECT_URL", "SECKILL_AUTH_OPERATOR_CLAIM"} {
+			if l.set(key) {
+				l.errf("%s is for the dashboard's sign-in through the identity provider: set SECKILL_AUTH_CLIENT_ID too", key)
+			}
+		}
+		return
+	}
+	l.check("SECKILL_AUTH_CLIENT_ID", c.AuthIssuer != "" && c.AuthJWKSURL == "",
+		"needs SECKILL_AUTH_ISSUER without SECKILL_AUTH_JWKS_URL: the sign-in takes the provider's endpoints from its discovery document")
+	u, err := url.Parse(c.AuthRedirectURL)
+	l.check("SECKILL_AUTH_REDIRECT_URL", err == nil && isHTTPURL(c.AuthRedirectURL) && u.Path == OperatorSignInPath,
+		"must be the dashboard's callback as registered at the provider, https://<host>%s, not %q", OperatorSignInPath, c.AuthRedirectURL)
+	c.AuthOperatorClaim = cmp.Or(c.AuthOperatorClaim, c.AuthAdminClaim)
+	claim, value, ok := strings.Cut(c.AuthOperatorClaim, ":")
+	l.check("SECKILL_AUTH_OPERATOR_CLAIM", ok && claim != "" && value != "",
+		"must be claim:value, such as groups:seckill-operators (default SECKILL_AUTH_ADMIN_CLAIM, which is not set either), not %q", c.AuthOperatorClaim)
 }
 
 // Redis topologies, as Config.RedisTopology names them.

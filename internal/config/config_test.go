@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,32 @@ func TestLoadRedisTopologies(t *testing.T) {
 	}
 }
 
+func TestLoadAuthProvider(t *testing.T) {
+	c := loadDev(t, map[string]string{})
+	if c.AuthProvider() || !c.AuthHS256 || c.AuthLeeway != 30*time.Second || c.AuthMinRefetch != 5*time.Second ||
+		c.AuthKeyMaxAge != 10*time.Minute || c.AuthCacheSize != 100000 || c.AuthSubjectCacheSize != 200000 {
+		t.Fatalf("auth defaults: %+v", c)
+	}
+	c = loadDev(t, map[string]string{"SECKILL_AUTH_ISSUER": "https://idp.example/realms/shop", "SECKILL_AUTH_AUDIENCE": "seckill-api",
+		"SECKILL_AUTH_ADMIN_CLAIM": "realm_access.roles:seckill-admin", "SECKILL_AUTH_HS256": "false"})
+	if !c.AuthProvider() || c.AuthHS256 || c.AuthAudience != "seckill-api" || c.AuthAdminClaim != "realm_access.roles:seckill-admin" {
+		t.Fatalf("provider by discovery: %+v", c)
+	}
+	c = loadDev(t, map[string]string{"SECKILL_AUTH_JWKS_URL": "https://idp.example/keys", "SECKILL_AUTH_AUDIENCE": "seckill-api"})
+	if !c.AuthProvider() || c.AuthIssuer != "" || !c.AuthHS256 {
+		t.Fatalf("provider by JWKS URL: %+v", c)
+	}
+	c = loadDev(t, map[string]string{"SECKILL_AUTH_ISSUER": "https://idp.example", "SECKILL_AUTH_AUDIENCE": "api", "SECKILL_AUTH_ADMIN_CLAIM": "roles:admin",
+		"SECKILL_AUTH_CLIENT_ID": "dash", "SECKILL_AUTH_REDIRECT_URL": "https://s.example/admin/login/sso/callback"})
+	if c.AuthOperatorClaim != "roles:admin" {
+		t.Errorf("operator claim %q, want the admin claim by default", c.AuthOperatorClaim)
+	}
+	c = loadDev(t, map[string]string{"SECKILL_AUTH_JWKS_URL": "https://idp.example/keys", "SECKILL_AUTH_AUDIENCE": "seckill-api"})
+	if !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, "SECKILL_AUTH_ADMIN_CLAIM is not set") }) {
+		t.Errorf("no warning that no provider token is an admin's: %q", c.Warnings)
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -119,6 +146,25 @@ func TestLoadErrors(t *testing.T) {
 		{"master without sentinels", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_SENTINEL_MASTER": "m"}, "SECKILL_REDIS_SENTINEL_MASTER go together"},
 		{"password beside a URL", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_PASSWORD": "pw"}, "SECKILL_REDIS_PASSWORD is for a cluster or Sentinel"},
 		{"bad tls flag", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_CLUSTER_ADDRS": "a:7000", "SECKILL_REDIS_TLS": "maybe"}, "SECKILL_REDIS_TLS must be true or false"},
+		{"issuer not a URL", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_ISSUER": "idp.example", "SECKILL_AUTH_AUDIENCE": "api"}, "SECKILL_AUTH_ISSUER must be the provider's issuer"},
+		{"jwks not a URL", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_JWKS_URL": "keys.json", "SECKILL_AUTH_AUDIENCE": "api"}, "SECKILL_AUTH_JWKS_URL must be an https:// URL"},
+		{"provider without audience", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_ISSUER": "https://idp.example"}, "SECKILL_AUTH_AUDIENCE is required with an identity provider"},
+		{"audience without provider", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_AUDIENCE": "api"}, "SECKILL_AUTH_AUDIENCE is for an identity provider"},
+		{"admin claim without provider", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_ADMIN_CLAIM": "roles:admin"}, "SECKILL_AUTH_ADMIN_CLAIM is for an identity provider"},
+		{"admin claim without value", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_ISSUER": "https://idp.example", "SECKILL_AUTH_AUDIENCE": "api", "SECKILL_AUTH_ADMIN_CLAIM": "roles"}, "SECKILL_AUTH_ADMIN_CLAIM must be claim:value"},
+		{"no token mode", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_HS256": "false"}, "SECKILL_AUTH_HS256 can be false only with an identity provider"},
+		{"client secret alone", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_CLIENT_SECRET": "s"}, "SECKILL_AUTH_CLIENT_SECRET is for the dashboard's sign-in"},
+		{"sign-in without discovery", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_JWKS_URL": "https://idp.example/keys", "SECKILL_AUTH_AUDIENCE": "api",
+			"SECKILL_AUTH_CLIENT_ID": "dash", "SECKILL_AUTH_REDIRECT_URL": "https://s.example/admin/login/sso/callback", "SECKILL_AUTH_OPERATOR_CLAIM": "groups:ops"}, "SECKILL_AUTH_CLIENT_ID needs SECKILL_AUTH_ISSUER"},
+		{"sign-in redirect", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_ISSUER": "https://idp.example", "SECKILL_AUTH_AUDIENCE": "api",
+			"SECKILL_AUTH_CLIENT_ID": "dash", "SECKILL_AUTH_REDIRECT_URL": "https://s.example/callback", "SECKILL_AUTH_OPERATOR_CLAIM": "groups:ops"}, "SECKILL_AUTH_REDIRECT_URL must be the dashboard's callback"},
+		{"sign-in without operator claim", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_ISSUER": "https://idp.example", "SECKILL_AUTH_AUDIENCE": "api",
+			"SECKILL_AUTH_CLIENT_ID": "dash", "SECKILL_AUTH_REDIRECT_URL": "https://s.example/admin/login/sso/callback"}, "SECKILL_AUTH_OPERATOR_CLAIM must be claim:value"},
+		{"leeway", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_LEEWAY": "1h"}, "SECKILL_AUTH_LEEWAY must be between 0 and 5m"},
+		{"refetch", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_MIN_REFETCH": "10ms"}, "SECKILL_AUTH_MIN_REFETCH must be between 1s and 5m"},
+		{"key max age", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_KEY_MAX_AGE": "1s"}, "SECKILL_AUTH_KEY_MAX_AGE must be between 1m and 24h"},
+		{"cache size", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_CACHE_SIZE": "0"}, "SECKILL_AUTH_CACHE_SIZE must be an integer from 1"},
+		{"subject cache size", map[string]string{"SECKILL_ENV": "dev", "SECKILL_AUTH_SUBJECT_CACHE_SIZE": "many"}, "SECKILL_AUTH_SUBJECT_CACHE_SIZE must be an integer from 1"},
 		{"public pprof", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PPROF_ADDR": ":6060"}, "SECKILL_PPROF_ADDR must be a loopback"},
 		{"metrics address", map[string]string{"SECKILL_ENV": "dev", "SECKILL_METRICS_ADDR": "9090"}, "SECKILL_METRICS_ADDR must be a host:port"},
 		{"metrics on the API's address", map[string]string{"SECKILL_ENV": "dev", "SECKILL_METRICS_ADDR": ":8080"}, "other than SECKILL_HTTP_ADDR"},

@@ -89,8 +89,13 @@ type OperatorStore interface {
 	// InsertAdmin adds an operator with a password hash. ECONFLICT when
 	// the name is taken.
 	InsertAdmin(ctx context.Context, name, hash string) (*Admin, error)
-	// AdminByName returns an operator and its password hash. ENOTFOUND.
+	// AdminByName returns an operator and its password hash ("" for an
+	// identity provider's operator). ENOTFOUND.
 	AdminByName(ctx context.Context, name string) (*Admin, string, error)
+	// UpsertProviderAdmin returns the operator of an identity provider's
+	// subject, creating it (named name, or fallback when name is another
+	// operator's) at first sight. ECONFLICT when both names are taken.
+	UpsertProviderAdmin(ctx context.Context, issuer, subject, name, fallback string) (*Admin, error)
 	// SetAdminPassword replaces an operator's hash and ends its sessions,
 	// in one transaction, unless its hash is no longer old (another
 	// process changed it first); it reports whether it replaced it.
@@ -199,7 +204,7 @@ var (
 func (o *Operators) AuthenticateAdmin(ctx context.Context, name, password string) (*Admin, error) {
 	wrong := Errorf(EUNAUTHENTICATED, "wrong user name or password")
 	a, hash, err := o.store.AdminByName(ctx, name)
-	if ErrorCode(err) == ENOTFOUND {
+	if ErrorCode(err) == ENOTFOUND || (err == nil && hash == "") { // no such operator, or one without a password (the provider's)
 		dummyOnce.Do(func() {
 			dummyHash, _ = bcrypt.GenerateFromPassword([]byte("no such admin, no such password"), o.cost)
 		})
@@ -212,6 +217,34 @@ func (o *Operators) AuthenticateAdmin(ctx context.Context, name, password string
 		return nil, wrong
 	}
 	return a, nil
+}
+
+// ProviderAdminPrefix begins the name of every operator an identity
+// provider vouches for; ValidateAdminName refuses it (":" is not allowed),
+// so no local operator can be given such a name.
+const ProviderAdminPrefix = "sso:"
+
+// ProviderAdmin returns the operator an identity provider says signed in
+// (issuer, subject), creating it at first sight; it has no password, so it
+// signs in only through the provider. Its name is ProviderAdminPrefix and
+// name (the provider's preferred_username or email), cut to
+// MaxAdminNameLen; when another operator holds it, the prefix and a digest
+// of issuer and subject. ECONFLICT when both are taken.
+func (o *Operators) ProviderAdmin(ctx context.Context, issuer, subject, name string) (*Admin, error) {
+	if subject == "" {
+		return nil, Invalidf("subject", "no subject")
+	}
+	sum := sha256.Sum256([]byte(issuer + "\x00" + subject))
+	fallback := ProviderAdminPrefix + base64.RawURLEncoding.EncodeToString(sum[:9])
+	n := ProviderAdminPrefix + name
+	if name == "" || !utf8.ValidString(n) {
+		n = fallback
+	}
+	for len(n) > MaxAdminNameLen {
+		_, size := utf8.DecodeLastRuneInString(n)
+		n = n[:len(n)-size]
+	}
+	return o.store.UpsertProviderAdmin(ctx, issuer, subject, n, fallback)
 }
 
 // sessionTokenBytes is the entropy of a session token.

@@ -24,7 +24,7 @@ type adminRow struct {
 
 	ID           int64     `bun:"id,pk,autoincrement"`
 	Name         string    `bun:"name,notnull"`
-	PasswordHash string    `bun:"password_hash,notnull"`
+	PasswordHash string    `bun:"password_hash,nullzero"` // NULL for an identity provider's operator
 	CreatedAt    time.Time `bun:"created_at,nullzero,notnull,default:current_timestamp"`
 }
 
@@ -53,6 +53,26 @@ func (s *Store) InsertAdmin(ctx context.Context, name, hash string) (*seckill.Ad
 		return nil, fmt.Errorf("store: insert admin: %w", err)
 	}
 	return toDomainAdmin(row), nil
+}
+
+// UpsertProviderAdmin returns the operator of an identity provider's
+// subject, creating it at first sign-in, named name (or, when another
+// operator holds that name, name and a digest of the subject). Its name
+// follows the provider's on later sign-ins.
+func (s *Store) UpsertProviderAdmin(ctx context.Context, issuer, subject, name, fallback string) (*seckill.Admin, error) {
+	for _, n := range []string{name, fallback} {
+		var row adminRow
+		err := s.db.NewRaw(`INSERT INTO admin_user (name, issuer, subject) VALUES (?, ?, ?)
+			ON CONFLICT (issuer, subject) DO UPDATE SET name = EXCLUDED.name
+			RETURNING id, name, created_at`, n, issuer, subject).Scan(ctx, &row)
+		if sqlState(err) == codeUniqueViolation {
+			continue // the name is another operator's
+		} else if err != nil {
+			return nil, fmt.Errorf("store: upsert provider admin: %w", err)
+		}
+		return toDomainAdmin(&row), nil
+	}
+	return nil, seckill.Errorf(seckill.ECONFLICT, "operator names %q and %q are taken", name, fallback)
 }
 
 // AdminByName returns an operator and its password hash. ENOTFOUND.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -371,5 +372,56 @@ func TestCampaignsAndOrders(t *testing.T) {
 	got, _ := s.CampaignOrders(ctx, seckill.OrderFilter{VoucherID: v.ID, OrderID: seckill.OrderID(v.ID, 3)})
 	if len(got) != 1 || got[0].Status != seckill.OrderFailed || got[0].FailureReason != store.ReasonUserHasOrder || got[0].UserID != 1 {
 		t.Errorf("failed order %+v", got)
+	}
+}
+
+// TestProviderAdmins keeps an identity provider's operators: one row per
+// subject, created at first sign-in, renamed with the provider, never able
+// to sign in with a password, and never taking a local operator's name.
+func TestProviderAdmins(t *testing.T) {
+	_, s := newStore(t)
+	ops := operators(t, s)
+	ctx := t.Context()
+	if _, err := ops.CreateAdmin(ctx, "alice", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ops.ProviderAdmin(ctx, "https://idp.example", "sub-1", "alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name != "sso:alice@example.com" {
+		t.Errorf("name %q", a.Name)
+	}
+	again, err := ops.ProviderAdmin(ctx, "https://idp.example", "sub-1", "alice.renamed@example.com")
+	if err != nil || again.ID != a.ID || again.Name != "sso:alice.renamed@example.com" {
+		t.Errorf("second sign-in: %+v, %v; want id %d renamed", again, err, a.ID)
+	}
+	// Another subject with the same name gets a name of its own.
+	other, err := ops.ProviderAdmin(ctx, "https://idp.example", "sub-2", "alice.renamed@example.com")
+	if err != nil || other.ID == a.ID || !strings.HasPrefix(other.Name, seckill.ProviderAdminPrefix) || other.Name == again.Name {
+		t.Errorf("same name, another subject: %+v, %v", other, err)
+	}
+	// The same subject at another issuer is another operator.
+	elsewhere, err := ops.ProviderAdmin(ctx, "https://other.example", "sub-1", "bob")
+	if err != nil || elsewhere.ID == a.ID {
+		t.Errorf("another issuer: %+v, %v", elsewhere, err)
+	}
+	// No password opens a provider's operator.
+	for _, pw := range []string{"", "correct horse battery"} {
+		if _, err := ops.AuthenticateAdmin(ctx, again.Name, pw); seckill.ErrorCode(err) != seckill.EUNAUTHENTICATED {
+			t.Errorf("password %q for a provider operator: %v, want UNAUTHENTICATED", pw, err)
+		}
+	}
+	// Its sessions work as a local operator's.
+	tok, _, err := ops.CreateAdminSession(ctx, a.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ops.AdminBySession(ctx, tok); err != nil || got.ID != a.ID {
+		t.Errorf("session: %+v, %v", got, err)
+	}
+	long := strings.Repeat("x", 100)
+	if a, err := ops.ProviderAdmin(ctx, "https://idp.example", "sub-3", long); err != nil || len(a.Name) != seckill.MaxAdminNameLen {
+		t.Errorf("a long name: %+v, %v", a, err)
 	}
 }

@@ -28,6 +28,9 @@ type LoginPage struct {
 	User  string
 	Next  string
 	Error string
+	// SSO names the identity provider operators may sign in through
+	// instead; empty: local accounts only.
+	SSO string
 }
 
 // CampaignsPage lists campaigns, newest first.

@@ -277,6 +277,19 @@ func TestLoginAndQueues(t *testing.T) {
 	if typ, _ := doc.Find(byTestID("login-password")).Attr("type"); typ != "password" {
 		t.Errorf("password input type %q", typ)
 	}
+	if doc.Find(byTestID("login-sso")).Length() != 0 {
+		t.Error("the login page offers an identity provider that is not configured")
+	}
+	sso := render(t, views.Login(views.LoginPage{Meta: views.Meta{Title: "Sign in"}, Next: "/admin/jobs", SSO: "idp.example.com"}))
+	if got := text(sso.Find(byTestID("login-sso"))); got != "Sign in with idp.example.com" {
+		t.Errorf("provider button %q", got)
+	}
+	if m, _ := sso.Find(byTestID("login-sso-form")).Attr("method"); m != "post" {
+		t.Errorf("the provider's sign-in starts with %q, want a POST (cross-origin protection)", m)
+	}
+	if v, _ := sso.Find(byTestID("login-sso-form")).Find(`input[name="next"]`).Attr("value"); v != "/admin/jobs" {
+		t.Errorf("provider sign-in next %q", v)
+	}
 
 	doc = render(t, views.QueuesFragment(views.QueuesLive{At: at, Rows: []views.QueueRow{
 		{Queue: views.Queue{Name: "orders", Pending: 1200, Active: 3, Scheduled: 1, Retry: 2, Archived: 1, Processed: 45000, Failed: 4, Latency: 1500 * time.Millisecond}},

@@ -1,9 +1,13 @@
 package report
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Compare relates the runs that have something to say to each other:
-// seckill to the sync design and to the ceiling, Redis's appendfsync
+// seckill to the sync design and to the ceiling, HS256 tokens to an
+// identity provider's RS256 and ES256, Redis's appendfsync
 // always to everysec, WAIT for a replica to none, and the shared limit to
 // none, in the order of runs.
 func Compare(runs []*Report) []Comparison {
@@ -14,7 +18,7 @@ func Compare(runs []*Report) []Comparison {
 	var out []Comparison
 	for _, o := range runs {
 		switch o.Target {
-		case TargetSync, TargetCeiling:
+		case TargetSync, TargetCeiling, TargetRS256, TargetES256:
 			if base := byTarget[TargetSeckill]; base != nil {
 				out = append(out, relate(base, o))
 			}
@@ -55,6 +59,9 @@ func relate(base, o *Report) Comparison {
 	case TargetEverysec:
 		c.Text = fmt.Sprintf("appendfsync always: %.2f× the throughput of everysec, p50 %.2f×, p99 %.2f× (%s; p50 %s vs %s)",
 			c.ThroughputRatio, c.P50Ratio, c.P99Ratio, figures, Millis(base.Latency.P50), Millis(o.Latency.P50))
+	case TargetRS256, TargetES256:
+		c.Text = fmt.Sprintf("HS256 tokens: %.2f× the throughput of %s tokens, p50 %.2f×, p99 %.2f× (%s; p50 %s vs %s)",
+			c.ThroughputRatio, strings.ToUpper(o.Target), c.P50Ratio, c.P99Ratio, figures, Millis(base.Latency.P50), Millis(o.Latency.P50))
 	case TargetNoWait:
 		c.Text = fmt.Sprintf("WAIT for 1 replica: %.2f× the throughput without, p50 %.2f×, p99 %.2f× (%s; p50 %s vs %s)",
 			c.ThroughputRatio, c.P50Ratio, c.P99Ratio, figures, Millis(base.Latency.P50), Millis(o.Latency.P50))

@@ -23,7 +23,9 @@ const (
 // Targets a run can measure: the server under test and the servers it is
 // compared with.
 const (
-	TargetSeckill  = "seckill"  // the server at --url
+	TargetSeckill  = "seckill"  // the server at --url (with HS256 tokens)
+	TargetRS256    = "rs256"    // the server at --url with an identity provider's RS256 tokens
+	TargetES256    = "es256"    // the same with ES256 tokens
 	TargetSync     = "sync"     // the seed's synchronous design, started by the bench
 	TargetCeiling  = "ceiling"  // the admission script behind a bare handler, started by the bench
 	TargetEverysec = "everysec" // seckill on a private Redis with appendfsync everysec
