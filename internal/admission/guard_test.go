@@ -306,7 +306,9 @@ func TestAdmitWindowFromMemory(t *testing.T) {
 func TestAdmitWrongAnswerWait(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	const base, longest = 150 * time.Millisecond, 500 * time.Millisecond
+	// Waits long enough that the attempts made while waiting fit in the
+	// shortest on a loaded machine (CI-like load once took over 300 ms).
+	const base, longest = 600 * time.Millisecond, 2 * time.Second
 	// A burst of six: enough for the five attempts that count (four wrong
 	// answers and the purchase), not for the dozen refused while waiting.
 	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1, WrongAnswerWait: base, WrongAnswerWaitMax: longest,
@@ -372,7 +374,7 @@ func TestAdmitWrongAnswerWait(t *testing.T) {
 			}
 		}
 	}
-	if want := []time.Duration{150 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond}; !cmp.Equal(waits, want) {
+	if want := []time.Duration{600 * time.Millisecond, 1200 * time.Millisecond, 2 * time.Second, 2 * time.Second}; !cmp.Equal(waits, want) {
 		t.Errorf("waits %v, want %v", waits, want)
 	}
 

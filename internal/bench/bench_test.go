@@ -364,7 +364,9 @@ func TestExpiryStorm(t *testing.T) {
 	if s.Interference.P99Ratio <= 0 || s.Interference.LagRatio <= 0 || s.Interference.Text == "" {
 		t.Errorf("interference: %+v", s.Interference)
 	}
-	if s.CPU == nil || s.CPU.Units[report.UnitExpired] <= 0 {
+	// The CPU windows leave the second sale out; on a loaded machine all
+	// 300 orders can expire while it runs, so the count may be 0 here.
+	if _, ok := s.CPU.Units[report.UnitExpired]; s.CPU == nil || !ok || len(s.CPU.Processes) == 0 {
 		t.Errorf("CPU of the expiry: %+v", s.CPU)
 	}
 }
