@@ -150,7 +150,7 @@ func (k *Catalog) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (
 			InitialStock: in.Stock, Stock: in.Stock,
 			BeginTime: in.BeginTime.UTC(), EndTime: in.EndTime.UTC(),
 			Challenge: in.Challenge, PoWBits: in.Difficulty(), Quiz: in.Quiz, Brake: in.Brake,
-			PayWindow: cmp.Or(in.PayWindow, k.payWindow),
+			PayWindow: cmp.Or(in.PayWindow, k.payWindow), Shards: in.Shards,
 		},
 	}
 	if err := k.store.CreateVoucher(ctx, v); err != nil {
