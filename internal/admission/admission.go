@@ -99,6 +99,12 @@ type Options struct {
 	// seckill.DefaultMaxWrongAnswerWait); a negative value: no wait.
 	WrongAnswerWait    time.Duration
 	WrongAnswerWaitMax time.Duration
+	// CampaignShards returns the number of stock shards of those of ids
+	// that have more than one, from Postgres: what the ConnectHook stops
+	// and what an Admitter reads when Redis lost a campaign's shard 0
+	// (whose hash says it otherwise). nil: every campaign Redis does not
+	// hold has one shard.
+	CampaignShards func(ctx context.Context, ids []int64) (map[int64]int, error)
 }
 
 // Admitter implements seckill.Admitter on Redis.
@@ -128,6 +134,11 @@ type Admitter struct {
 
 	startMu sync.Mutex
 	subDone chan struct{} // closed when the stock_returned listener exits
+
+	shardN         sync.Map      // voucher id -> its number of stock shards (shards.go)
+	restocking     restocks      // moves of units under way (shards.go)
+	finishAfter    time.Duration // FinishMoves leaves younger moves to their mover
+	campaignShards func(ctx context.Context, ids []int64) (map[int64]int, error)
 }
 
 var _ seckill.Admitter = (*Admitter)(nil)
@@ -156,6 +167,9 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 		admits:    admits,
 		userBurst: max(opts.UserBurst, 1),
 		addrBurst: max(opts.AddressBurst, 1),
+
+		campaignShards: opts.CampaignShards,
+		finishAfter:    finishMovesAfter,
 	}
 	a.userEvery = gcraInterval(opts.UserRate)
 	a.addrEvery = gcraInterval(opts.AddressRate)

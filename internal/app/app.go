@@ -99,7 +99,8 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 
 	a.Store = store.New(db)
 	a.live = newLiveCampaigns(a.Store, logger)
-	hook := admission.NewConnectHook(admission.Options{Logger: logger, LiveCampaigns: a.live.get})
+	hook := admission.NewConnectHook(admission.Options{Logger: logger, LiveCampaigns: a.live.get,
+		CampaignShards: a.Store.CampaignShards})
 	a.Redis, a.redisPoolSize, err = openRedis(cfg, hook)
 	if err != nil {
 		a.Close()
@@ -119,7 +120,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger,
 		MinReplicas: cfg.RedisMinReplicas, WaitTimeout: cfg.RedisWaitTimeout,
 		UserRate: cfg.UserRate, UserBurst: cfg.UserBurst,
-		AddressRate: cfg.AddressRate, AddressBurst: cfg.AddressBurst})
+		AddressRate: cfg.AddressRate, AddressBurst: cfg.AddressBurst, CampaignShards: a.Store.CampaignShards})
 	if err := a.Admitter.Load(ctx); err != nil {
 		a.Close()
 		return nil, err
@@ -327,9 +328,17 @@ func (a *App) RunReconciler(ctx context.Context) {
 }
 
 func (a *App) reconcileOnce(ctx context.Context) {
-	_, _ = a.live.get(ctx) // keeps the Redis guard's fallback list fresh
+	live, _ := a.live.get(ctx) // keeps the Redis guard's fallback list fresh
 	if _, err := a.Purchases.RestoreCampaigns(ctx); err != nil && ctx.Err() == nil {
 		a.Logger.ErrorContext(ctx, "restore campaigns", "err", err)
+	}
+	// Moves of units between stock shards that their process left halfway.
+	if n, err := a.Admitter.FinishMoves(ctx, live); err != nil {
+		if ctx.Err() == nil {
+			a.Logger.ErrorContext(ctx, "finish moves between stock shards", "err", err)
+		}
+	} else if n > 0 {
+		a.Logger.InfoContext(ctx, "finished moves of units between stock shards", "count", n)
 	}
 	if n, err := a.Purchases.Reconcile(ctx, a.Config.ReconcileAfter, 1000); err != nil {
 		if ctx.Err() == nil {

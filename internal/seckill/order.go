@@ -103,7 +103,7 @@ func SplitOrderID(id int64) (voucherID, seq int64) {
 // (epoch and sequence) of an order id.
 func SplitShardOrderID(id int64) (voucherID int64, shard int, seq int64) {
 	seq = id & (1<<orderSeqBits - 1)
-	if id&shardFlag == 0 {
+	if id < 0 || id&shardFlag == 0 {
 		return id >> orderSeqBits, 0, seq
 	}
 	return id >> orderSeqBits & MaxShardedVoucherID, int(id >> shardShift & orderShardMask), seq
