@@ -482,4 +482,3 @@ func parseMove(rec string) (to int, n, epoch, ms int64, ok bool) {
 	ms, e4 := strconv.ParseInt(f[3], 10, 64)
 	return t, n, epoch, ms, e1 == nil && e2 == nil && e3 == nil && e4 == nil && n > 0
 }
-
