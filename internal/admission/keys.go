@@ -32,6 +32,11 @@ func movedIn(base string) string { return base + "moved_in" }
 // tags caches the tags of the shards of each campaign (shardTag searches).
 var tags sync.Map // [2]int64{voucherID, shards} -> []string
 
+// ShardTag returns the hash tag of one stock shard of a campaign of shards
+// shards (shardTag): "v42" for shard 0, so that an operator or a test can
+// ask CLUSTER KEYSLOT where a shard lives.
+func ShardTag(voucherID int64, shard, shards int) string { return shardTag(voucherID, shard, shards) }
+
 // shardTag is the hash tag of one shard of a campaign: v42 for shard 0 and,
 // for shard k of N, "v42.k.s" with the smallest s >= 0 whose Redis Cluster
 // slot lies in the N-th part of the 16384 slots k parts after shard 0's:
