@@ -29,6 +29,21 @@
 //
 // (id is the low 32 bits of the order id: epoch and sequence)
 //
+// A campaign of N > 1 stock shards (shards.go) has N sets of those keys,
+// one per shard, under the tags {v42} (shard 0: the keys above, whose
+// campaign hash also holds shards: N) and {v42.<k>.<s>} for shard k (the
+// suffix s puts shard k's slot k N-ths of the slot space after shard 0's:
+// keys.go shardTag). Each shard's campaign hash holds its own stock, seq
+// and moved (moves out of it so far), and beside it:
+//
+//	<p>seckill:{<tag>}:moves       hash: move id -> "<to>:<n>:<epoch>:<ms>",
+//	                               units on their way out of the shard
+//	<p>seckill:{<tag>}:moved_in    set of the move ids applied to the shard
+//
+// A buyer's keys (limit, wrong, used) live in the buyer's shard; the brake
+// and each address's limit are split into one share a shard. The rebuild
+// lock stays in shard 0 and covers the campaign's shards.
+//
 // and the pub/sub channels <p>seckill:{global}:order_status (Bus) and
 // <p>seckill:{global}:stock_returned (voucher ids whose local sold-out marks
 // must go). Nothing else is global: no Redis index lists the campaigns, and
