@@ -13,8 +13,8 @@
 -- ARGV: none
 --
 -- Returns: { stock (plus units on their way out) or -1 when Redis does not
--- hold the campaign, pending count }
-local c = redis.call('HMGET', KEYS[1], 'stock', 'epoch')
+-- hold the campaign, pending count, epoch, seq (admissions in the epoch) }
+local c = redis.call('HMGET', KEYS[1], 'stock', 'epoch', 'seq')
 local stock = tonumber(c[1])
 if stock and KEYS[3] then
   local epoch = tonumber(c[2])
@@ -25,4 +25,4 @@ if stock and KEYS[3] then
     end
   end
 end
-return { stock or -1, redis.call('HLEN', KEYS[2]) }
+return { stock or -1, redis.call('HLEN', KEYS[2]), tonumber(c[2]) or -1, tonumber(c[3]) or 0 }

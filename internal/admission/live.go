@@ -55,7 +55,7 @@ func (a *Admitter) LiveCounts(ctx context.Context, voucherIDs []int64) (map[int6
 	}
 	for i, r := range refs {
 		v, err := cmds[i].Int64Slice()
-		if err != nil || len(v) != 2 {
+		if err != nil || len(v) != 4 {
 			return nil, fmt.Errorf("admission: live counts of campaign %d: reply %v, %v", r.voucherID, cmds[i].Val(), err)
 		}
 		c := out[r.voucherID]
@@ -63,6 +63,13 @@ func (a *Admitter) LiveCounts(ctx context.Context, voucherIDs []int64) (map[int6
 		if v[0] >= 0 {
 			c.Remaining += v[0]
 			c.Known = c.Known || r.shard == 0
+		}
+		if sharded[r.voucherID] {
+			s := seckill.ShardLive{Queued: v[1], Epoch: v[2], Admitted: v[3], Known: v[0] >= 0}
+			if s.Known {
+				s.Remaining = v[0]
+			}
+			c.Shards = append(c.Shards, s)
 		}
 		out[r.voucherID] = c
 	}

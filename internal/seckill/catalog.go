@@ -93,6 +93,18 @@ type LiveCounts struct {
 	Remaining int64
 	Queued    int64
 	Known     bool
+	// Shards holds each stock shard's own numbers, for a campaign of more
+	// than one (nil otherwise); Remaining and Queued are their sums.
+	Shards []ShardLive
+}
+
+// ShardLive is one stock shard's live numbers (admission's Redis): its
+// units left (those on their way out of it included) and pending
+// admissions, and how many admissions it made in its epoch (its sequence).
+type ShardLive struct {
+	Remaining, Queued int64
+	Epoch, Admitted   int64
+	Known             bool
 }
 
 // CampaignTotals is what Postgres holds for a campaign, read in one
