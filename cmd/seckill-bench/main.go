@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"seckill/internal/bench"
@@ -213,6 +214,8 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.DurationVar(&cfg.Pay.Window, "pay-window", 0, "with --pay-ratio: the pay window of the campaign the bench creates (whole seconds; default: the server's SECKILL_PAY_WINDOW)")
 	fs.Int64Var(&cfg.Storm.Units, "expiry-storm", 0, fmt.Sprintf("sell this many units (e.g. %d) of a campaign with a short --pay-window to buyers who never pay, and measure their expiry (see above)", bench.DefaultStormUnits))
 	fs.DurationVar(&cfg.Storm.Timeout, "expiry-timeout", 0, "--expiry-storm: how long to wait for every order to expire (default max(2m, one second per 200 units))")
+	var shards compareFlag
+	fs.Var(&shards, "shards", "e.g. 1,3: run the load against a new campaign of each number of stock shards (1 to 64), one after the other, and report each Redis master's share of the admission scripts and the busiest master's CPU per script (INFO commandstats and cpu)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err
@@ -245,5 +248,15 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 		cfg.Storm.ProbeDuration, cfg.Duration = cfg.Duration, 0
 	}
 	cfg.Compare = compare
+	for _, v := range shards {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			return cfg, false, fmt.Errorf("--shards takes numbers of shards from 1 to 64, not %q", v)
+		}
+		cfg.Shards = append(cfg.Shards, n)
+	}
+	if len(cfg.Shards) > 0 && (cfg.VoucherID != 0 || len(cfg.Compare) > 0 || set["expiry-storm"]) {
+		return cfg, false, errors.New("--shards creates its own campaigns and runs alone: omit --voucher, --compare and --expiry-storm")
+	}
 	return cfg, asJSON, nil
 }
