@@ -200,7 +200,6 @@ func formChecks() map[string]views.Check {
 		"stock":       {Min: seckill.MinStock, Max: seckill.MaxStock, Message: msg(func(in *seckill.NewSeckillVoucher) { in.Stock = 0 })},
 		"payValue":    {Min: 0, Max: -1, Message: msg(func(in *seckill.NewSeckillVoucher) { in.PayValue = -1 })},
 		"actualValue": {Min: 0, Max: -1, AtLeast: "payValue", Message: msg(func(in *seckill.NewSeckillVoucher) { in.PayValue, in.ActualValue = 2, 1 })},
-		"shards":      {Min: 1, Max: seckill.MaxShards, Message: msg(func(in *seckill.NewSeckillVoucher) { in.Shards = -1 })},
 	}
 }
 
