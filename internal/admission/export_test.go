@@ -99,3 +99,8 @@ func MoveIn(ctx context.Context, a *Admitter, voucherID int64, shards, to int, i
 
 // FinishMovesNow makes FinishMoves of a finish every move, however young.
 func FinishMovesNow(a *Admitter) { a.finishAfter = 0 }
+
+// ShardMovedInKey returns the key of one shard's moved_in set.
+func ShardMovedInKey(a *Admitter, voucherID int64, shard, shards int) string {
+	return movedIn(a.keys.shardBase(voucherID, shard, shards))
+}

@@ -49,7 +49,9 @@ import (
 // no shard stopped and no move started between them (each shard's moved
 // counter, which move_out.lua increments); while units remain anywhere it
 // is TRY_AGAIN at worst, or, usually, the purchase itself once the units
-// arrived (one more script call, only on this path).
+// arrived (one more script call, only on this path). When every unit left
+// is in a record, the buyer's process finishes those moves itself rather
+// than wait for the reconciler.
 
 // tryAgainAfter is the hint that comes with TRY_AGAIN.
 const tryAgainAfter = 200 * time.Millisecond
@@ -330,34 +332,49 @@ func (a *Admitter) restock(ctx context.Context, voucherID int64, shards, to int,
 
 // bringUnits moves units to shard to from the richest other shard (half of
 // what it holds), or finds the whole campaign sold out. moved is set when
-// shard to has units now.
+// shard to has units now. Moves that their movers left halfway are
+// finished here when no shard has units in its stock, so that a buyer is
+// not told TRY_AGAIN for units that nobody is moving any more.
 func (a *Admitter) bringUnits(ctx context.Context, voucherID int64, shards, to int) (soldOut, moved bool, err error) {
 	bases := a.bases(voucherID, shards)
-	first, err := a.survey(ctx, bases)
-	if err != nil {
-		return false, false, err
-	}
-	if v := first[to]; !v.stopped && v.stock > 0 {
-		return false, true, nil // another process brought some
-	}
-	donor := -1
-	for i, v := range first {
-		if i != to && !v.stopped && v.stock > 0 && (donor < 0 || v.stock > first[donor].stock) {
-			donor = i
-		}
-	}
-	if donor < 0 {
-		if !empty(first) {
-			return false, false, nil // on their way, or a shard is being rebuilt
-		}
-		second, err := a.survey(ctx, bases)
+	for round := 0; round < 3; round++ {
+		first, err := a.survey(ctx, bases)
 		if err != nil {
 			return false, false, err
 		}
-		return empty(second) && sameMoves(first, second), false, nil
+		if v := first[to]; !v.stopped && v.stock > 0 {
+			return false, true, nil // another process brought some
+		}
+		donor, recorded := -1, false
+		for i, v := range first {
+			if i != to && !v.stopped && v.stock > 0 && (donor < 0 || v.stock > first[donor].stock) {
+				donor = i
+			}
+			recorded = recorded || v.moves > 0
+		}
+		switch {
+		case donor >= 0:
+			n, err := a.move(ctx, bases, donor, to, (first[donor].stock+1)/2)
+			if err != nil || n > 0 {
+				return false, n > 0, err
+			}
+			// The donor was emptied meanwhile: look again.
+		case recorded:
+			// Every unit left is in a move's record: finish them.
+			if _, err := a.finishShardMoves(ctx, bases, 0); err != nil {
+				return false, false, err
+			}
+		case !empty(first):
+			return false, false, nil // a shard is stopped: its rebuild decides
+		default:
+			second, err := a.survey(ctx, bases)
+			if err != nil {
+				return false, false, err
+			}
+			return empty(second) && sameMoves(first, second), false, nil
+		}
 	}
-	n, err := a.move(ctx, bases, donor, to, (first[donor].stock+1)/2)
-	return false, n > 0, err
+	return false, false, nil
 }
 
 // move moves up to n units from shard from to shard to (bases are the
@@ -408,45 +425,45 @@ func (a *Admitter) FinishMoves(ctx context.Context, ids []int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	type shard struct {
-		bases []string
-		i     int
-	}
-	var all []shard
+	done := 0
+	var errs []error
 	for _, id := range ids {
 		if s := n[id]; s > 1 && validVoucherID(id) {
-			bases := a.bases(id, s)
-			for i := range bases {
-				all = append(all, shard{bases, i})
-			}
+			k, err := a.finishShardMoves(ctx, a.bases(id, s), a.finishAfter)
+			done += k
+			errs = append(errs, err)
 		}
 	}
-	if len(all) == 0 {
-		return 0, nil
-	}
-	recs := make([]*redis.MapStringStringCmd, len(all))
-	epochs := make([]*redis.StringCmd, len(all))
+	return done, errors.Join(errs...)
+}
+
+// finishShardMoves finishes the moves recorded in the shards of one
+// campaign (bases) for longer than age, and drops those of an earlier
+// epoch; it returns how many it finished.
+func (a *Admitter) finishShardMoves(ctx context.Context, bases []string, age time.Duration) (int, error) {
+	recs := make([]*redis.MapStringStringCmd, len(bases))
+	epochs := make([]*redis.StringCmd, len(bases))
 	var now *redis.TimeCmd
-	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		now = p.Time(ctx)
-		for i, s := range all {
-			recs[i] = p.HGetAll(ctx, moves(s.bases[s.i]))
-			epochs[i] = p.HGet(ctx, s.bases[s.i]+"campaign", "epoch")
+		for i, b := range bases {
+			recs[i] = p.HGetAll(ctx, moves(b))
+			epochs[i] = p.HGet(ctx, b+"campaign", "epoch")
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, redisError("moves", err, nil)
 	}
-	cutoff := now.Val().Add(-a.finishAfter).UnixMilli()
+	cutoff := now.Val().Add(-age).UnixMilli()
 	done := 0
 	var errs []error
-	for i, s := range all {
+	for i, b := range bases {
 		epoch, eerr := epochs[i].Int64()
 		for id, rec := range recs[i].Val() {
 			to, m, recEpoch, at, ok := parseMove(rec)
-			if !ok || to >= len(s.bases) {
-				a.logger.WarnContext(ctx, "skip malformed move record", "key", moves(s.bases[s.i]), "move", id, "record", rec)
+			if !ok || to >= len(bases) {
+				a.logger.WarnContext(ctx, "skip malformed move record", "key", moves(b), "move", id, "record", rec)
 				continue
 			}
 			if at > cutoff {
@@ -454,12 +471,12 @@ func (a *Admitter) FinishMoves(ctx context.Context, ids []int64) (int, error) {
 			}
 			if eerr == nil && recEpoch < epoch {
 				// Void: the campaign was rebuilt from Postgres since.
-				if err := a.rdb.HDel(ctx, moves(s.bases[s.i]), id).Err(); err != nil {
+				if err := a.rdb.HDel(ctx, moves(b), id).Err(); err != nil {
 					errs = append(errs, redisError("drop move", err, nil))
 				}
 				continue
 			}
-			ok, err := a.finishMove(ctx, s.bases[s.i], s.bases[to], id, m, recEpoch)
+			ok, err := a.finishMove(ctx, b, bases[to], id, m, recEpoch)
 			if err != nil {
 				errs = append(errs, err)
 			} else if ok {
