@@ -3,8 +3,8 @@ package admission_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -322,7 +322,7 @@ func TestShardedMoveInterrupted(t *testing.T) {
 	}
 
 	// Killed after move_out: the units are in the record, counted as left.
-	id1, n1, epoch, err := admission.MoveOut(ctx, a, v, shards, 0, 1, 6)
+	_, n1, epoch, err := admission.MoveOut(ctx, a, v, shards, 0, 1, 6)
 	if err != nil || n1 != 6 {
 		t.Fatalf("move out: %d, %v", n1, err)
 	}
@@ -359,7 +359,6 @@ func TestShardedMoveInterrupted(t *testing.T) {
 			t.Errorf("shard %d keeps %d move records", s, n)
 		}
 	}
-	_ = id1
 
 	// A move of an earlier epoch: the rebuild that moved on counted its
 	// units from Postgres; it is dropped, not applied.
@@ -488,5 +487,61 @@ func TestShardedForget(t *testing.T) {
 			t.Errorf("shard %d left after Forget", s)
 		}
 	}
-	_ = fmt.Sprint()
+}
+
+// TestShardedChanges: a window, a pause, a guard, a retirement apply to
+// every shard; the brake is split between them.
+func TestShardedChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	const v, shards = 508, 3
+	c := shardedCampaign(v, 30, shards)
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	users := []int64{usersOn(1, 1, 0, shards)[0], usersOn(1, 1, 1, shards)[0], usersOn(1, 1, 2, shards)[0]}
+	if err := a.UpdateCampaign(ctx, v, c.BeginTime, c.EndTime, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		wantOutcome(t, a, v, u, seckill.OutcomePaused, "paused")
+	}
+	if err := a.UpdateGuard(ctx, v, seckill.ChallengeQuiz, 10); err != nil {
+		t.Fatal(err)
+	}
+	for s := range shards {
+		key := strings.TrimSuffix(admission.ShardCampaignKey(a, v, s, shards), "campaign") + "guard"
+		g, err := rdb.HGetAll(ctx, key).Result()
+		if err != nil || g["challenge"] != "QUIZ" || g["brake"] != "3" {
+			t.Errorf("shard %d's guard %v (%v), want QUIZ and a brake of 3 (10 / 3)", s, g, err)
+		}
+	}
+	if err := a.UpdateGuard(ctx, v, seckill.ChallengeNone, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.UpdateCampaign(ctx, v, c.BeginTime, c.EndTime, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		wantOutcome(t, a, v, u, seckill.OutcomeAccepted, "resumed")
+	}
+	// Ended long ago, nothing pending: every shard's buyers go.
+	pend, err := a.PendingOf(ctx, v)
+	if err != nil || len(pend) != 3 {
+		t.Fatalf("pending %d, %v", len(pend), err)
+	}
+	if err := a.Ack(ctx, pend); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.UpdateCampaign(ctx, v, c.BeginTime.Add(-3*time.Hour), c.BeginTime.Add(-2*time.Hour), false); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.Retire(ctx, []int64{v}, time.Hour); err != nil || n != 1 {
+		t.Fatalf("retire: %d, %v", n, err)
+	}
+	for s := range shards {
+		if n, _ := rdb.Exists(ctx, admission.ShardBuyersKey(a, v, s, shards)).Result(); n != 0 {
+			t.Errorf("shard %d kept its buyers", s)
+		}
+	}
+	wantOutcome(t, a, v, users[2], seckill.OutcomeEnded, "retired")
 }
