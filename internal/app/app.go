@@ -54,6 +54,7 @@ type App struct {
 
 	redisPoolSize int                         // connections per Redis server
 	live          *liveCampaigns              // what Postgres says is live, for the Redis guard
+	shards        *campaignShards             // campaigns' stock shards, for the Redis guard and admission
 	traceShutdown func(context.Context) error // nil: no tracer provider of ours
 	outcomes      *sampler.OutcomeCounter     // per-campaign outcomes for the dashboard
 	dashboard     *dashboard
@@ -99,8 +100,9 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 
 	a.Store = store.New(db)
 	a.live = newLiveCampaigns(a.Store, logger)
+	a.shards = newCampaignShards(a.Store, logger)
 	hook := admission.NewConnectHook(admission.Options{Logger: logger, LiveCampaigns: a.live.get,
-		CampaignShards: a.Store.CampaignShards})
+		CampaignShards: a.shards.get})
 	a.Redis, a.redisPoolSize, err = openRedis(cfg, hook)
 	if err != nil {
 		a.Close()
@@ -120,7 +122,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger,
 		MinReplicas: cfg.RedisMinReplicas, WaitTimeout: cfg.RedisWaitTimeout,
 		UserRate: cfg.UserRate, UserBurst: cfg.UserBurst,
-		AddressRate: cfg.AddressRate, AddressBurst: cfg.AddressBurst, CampaignShards: a.Store.CampaignShards})
+		AddressRate: cfg.AddressRate, AddressBurst: cfg.AddressBurst, CampaignShards: a.shards.get})
 	if err := a.Admitter.Load(ctx); err != nil {
 		a.Close()
 		return nil, err
@@ -328,7 +330,8 @@ func (a *App) RunReconciler(ctx context.Context) {
 }
 
 func (a *App) reconcileOnce(ctx context.Context) {
-	live, _ := a.live.get(ctx) // keeps the Redis guard's fallback list fresh
+	live, _ := a.live.get(ctx)     // keeps the Redis guard's fallback list fresh
+	_, _ = a.shards.get(ctx, live) // and its memory of their shards
 	if _, err := a.Purchases.RestoreCampaigns(ctx); err != nil && ctx.Err() == nil {
 		a.Logger.ErrorContext(ctx, "restore campaigns", "err", err)
 	}
