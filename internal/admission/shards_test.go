@@ -545,3 +545,25 @@ func TestShardedChanges(t *testing.T) {
 	}
 	wantOutcome(t, a, v, users[2], seckill.OutcomeEnded, "retired")
 }
+
+// TestShardedAddStock: units added go to shard 0, and a buyer of another
+// shard gets them once its own run out.
+func TestShardedAddStock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	const v, shards = 509, 3
+	mustWarm(t, a, seckill.WarmState{Campaign: shardedCampaign(v, 0, shards)})
+	buyer := usersOn(1, 1, 2, shards)[0]
+	wantOutcome(t, a, v, buyer, seckill.OutcomeSoldOut, "nothing on sale")
+	if err := a.AddStock(ctx, v, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{4, 0, 0}) {
+		t.Errorf("after adding 4: %v, want [4 0 0]", got)
+	}
+	wantOutcome(t, a, v, buyer, seckill.OutcomeAccepted, "units added to shard 0")
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{2, 0, 1}) {
+		t.Errorf("after a buyer of shard 2: %v, want [2 0 1] (half of shard 0's moved, one sold)", got)
+	}
+}
