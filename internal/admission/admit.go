@@ -52,21 +52,21 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		shards = 1
 		state  = a.local.get(voucherID)
 	)
+	probe := false
 	if state != nil {
 		gen = state.gen.Load()
 		if outcome, ok := a.local.marked(state, gen); ok {
 			return outcome, seckill.Admission{FromMemory: true}, nil
 		}
 		keys, shards = state.admitKeys, state.shards
+	} else if n, ok := a.shardN.Load(voucherID); ok {
+		keys, shards = a.keys.admit(voucherID), n.(int)
 	} else {
-		// The first purchase of a campaign in this process asks Redis how
-		// many shards it has (one more round trip, once): its buyers'
-		// keys depend on it.
-		n, err := a.shardsOf(ctx, voucherID)
-		if err != nil {
-			return "", seckill.Admission{}, err
-		}
-		keys, shards = a.keys.admit(voucherID), n
+		// The first purchase of a campaign in this process goes to shard
+		// 0, whose script answers it as before when the campaign has one
+		// shard, and otherwise says how many (codeSharded), doing
+		// nothing: then the purchase goes to the buyer's shard.
+		keys, probe = a.keys.admit(voucherID), true
 	}
 
 	// A ticket with a nonce spends its token, right or wrong (verdict "0"
@@ -104,6 +104,9 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	}
 	args := []any{userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, addrBurst, verdict,
 		a.wrongWait, a.wrongMax, wrongKeep.Milliseconds()}
+	if probe {
+		args = append(args, "1")
+	}
 	sent := time.Now()
 	reply := a.admits.run(ctx, all, args...)
 	res, err := reply.res, reply.err
@@ -113,6 +116,20 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	code, ok := int64At(res, 0)
 	if !ok {
 		return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
+	}
+	if code == codeSharded {
+		n, ok := int64At(res, 1)
+		if !ok || n < 2 || n > seckill.MaxShards {
+			return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
+		}
+		a.shardN.Store(voucherID, int(n))
+		return a.Admit(ctx, voucherID, userID, t)
+	}
+	if probe {
+		if code != codeUnknown && code != codeRebuild {
+			a.shardN.Store(voucherID, 1) // shard 0 held it and did not say otherwise
+		}
+		shards = 1
 	}
 	if code == codeSoldOut && shards > 1 {
 		// The buyer's shard has nothing left; the campaign may still have

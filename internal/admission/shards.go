@@ -112,26 +112,6 @@ func (a *Admitter) bases(voucherID int64, n int) []string {
 	return out
 }
 
-// shardsOf returns how many shards a campaign has: remembered, or read
-// from shard 0's hash (and remembered, as it never changes). A campaign
-// Redis does not hold counts 1 and is not remembered: its purchase hears
-// that it is unknown, and it is restored.
-func (a *Admitter) shardsOf(ctx context.Context, voucherID int64) (int, error) {
-	if n, ok := a.shardN.Load(voucherID); ok {
-		return n.(int), nil
-	}
-	v, err := a.rdb.HMGet(ctx, a.keys.campaign(voucherID), "stock", "shards").Result()
-	if err != nil {
-		return 0, redisError("admit", err, nil)
-	}
-	if len(v) != 2 || v[0] == nil {
-		return 1, nil
-	}
-	n := parseShards(v[1])
-	a.shardN.Store(voucherID, n)
-	return n, nil
-}
-
 // parseShards reads a shards field: absent or malformed is 1.
 func parseShards(v any) int {
 	s, _ := v.(string)

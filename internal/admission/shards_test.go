@@ -567,3 +567,77 @@ func TestShardedAddStock(t *testing.T) {
 		t.Errorf("after a buyer of shard 2: %v, want [2 0 1] (half of shard 0's moved, one sold)", got)
 	}
 }
+
+// commandCounter counts the commands a client sends, by name.
+type commandCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			c.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+func (c *commandCounter) count(cmd redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[strings.ToLower(cmd.Name())]++
+}
+func (c *commandCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
+}
+
+// TestFirstPurchaseOneRoundTrip: a process that never saw a campaign sends
+// its first purchase of a campaign of one shard as one script call, as
+// before shards; of a campaign of several, shard 0 says how many and the
+// purchase goes to the buyer's shard (two calls, once per process).
+func TestFirstPurchaseOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	warmer, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	const one, three = 510, 511
+	mustWarm(t, warmer, seckill.WarmState{Campaign: liveCampaign(one, 5)})
+	mustWarm(t, warmer, seckill.WarmState{Campaign: shardedCampaign(three, 6, 3)})
+	var counter commandCounter
+	rdb.AddHook(&counter)
+	a := admission.New(rdb, admission.Options{Prefix: admission.Prefix(warmer), SoldOutTTL: -1})
+	counter.take()
+
+	wantOutcome(t, a, one, 1, seckill.OutcomeAccepted, "first purchase of a campaign of one shard")
+	if got := counter.take(); got["evalsha"]+got["eval"] != 1 || len(got) > 2 {
+		t.Errorf("first purchase of a campaign of one shard sent %v, want one script call", got)
+	}
+	wantOutcome(t, a, one, 2, seckill.OutcomeAccepted, "second purchase")
+	if got := counter.take(); got["evalsha"]+got["eval"] != 1 || len(got) > 2 {
+		t.Errorf("second purchase sent %v, want one script call", got)
+	}
+	u := usersOn(1, 1, 2, 3)[0]
+	o, adm := mustAdmit(t, a, three, u)
+	if got := counter.take(); got["evalsha"]+got["eval"] != 2 || len(got) > 2 {
+		t.Errorf("first purchase of a campaign of 3 shards sent %v, want two script calls", got)
+	}
+	if _, shard, _ := seckill.SplitShardOrderID(adm.OrderID); o != seckill.OutcomeAccepted || shard != 2 {
+		t.Errorf("first purchase of a campaign of 3 shards: %s in shard %d, want ACCEPTED in shard 2", o, shard)
+	}
+	wantOutcome(t, a, three, usersOn(1, 1, 1, 3)[0], seckill.OutcomeAccepted, "second purchase of it")
+	if got := counter.take(); got["evalsha"]+got["eval"] != 1 || len(got) > 2 {
+		t.Errorf("second purchase of a campaign of 3 shards sent %v, want one script call", got)
+	}
+}
