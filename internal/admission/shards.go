@@ -122,7 +122,8 @@ func parseShards(v any) int {
 	return n
 }
 
-// shardCounts returns the shards of each campaign of ids (shardsOf, in one
+// shardCounts returns the shards of each campaign of ids (remembered, or read
+// from shard 0's hash and remembered: they never change; in one
 // round trip for those not remembered); those Redis does not hold come from
 // Options.CampaignShards (Postgres) when set, so that the shards of a
 // campaign whose shard 0 Redis lost are still found, else count 1.
