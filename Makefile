@@ -35,7 +35,7 @@ export GORACE ?= atexit_sleep_ms=0
 # suites of their own beside the rest; a test not named here stays in
 # test-single. Each name is a whole test name.
 APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterMasterKilledBuyersReturn TestClusterReplicaRestarted \
-	TestClusterPostgresAway TestClusterProcessesKilled TestClusterFailoverToStaleReplica
+	TestClusterPostgresAway TestClusterProcessesKilled TestClusterFailoverToStaleReplica TestClusterShardMasterKilled
 APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisDownForAWhile \
 	TestRedisKilled TestRedisEmptyWhilePostgresSlow TestSentinelPurchase TestSentinelMasterKilled \
 	TestUnreplicatedAdmission

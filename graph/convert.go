@@ -62,6 +62,7 @@ func toNewSeckillVoucher(in model.AddSeckillVoucherInput) (seckill.NewSeckillVou
 		Quiz:        toQuiz(in.Quiz),
 		Brake:       derefInt(in.Brake),
 		PayWindow:   toPayWindow(in.PayWindowSeconds),
+		Shards:      derefInt(in.Shards),
 	}, nil
 }
 
@@ -178,7 +179,7 @@ func toGraphCampaign(c *seckill.Campaign, now time.Time) (*model.SeckillCampaign
 		return nil, err
 	}
 	out := &model.SeckillCampaign{BeginTime: c.BeginTime, EndTime: c.EndTime, Status: status,
-		Challenge: kind, Brake: int32(c.Brake),
+		Challenge: kind, Brake: int32(c.Brake), Shards: int32(c.ShardCount()),
 		PayWindowSeconds: int32(c.PayWindow / time.Second)} // at most a day
 	if c.Challenge == seckill.ChallengePoW {
 		b := int32(c.PoWBits)

@@ -38,6 +38,9 @@
 -- ARGV[10] -> the longest wait, milliseconds (>= ARGV[9])
 -- ARGV[11] -> how long KEYS[10] outlives its wait, milliseconds (>= 0): a user
 --            whose wait ended that long ago starts from the first wait again
+-- ARGV[12] -> optional: "1" when the caller does not know yet how many stock
+--            shards the campaign has and sent the purchase to shard 0 (KEYS
+--            are shard 0's); absent or "0" otherwise
 --
 -- Returns:
 --   {0, id, admitted_ms}   accepted: one unit taken, the user recorded as a
@@ -45,6 +48,9 @@
 --                          is epoch * 2^22 + seq, the low 32 bits of the
 --                          order id
 --   {1}                    the campaign is unknown (not warmed, or lost)
+--   {13, shards}           ARGV[12] is "1" and the campaign has several stock
+--                          shards: nothing was done; send the purchase to the
+--                          buyer's shard
 --   {7}                    the campaign must be rebuilt from Postgres before
 --                          it admits: its state may be behind what was
 --                          acknowledged (state "stale" after a Redis restart
@@ -102,6 +108,9 @@ end
 if ARGV[8] ~= '1' and ARGV[8] ~= '0' then
   return redis.error_reply('ERR admit: ARGV[8] verdict must be 1 or 0')
 end
+if ARGV[12] ~= nil and ARGV[12] ~= '1' and ARGV[12] ~= '0' then
+  return redis.error_reply('ERR admit: ARGV[12] must be 1 or 0 when given')
+end
 local solved = ARGV[8] == '1'
 local wait_base, wait_max, wait_keep = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 if not wait_base or wait_base < 0 or wait_base % 1 ~= 0 or not wait_max or wait_max < wait_base or wait_max % 1 ~= 0
@@ -139,7 +148,7 @@ local function gcra(key, now_us, every, burst)
   return true
 end
 
-local c = redis.call('HMGET', KEYS[1], 'stock', 'seq', 'begin_ms', 'end_ms', 'paused', 'epoch', 'state')
+local c = redis.call('HMGET', KEYS[1], 'stock', 'seq', 'begin_ms', 'end_ms', 'paused', 'epoch', 'state', 'shards')
 if c[7] then
   return {7}
 end
@@ -147,6 +156,10 @@ local stock, seq = tonumber(c[1]), tonumber(c[2])
 local begin_ms, end_ms = tonumber(c[3]), tonumber(c[4])
 if not (stock and seq and begin_ms and end_ms) then
   return {1}
+end
+local shards = tonumber(c[8]) or 1
+if ARGV[12] == '1' and shards > 1 then
+  return {13, shards}
 end
 local epoch = tonumber(c[6])
 if not epoch then

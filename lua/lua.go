@@ -125,6 +125,14 @@ var (
 	Stamp = script("stamp.lua")
 	// Retire trims a campaign that ended long ago to its hash and guard.
 	Retire = script("retire.lua")
+	// MoveOut takes units from one stock shard and records their move.
+	MoveOut = script("move_out.lua")
+	// MoveIn adds a move's units to the recipient shard, once.
+	MoveIn = script("move_in.lua")
+	// ShardStop stops one stock shard for a rebuild of its campaign.
+	ShardStop = script("shard_stop.lua")
+	// ShardInstall installs one stock shard as a rebuild read it.
+	ShardInstall = script("shard_install.lua")
 	// Login takes one sign-in attempt from several budgets at once (GCRA).
 	Login = script("login.lua")
 )

@@ -34,7 +34,9 @@ local function window(script, i)
 end
 
 -- campaign reads a campaign's state from ARGV[i] on: stock (0 <= stock <=
--- 10^15), epoch (0 <= epoch < 1024), then its window as window reads it.
+-- 10^15), epoch (0 <= epoch < 1024), then its window as window reads it,
+-- then, optionally, ARGV[i+5]: the campaign's number of stock shards (1 to
+-- 64; absent: 1), which install writes into shard 0's hash when above 1.
 -- It returns them, or nil and the error reply's message naming script.
 local function campaign(script, i)
   local stock = int(ARGV[i], 0, 1e15)
@@ -49,7 +51,13 @@ local function campaign(script, i)
   if not w then
     return nil, err
   end
-  w.stock, w.epoch = stock, epoch
+  w.stock, w.epoch, w.shards = stock, epoch, 1
+  if ARGV[i + 5] then
+    w.shards = int(ARGV[i + 5], 1, 64)
+    if not w.shards then
+      return nil, string.format('ERR %s: ARGV[%d] shards must be an integer in [1, 64]', script, i + 5)
+    end
+  end
   return w
 end
 
@@ -65,6 +73,9 @@ local function install(key, c)
     'end_ms', string.format('%d', c.end_ms),
     'paused', c.paused,
     'rid', rid)
+  if c.shards > 1 then
+    redis.call('HSET', key, 'shards', string.format('%d', c.shards))
+  end
 end
 
 -- refusal returns why the campaign hash key may not be changed now: 0 when

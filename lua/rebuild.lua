@@ -22,6 +22,8 @@
 -- ARGV[4] -> begin_ms: start of the sale, Unix milliseconds (>= 0)
 -- ARGV[5] -> end_ms: end of the sale, Unix milliseconds (> begin_ms)
 -- ARGV[6] -> paused: "0" or "1"
+-- ARGV[7] -> shards: the campaign's stock shards (1 to 64), optional (absent: 1);
+--            above 1 it is written into the hash (shard 0's)
 --
 -- Returns:
 --   1 installed; the lock is released

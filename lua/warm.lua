@@ -12,6 +12,8 @@
 -- ARGV[3] -> begin_ms: start of the sale, Unix milliseconds (>= 0)
 -- ARGV[4] -> end_ms: end of the sale, Unix milliseconds (> begin_ms)
 -- ARGV[5] -> paused: "0" or "1"
+-- ARGV[6] -> shards: the campaign's stock shards (1 to 64), optional (absent: 1);
+--            above 1 it is written into the hash (shard 0's)
 --
 -- Returns:
 --   1 the campaign was installed

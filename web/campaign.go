@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"seckill/internal/seckill"
 	"seckill/web/views"
@@ -75,7 +76,7 @@ func (h *Handler) renderCampaign(w http.ResponseWriter, r *http.Request, id int6
 			ID: v.ID, ShopID: v.ShopID, Title: v.Title, SubTitle: v.SubTitle, Rules: v.Rules,
 			PayValue: v.PayValue, ActualValue: v.ActualValue, Status: string(c.StatusAt(now)),
 			Begin: c.BeginTime, End: c.EndTime, PayWindow: c.PayWindow, Currency: h.cfg.Currency, Paused: c.Paused,
-			Editable: now.Before(c.BeginTime), Ended: !now.Before(c.EndTime),
+			Editable: now.Before(c.BeginTime), Ended: !now.Before(c.EndTime), Shards: c.ShardCount(),
 		},
 		Live:       live,
 		Orders:     h.ordersView(ctx, r, id),
@@ -165,7 +166,39 @@ func (h *Handler) campaignLive(ctx context.Context, v *seckill.Voucher) (views.C
 	if err := h.refundTotals(ctx, v.ID, &l); err != nil {
 		return views.CampaignLive{}, err
 	}
+	l.Shards = h.shardViews(v.ID, lc.Shards, now)
 	return l, nil
+}
+
+// shardSample is one reading of a campaign's shards, for their rates.
+type shardSample struct {
+	at     time.Time
+	shards []seckill.ShardLive
+}
+
+// shardViews turns a campaign's shards as admission reads them into the
+// page's, with each shard's admissions a second since the last reading of
+// this process (any viewer's), which it then remembers.
+func (h *Handler) shardViews(voucherID int64, shards []seckill.ShardLive, now time.Time) []views.ShardView {
+	if len(shards) == 0 {
+		return nil
+	}
+	h.shardMu.Lock()
+	prev, ok := h.shardLast[voucherID]
+	if h.shardLast == nil {
+		h.shardLast = make(map[int64]shardSample)
+	}
+	h.shardLast[voucherID] = shardSample{at: now, shards: shards}
+	h.shardMu.Unlock()
+	out := make([]views.ShardView, len(shards))
+	for i, s := range shards {
+		out[i] = views.ShardView{Shard: i, Remaining: s.Remaining, Queued: s.Queued, Known: s.Known}
+		if dt := now.Sub(prev.at).Seconds(); ok && dt > 0 && i < len(prev.shards) && prev.shards[i].Epoch == s.Epoch &&
+			s.Admitted >= prev.shards[i].Admitted {
+			out[i].PerSecond, out[i].Rate = float64(s.Admitted-prev.shards[i].Admitted)/dt, true
+		}
+	}
+	return out
 }
 
 // ordersView reads one page of a campaign's orders, or the search result.

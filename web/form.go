@@ -18,16 +18,16 @@ import (
 // formFields are the inputs of the campaign form, named as the GraphQL
 // input's fields so errors name the same field.
 var formFields = []string{"title", "subTitle", "rules", "shopId", "stock", "payValue", "actualValue", "payWindow",
-	"beginTimeLocal", "endTimeLocal", "challenge", "powBits", "brake", "quiz"}
+	"shards", "beginTimeLocal", "endTimeLocal", "challenge", "powBits", "brake", "quiz"}
 
 // formLabels are the labels the form shows, by field.
 var formLabels = map[string]string{
 	"title": "Title", "subTitle": "Subtitle", "rules": "Rules", "shopId": "Shop id", "stock": "Stock",
 	"payValue": "Pays", "actualValue": "Worth", "beginTime": "Begins", "endTime": "Ends", "payWindow": "Pay window",
-	"challenge": "Challenge", "powBits": "Proof of work: zero bits", "brake": "Brake", "quiz": "Quiz questions",
+	"shards": "Stock shards", "challenge": "Challenge", "powBits": "Proof of work: zero bits", "brake": "Brake", "quiz": "Quiz questions",
 }
 
-var fieldName = regexp.MustCompile(`\b(title|subTitle|rules|shopId|stock|payValue|actualValue|beginTime|endTime|payWindow|challenge|powBits|brake|quiz)\b`)
+var fieldName = regexp.MustCompile(`\b(title|subTitle|rules|shopId|stock|payValue|actualValue|beginTime|endTime|payWindow|shards|challenge|powBits|brake|quiz)\b`)
 
 // labelled rewrites a domain message, which names the API's fields, in the
 // form's labels: "actualValue must be at least payValue" becomes
@@ -151,7 +151,7 @@ func (h *Handler) formError(w http.ResponseWriter, r *http.Request, p *views.For
 func (h *Handler) formErrors(w http.ResponseWriter, r *http.Request, p *views.FormPage) {
 	var names []string
 	for _, f := range []string{"title", "subTitle", "rules", "beginTime", "endTime", "shopId", "stock", "payValue", "actualValue",
-		"payWindow", "challenge", "powBits", "brake", "quiz"} {
+		"payWindow", "shards", "challenge", "powBits", "brake", "quiz"} {
 		if p.Errors[f] != "" {
 			names = append(names, formLabels[f])
 			p.Invalid = append(p.Invalid, views.InvalidField{Name: f, Label: formLabels[f]})
@@ -233,6 +233,11 @@ func parseNewCampaign(r *http.Request, p *views.FormPage) seckill.NewSeckillVouc
 		default:
 			in.PayWindow = time.Duration(n) * time.Second
 		}
+	}
+	// Stock shards: empty is 1.
+	var err error
+	if in.Shards, err = formInt(r, "shards", 1); err != nil {
+		p.Errors["shards"] = "“" + formLabels["shards"] + "” must be a whole number"
 	}
 	parseTimes(r, p, &in.BeginTime, &in.EndTime)
 	parseGuard(r, p, &in)

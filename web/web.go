@@ -20,6 +20,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -145,6 +146,9 @@ type Handler struct {
 	limiter LoginLimiter
 	logger  *slog.Logger
 	next    http.Handler
+
+	shardMu   sync.Mutex
+	shardLast map[int64]shardSample // the last reading of each campaign's shards (campaign.go)
 }
 
 // New returns the dashboard's handler. Mount it at /admin and /admin/.

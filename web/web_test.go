@@ -443,6 +443,8 @@ func TestCreateCampaignForm(t *testing.T) {
 		{"beginTime", "yesterday", "“Begins” must be a date and time"},
 		{"brake", "-1", "“Brake” must be between 0 (none) and 1000000 admissions a second"},
 		{"brake", "fast", "“Brake” must be a whole number"},
+		{"shards", "65", "“Stock shards” must be between 1 and 64"},
+		{"shards", "many", "“Stock shards” must be a whole number"},
 		{"challenge", "CAPTCHA", "“Challenge” must be NONE, QUIZ or PROOF_OF_WORK"},
 		{"powBits", "40", "“Proof of work: zero bits” must be between 1 and 32"},
 		{"powBits", "0", "“Proof of work: zero bits” must be between 1 and 32"},

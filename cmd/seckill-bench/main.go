@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"seckill/internal/bench"
@@ -231,6 +232,8 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.Var(&algs, "token-alg", "hs256, rs256 and/or es256 (comma-separated or repeated): the buyers' tokens, one run of the load each (default hs256)")
 	fs.StringVar(&cfg.IdPAddr, "idp-addr", bench.DefaultIdPAddr, "--token-alg rs256/es256: where the bench's identity provider listens (the server's SECKILL_AUTH_JWKS_URL is http://ADDR/jwks)")
 	fs.StringVar(&cfg.IdPAudience, "idp-audience", bench.DefaultIdPAudience, "--token-alg rs256/es256: the aud of its tokens (the server's SECKILL_AUTH_AUDIENCE)")
+	var shards compareFlag
+	fs.Var(&shards, "shards", "e.g. 1,3: run the load against a new campaign of each number of stock shards (1 to 64), one after the other, and report each Redis master's share of the admission scripts and the busiest master's CPU per script (INFO commandstats and cpu)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err
@@ -264,5 +267,15 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	}
 	cfg.Compare = compare
 	cfg.TokenAlgs = algs
+	for _, v := range shards {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			return cfg, false, fmt.Errorf("--shards takes numbers of shards from 1 to 64, not %q", v)
+		}
+		cfg.Shards = append(cfg.Shards, n)
+	}
+	if len(cfg.Shards) > 0 && (cfg.VoucherID != 0 || len(cfg.Compare) > 0 || set["expiry-storm"]) {
+		return cfg, false, errors.New("--shards creates its own campaigns and runs alone: omit --voucher, --compare and --expiry-storm")
+	}
 	return cfg, asJSON, nil
 }

@@ -89,3 +89,18 @@ func TestCommandErrors(t *testing.T) {
 		t.Errorf("--help: %v\n%s", err, help.String())
 	}
 }
+
+func TestParseShardsFlag(t *testing.T) {
+	cfg, _, err := parseFlags([]string{"--shards", "1,3", "--duration", "5s"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{1, 3}, cfg.Shards); diff != "" {
+		t.Errorf("shards (-want +got):\n%s", diff)
+	}
+	for _, args := range [][]string{{"--shards", "0"}, {"--shards", "65"}, {"--shards", "x"}, {"--shards", "3", "--compare", "sync"}} {
+		if _, _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}

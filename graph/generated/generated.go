@@ -100,6 +100,7 @@ type ComplexityRoot struct {
 		PayWindowSeconds func(childComplexity int) int
 		PowBits          func(childComplexity int) int
 		Remaining        func(childComplexity int) int
+		Shards           func(childComplexity int) int
 		Sold             func(childComplexity int) int
 		Status           func(childComplexity int) int
 		Stock            func(childComplexity int) int
@@ -475,6 +476,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SeckillCampaign.Remaining(childComplexity), true
+	case "SeckillCampaign.shards":
+		if e.ComplexityRoot.SeckillCampaign.Shards == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SeckillCampaign.Shards(childComplexity), true
 	case "SeckillCampaign.sold":
 		if e.ComplexityRoot.SeckillCampaign.Sold == nil {
 			break
@@ -717,6 +724,8 @@ enum SeckillOutcome {
   CHALLENGE_NOT_YOURS
   "The challenge was used already (each is good for one answer, right or wrong); get a new one."
   CHALLENGE_USED
+  "Units are left, but are on their way to where your purchase is decided (a campaign of several shards); try again after ` + "`" + `retryAfter` + "`" + `. Never answered when nothing is left."
+  TRY_AGAIN
 }
 
 "Your answer to a challenge from ` + "`" + `seckillChallenge` + "`" + `."
@@ -741,7 +750,7 @@ type SeckillResult {
   """
   Seconds to wait before trying again (rounded up), after a wrong answer to
   the challenge: with CHALLENGE_WRONG the wait it started, with RATE_LIMITED
-  what is left of it. Null otherwise.
+  what is left of it; with TRY_AGAIN, 1. Null otherwise.
   """
   retryAfter: Int
 }
@@ -1025,6 +1034,8 @@ type SeckillCampaign {
   powBits: Int
   "The operator's ceiling on admissions a second; 0 when there is none."
   brake: Int!
+  "Redis stock shards the campaign sells from (1: one hash tag, as every campaign before)."
+  shards: Int!
 }
 
 "Something a shop sells."
@@ -1080,6 +1091,13 @@ input AddSeckillVoucherInput {
   quiz: [QuizQuestionInput!]
   "A ceiling on admissions a second, 0 (none, the default) to 1000000."
   brake: Int
+  """
+  Redis stock shards, 1 (the default: one Redis core decides every purchase)
+  to 64. Each shard has its own hash tag, so on a cluster the shards land on
+  different masters; a buyer belongs to one shard, and units move between
+  shards so that the campaign sells out exactly. Fixed at creation.
+  """
+  shards: Int
 }
 
 extend type Query {
@@ -1211,6 +1229,8 @@ func (ec *executionContext) childFields_SeckillCampaign(ctx context.Context, fie
 		return ec.fieldContext_SeckillCampaign_powBits(ctx, field)
 	case "brake":
 		return ec.fieldContext_SeckillCampaign_brake(ctx, field)
+	case "shards":
+		return ec.fieldContext_SeckillCampaign_shards(ctx, field)
 	case "payWindowSeconds":
 		return ec.fieldContext_SeckillCampaign_payWindowSeconds(ctx, field)
 	}
@@ -2898,6 +2918,29 @@ func (ec *executionContext) fieldContext_SeckillCampaign_brake(_ context.Context
 	return graphql.NewScalarFieldContext("SeckillCampaign", field, false, false, "Int")
 }
 
+func (ec *executionContext) _SeckillCampaign_shards(ctx context.Context, field graphql.CollectedField, obj *model.SeckillCampaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SeckillCampaign_shards(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Shards, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int32) graphql.Marshaler {
+			return ec.marshalNInt2int32(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SeckillCampaign_shards(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SeckillCampaign", field, false, false, "Int")
+}
+
 func (ec *executionContext) _SeckillCampaign_payWindowSeconds(ctx context.Context, field graphql.CollectedField, obj *model.SeckillCampaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4357,7 +4400,7 @@ func (ec *executionContext) unmarshalInputAddSeckillVoucherInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"shopId", "title", "subTitle", "rules", "payValue", "actualValue", "stock", "beginTime", "endTime", "challenge", "powBits", "quiz", "brake", "payWindowSeconds"}
+	fieldsInOrder := [...]string{"shopId", "title", "subTitle", "rules", "payValue", "actualValue", "stock", "beginTime", "endTime", "challenge", "powBits", "quiz", "brake", "shards", "payWindowSeconds"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -4455,6 +4498,13 @@ func (ec *executionContext) unmarshalInputAddSeckillVoucherInput(ctx context.Con
 				return it, err
 			}
 			it.Brake = data
+		case "shards":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("shards"))
+			data, err := ec.unmarshalOInt2ᚖint32(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Shards = data
 		case "payWindowSeconds":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("payWindowSeconds"))
 			data, err := ec.unmarshalOInt2ᚖint32(ctx, v)
@@ -5037,6 +5087,11 @@ func (ec *executionContext) _SeckillCampaign(ctx context.Context, sel ast.Select
 			}
 		case "brake":
 			out.Values[i] = ec._SeckillCampaign_brake(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "shards":
+			out.Values[i] = ec._SeckillCampaign_shards(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

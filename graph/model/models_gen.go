@@ -39,6 +39,11 @@ type AddSeckillVoucherInput struct {
 	Quiz []*QuizQuestionInput `json:"quiz,omitempty"`
 	// A ceiling on admissions a second, 0 (none, the default) to 1000000.
 	Brake *int32 `json:"brake,omitempty"`
+	// Redis stock shards, 1 (the default: one Redis core decides every purchase)
+	// to 64. Each shard has its own hash tag, so on a cluster the shards land on
+	// different masters; a buyer belongs to one shard, and units move between
+	// shards so that the campaign sells out exactly. Fixed at creation.
+	Shards *int32 `json:"shards,omitempty"`
 	// Seconds a buyer has to pay an order, 1 to 86400; the server's default
 	// (SECKILL_PAY_WINDOW, 15 minutes unless configured) when omitted.
 	PayWindowSeconds *int32 `json:"payWindowSeconds,omitempty"`
@@ -161,6 +166,8 @@ type SeckillCampaign struct {
 	PowBits *int32 `json:"powBits,omitempty"`
 	// The operator's ceiling on admissions a second; 0 when there is none.
 	Brake int32 `json:"brake"`
+	// Redis stock shards the campaign sells from (1: one hash tag, as every campaign before).
+	Shards int32 `json:"shards"`
 	// Seconds a buyer has to pay an order of this campaign.
 	PayWindowSeconds int32 `json:"payWindowSeconds"`
 }
@@ -175,7 +182,7 @@ type SeckillResult struct {
 	Message string `json:"message"`
 	// Seconds to wait before trying again (rounded up), after a wrong answer to
 	// the challenge: with CHALLENGE_WRONG the wait it started, with RATE_LIMITED
-	// what is left of it. Null otherwise.
+	// what is left of it; with TRY_AGAIN, 1. Null otherwise.
 	RetryAfter *int32 `json:"retryAfter,omitempty"`
 }
 
@@ -503,6 +510,8 @@ const (
 	SeckillOutcomeChallengeNotYours SeckillOutcome = "CHALLENGE_NOT_YOURS"
 	// The challenge was used already (each is good for one answer, right or wrong); get a new one.
 	SeckillOutcomeChallengeUsed SeckillOutcome = "CHALLENGE_USED"
+	// Units are left, but are on their way to where your purchase is decided (a campaign of several shards); try again after `retryAfter`. Never answered when nothing is left.
+	SeckillOutcomeTryAgain SeckillOutcome = "TRY_AGAIN"
 )
 
 var AllSeckillOutcome = []SeckillOutcome{
@@ -518,11 +527,12 @@ var AllSeckillOutcome = []SeckillOutcome{
 	SeckillOutcomeChallengeExpired,
 	SeckillOutcomeChallengeNotYours,
 	SeckillOutcomeChallengeUsed,
+	SeckillOutcomeTryAgain,
 }
 
 func (e SeckillOutcome) IsValid() bool {
 	switch e {
-	case SeckillOutcomeAccepted, SeckillOutcomeSoldOut, SeckillOutcomeAlreadyPurchased, SeckillOutcomeNotStarted, SeckillOutcomeEnded, SeckillOutcomeRateLimited, SeckillOutcomePaused, SeckillOutcomeChallengeRequired, SeckillOutcomeChallengeWrong, SeckillOutcomeChallengeExpired, SeckillOutcomeChallengeNotYours, SeckillOutcomeChallengeUsed:
+	case SeckillOutcomeAccepted, SeckillOutcomeSoldOut, SeckillOutcomeAlreadyPurchased, SeckillOutcomeNotStarted, SeckillOutcomeEnded, SeckillOutcomeRateLimited, SeckillOutcomePaused, SeckillOutcomeChallengeRequired, SeckillOutcomeChallengeWrong, SeckillOutcomeChallengeExpired, SeckillOutcomeChallengeNotYours, SeckillOutcomeChallengeUsed, SeckillOutcomeTryAgain:
 		return true
 	}
 	return false

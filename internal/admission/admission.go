@@ -29,6 +29,21 @@
 //
 // (id is the low 32 bits of the order id: epoch and sequence)
 //
+// A campaign of N > 1 stock shards (shards.go) has N sets of those keys,
+// one per shard, under the tags {v42} (shard 0: the keys above, whose
+// campaign hash also holds shards: N) and {v42.<k>.<s>} for shard k (the
+// suffix s puts shard k's slot k N-ths of the slot space after shard 0's:
+// keys.go shardTag). Each shard's campaign hash holds its own stock, seq
+// and moved (moves out of it so far), and beside it:
+//
+//	<p>seckill:{<tag>}:moves       hash: move id -> "<to>:<n>:<epoch>:<ms>",
+//	                               units on their way out of the shard
+//	<p>seckill:{<tag>}:moved_in    set of the move ids applied to the shard
+//
+// A buyer's keys (limit, wrong, used) live in the buyer's shard; the brake
+// and each address's limit are split into one share a shard. The rebuild
+// lock stays in shard 0 and covers the campaign's shards.
+//
 // and the pub/sub channels <p>seckill:{global}:order_status (Bus) and
 // <p>seckill:{global}:stock_returned (voucher ids whose local sold-out marks
 // must go). Nothing else is global: no Redis index lists the campaigns, and
@@ -99,6 +114,12 @@ type Options struct {
 	// seckill.DefaultMaxWrongAnswerWait); a negative value: no wait.
 	WrongAnswerWait    time.Duration
 	WrongAnswerWaitMax time.Duration
+	// CampaignShards returns the number of stock shards of those of ids
+	// that have more than one, from Postgres: what the ConnectHook stops
+	// and what an Admitter reads when Redis lost a campaign's shard 0
+	// (whose hash says it otherwise). nil: every campaign Redis does not
+	// hold has one shard.
+	CampaignShards func(ctx context.Context, ids []int64) (map[int64]int, error)
 }
 
 // Admitter implements seckill.Admitter on Redis.
@@ -128,6 +149,11 @@ type Admitter struct {
 
 	startMu sync.Mutex
 	subDone chan struct{} // closed when the stock_returned listener exits
+
+	shardN         sync.Map      // voucher id -> its number of stock shards (shards.go)
+	restocking     restocks      // moves of units under way (shards.go)
+	finishAfter    time.Duration // FinishMoves leaves younger moves to their mover
+	campaignShards func(ctx context.Context, ids []int64) (map[int64]int, error)
 }
 
 var _ seckill.Admitter = (*Admitter)(nil)
@@ -156,6 +182,9 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 		admits:    admits,
 		userBurst: max(opts.UserBurst, 1),
 		addrBurst: max(opts.AddressBurst, 1),
+
+		campaignShards: opts.CampaignShards,
+		finishAfter:    finishMovesAfter,
 	}
 	a.userEvery = gcraInterval(opts.UserRate)
 	a.addrEvery = gcraInterval(opts.AddressRate)

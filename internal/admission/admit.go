@@ -47,18 +47,26 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		return "", seckill.Admission{}, seckill.Invalidf("userId", "user id must be positive")
 	}
 	var (
-		gen   uint64
-		keys  []string
-		state = a.local.get(voucherID)
+		gen    uint64
+		keys   []string
+		shards = 1
+		state  = a.local.get(voucherID)
 	)
+	probe := false
 	if state != nil {
 		gen = state.gen.Load()
 		if outcome, ok := a.local.marked(state, gen); ok {
 			return outcome, seckill.Admission{FromMemory: true}, nil
 		}
-		keys = state.admitKeys
+		keys, shards = state.admitKeys, state.shards
+	} else if n, ok := a.shardN.Load(voucherID); ok {
+		keys, shards = a.keys.admit(voucherID), n.(int)
 	} else {
-		keys = a.keys.admit(voucherID)
+		// The first purchase of a campaign in this process goes to shard
+		// 0, whose script answers it as before when the campaign has one
+		// shard, and otherwise says how many (codeSharded), doing
+		// nothing: then the purchase goes to the buyer's shard.
+		keys, probe = a.keys.admit(voucherID), true
 	}
 
 	// A ticket with a nonce spends its token, right or wrong (verdict "0"
@@ -73,18 +81,34 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	case t.Refusal != "":
 		ticket = "REFUSED"
 	}
-	addr, addrEvery := clientaddr.Bucket(seckill.ClientAddrFromContext(ctx)), a.addrEvery
+	addr, addrEvery, addrBurst := clientaddr.Bucket(seckill.ClientAddrFromContext(ctx)), a.addrEvery, a.addrBurst
 	if addr == "" {
 		addrEvery = 0
 	}
-	all := make([]string, 0, len(keys)+6)
-	all = append(all, keys...)
-	all = append(all, a.keys.guard(voucherID), a.keys.userLimit(voucherID, userID),
-		a.keys.used(voucherID, t.Nonce), a.keys.brake(voucherID), a.keys.addressLimit(voucherID, addr),
-		a.keys.wrong(voucherID, userID))
+	shard := 0
+	var all []string
+	if shards == 1 {
+		all = make([]string, 0, len(keys)+6)
+		all = append(all, keys...)
+		all = append(all, a.keys.guard(voucherID), a.keys.userLimit(voucherID, userID),
+			a.keys.used(voucherID, t.Nonce), a.keys.brake(voucherID), a.keys.addressLimit(voucherID, addr),
+			a.keys.wrong(voucherID, userID))
+	} else {
+		// The buyer's shard decides: one-per-user, the user's limit, the
+		// challenge's token and wrong answers are the user's, so they
+		// live in that shard alone. An address's buyers spread over the
+		// shards, so each shard holds its share of the address's limit.
+		shard = seckill.ShardOf(userID, shards)
+		all = shardAdmitKeys(a.keys.shardBase(voucherID, shard, shards), userID, t.Nonce, addr)
+		addrEvery, addrBurst = splitLimit(addrEvery, addrBurst, shards)
+	}
+	args := []any{userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, addrBurst, verdict,
+		a.wrongWait, a.wrongMax, wrongKeep.Milliseconds()}
+	if probe {
+		args = append(args, "1")
+	}
 	sent := time.Now()
-	reply := a.admits.run(ctx, all, userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, a.addrBurst, verdict,
-		a.wrongWait, a.wrongMax, wrongKeep.Milliseconds())
+	reply := a.admits.run(ctx, all, args...)
 	res, err := reply.res, reply.err
 	if err != nil {
 		return "", seckill.Admission{}, redisError("admit", err, nil)
@@ -93,12 +117,48 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	if !ok {
 		return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
 	}
+	if code == codeSharded {
+		n, ok := int64At(res, 1)
+		if !ok || n < 2 || n > seckill.MaxShards {
+			return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
+		}
+		a.shardN.Store(voucherID, int(n))
+		return a.Admit(ctx, voucherID, userID, t)
+	}
+	if probe {
+		if code != codeUnknown && code != codeRebuild {
+			a.shardN.Store(voucherID, 1) // shard 0 held it and did not say otherwise
+		}
+		shards = 1
+	}
+	if code == codeSoldOut && shards > 1 {
+		// The buyer's shard has nothing left; the campaign may still have
+		// units elsewhere (shards.go): bring some here and ask again, or
+		// say TRY_AGAIN while they are on their way. SOLD_OUT only when no
+		// shard has any.
+		again, retried, soldOut, err := a.restock(ctx, voucherID, shards, shard, all, args)
+		if err != nil {
+			return "", seckill.Admission{}, err
+		}
+		if retried {
+			reply, res = again, again.res
+			if again.err != nil {
+				return "", seckill.Admission{}, redisError("admit", again.err, nil)
+			}
+			if code, ok = int64At(res, 0); !ok {
+				return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
+			}
+		}
+		if code == codeSoldOut && !soldOut {
+			return seckill.OutcomeTryAgain, seckill.Admission{RetryAfter: tryAgainAfter}, nil
+		}
+	}
 	outcome, err := toOutcome(voucherID, code)
 	if err != nil {
 		return "", seckill.Admission{}, err
 	}
 	if state == nil {
-		state = a.local.getOrCreate(voucherID, keys)
+		state = a.local.getOrCreate(voucherID, keys, shards)
 	}
 	switch outcome {
 	case seckill.OutcomeSoldOut:
@@ -136,7 +196,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
 	}
 	adm := seckill.Admission{
-		OrderID:    seckill.OrderID(voucherID, seq),
+		OrderID:    seckill.ShardOrderID(voucherID, shard, seq),
 		VoucherID:  voucherID,
 		UserID:     userID,
 		AdmittedAt: time.UnixMilli(ms).UTC(),
@@ -156,18 +216,23 @@ func int64At(res []any, i int) (int64, bool) {
 	return n, ok
 }
 
-// Remaining returns the live stock of the campaigns Redis holds, in one
-// round trip; ids Redis does not hold are absent from the map.
+// Remaining returns the live stock of the campaigns Redis holds (the sum
+// over a campaign's shards), in one round trip (two the first time this
+// process sees a campaign); ids Redis does not hold are absent from the map.
 func (a *Admitter) Remaining(ctx context.Context, voucherIDs []int64) (map[int64]int64, error) {
 	out := make(map[int64]int64, len(voucherIDs))
 	ids := slices.DeleteFunc(slices.Clone(voucherIDs), func(id int64) bool { return !validVoucherID(id) })
 	if len(ids) == 0 {
 		return out, nil
 	}
-	cmds := make([]*redis.StringCmd, len(ids))
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HGet(ctx, a.keys.campaign(id), "stock")
+	refs, err := a.allShards(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.StringCmd, len(refs))
+	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range refs {
+			cmds[i] = p.HGet(ctx, r.base+"campaign", "stock")
 		}
 		return nil
 	})
@@ -181,7 +246,11 @@ func (a *Admitter) Remaining(ctx context.Context, voucherIDs []int64) (map[int64
 		} else if err != nil {
 			return nil, redisError("remaining", err, nil)
 		}
-		out[ids[i]] = n
+		if _, ok := out[refs[i].voucherID]; ok || refs[i].shard == 0 {
+			out[refs[i].voucherID] += n
+		} else {
+			out[refs[i].voucherID] = n // shard 0 lost: the others still count
+		}
 	}
 	return out, nil
 }
@@ -189,13 +258,16 @@ func (a *Admitter) Remaining(ctx context.Context, voucherIDs []int64) (map[int64
 // Pending returns an admission that Postgres does not hold yet. ENOTFOUND
 // when it is not pending (never admitted, acknowledged or released).
 func (a *Admitter) Pending(ctx context.Context, orderID int64) (*seckill.Admission, error) {
-	voucherID, seq, ok := splitOrderID(orderID)
-	if !ok {
-		return nil, seckill.Errorf(seckill.ENOTFOUND, "order %d not found", orderID)
+	notFound := seckill.Errorf(seckill.ENOTFOUND, "order %d not found", orderID)
+	voucherID, shard, seq, base, err := a.orderBase(ctx, orderID)
+	if errors.Is(err, errMalformedID) {
+		return nil, notFound
+	} else if err != nil {
+		return nil, err
 	}
-	v, err := a.rdb.HGet(ctx, a.keys.pending(voucherID), strconv.FormatInt(seq, 10)).Result()
+	v, err := a.rdb.HGet(ctx, base+"pending", strconv.FormatInt(seq, 10)).Result()
 	if err != nil {
-		return nil, redisError("pending", err, seckill.Errorf(seckill.ENOTFOUND, "order %d not found", orderID))
+		return nil, redisError("pending", err, notFound)
 	}
-	return parsePending(voucherID, seq, v)
+	return parsePending(voucherID, shard, seq, v)
 }

@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,6 +64,21 @@ func BenchmarkAdmitGuarded(b *testing.B) {
 				}
 			}
 			benchAdmitsWith(b, a, c, seckill.OutcomeAccepted, ticket)
+		})
+	}
+}
+
+// BenchmarkAdmitShards measures the accepted path on a campaign of 1 and of
+// 3 stock shards (every shard holds plenty, so no unit moves): on one node
+// the shards share one core, so a shard costs about what a campaign of one
+// does; on a cluster they spread over masters.
+func BenchmarkAdmitShards(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("shards=%d", n), func(b *testing.B) {
+			a, _ := newAdmitter(b, admission.Options{})
+			c := liveCampaign(1, 1e12)
+			c.Shards = n
+			benchAdmitsWith(b, a, c, seckill.OutcomeAccepted, func(int64) seckill.Ticket { return seckill.Ticket{} })
 		})
 	}
 }

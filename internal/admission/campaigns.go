@@ -38,6 +38,9 @@ var errRebuilding = seckill.Errorf(seckill.EUNAVAILABLE, "the campaign is being 
 func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error) {
 	c := st.Campaign
 	id := c.VoucherID
+	if c.ShardCount() > 1 {
+		return a.warmShards(ctx, st)
+	}
 	if err := a.writeBuyers(ctx, st, a.keys.buyers(id), 0); err != nil {
 		return false, err
 	}
@@ -46,9 +49,107 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 		return false, redisError("warm", err, nil)
 	}
 	if n == 1 {
+		a.shardN.Store(id, 1)
 		a.local.invalidate(id)
 	}
 	return n == 1, nil
+}
+
+// warmShards is Warm for a campaign of several stock shards: the stock is
+// split evenly over the shards and each buyer goes to their shard; shard 0
+// is installed last, with the number of shards, so a campaign whose shard 0
+// Redis holds has all its shards. Nothing is installed when shard 0 exists.
+func (a *Admitter) warmShards(ctx context.Context, st seckill.WarmState) (bool, error) {
+	c := st.Campaign
+	id, n := c.VoucherID, c.ShardCount()
+	if err := validShards(c); err != nil {
+		return false, err
+	}
+	if err := validWarmState(st); err != nil {
+		return false, err
+	}
+	if exists, err := a.rdb.Exists(ctx, a.keys.campaign(id)).Result(); err != nil {
+		return false, redisError("warm", err, nil)
+	} else if exists == 1 {
+		return false, nil
+	}
+	bases := a.bases(id, n)
+	stock := seckill.SplitStock(c.Stock, n)
+	buyers := splitBuyers(st.Buyers, n)
+	var installed int64
+	for i := n - 1; i >= 0; i-- {
+		if err := a.writeShardBuyers(ctx, bases[i], buyers[i], 0, c, n); err != nil {
+			return false, err
+		}
+		sc := c
+		sc.Stock = stock[i]
+		args := campaignArgs(sc)
+		if i == 0 {
+			args = append(args, n)
+		}
+		v, err := runScript(ctx, a.rdb, warmScript, []string{bases[i] + "campaign"}, args...).Int64()
+		if err != nil {
+			return false, redisError("warm", err, nil)
+		}
+		installed = v
+	}
+	if installed == 1 {
+		a.shardN.Store(id, n)
+		a.local.invalidate(id)
+	}
+	return installed == 1, nil
+}
+
+// validShards refuses a number of shards Redis cannot hold for c:
+// EINVALID.
+func validShards(c seckill.Campaign) error {
+	n := c.ShardCount()
+	switch {
+	case n > seckill.MaxShards:
+		return seckill.Invalidf("shards", "shards must be between 1 and %d", seckill.MaxShards)
+	case n > 1 && c.VoucherID > seckill.MaxShardedVoucherID:
+		return seckill.Invalidf("shards", "a campaign of several shards needs a voucher id up to %d", seckill.MaxShardedVoucherID)
+	}
+	return nil
+}
+
+// splitBuyers puts each buyer in their shard (seckill.ShardOf).
+func splitBuyers(buyers []int64, n int) [][]int64 {
+	out := make([][]int64, n)
+	for _, u := range buyers {
+		s := seckill.ShardOf(u, n)
+		out[s] = append(out[s], u)
+	}
+	return out
+}
+
+// writeShardBuyers writes, in one round trip, the buyers of one shard
+// (base) into its buyers set, or its staging set when ttl > 0 (emptied
+// first, expiring after ttl), and the shard's guard: the campaign's
+// challenge and its share of the brake.
+func (a *Admitter) writeShardBuyers(ctx context.Context, base string, buyers []int64, ttl time.Duration, c seckill.Campaign, n int) error {
+	key := base + "buyers"
+	if ttl > 0 {
+		key = base + "buyers_staged"
+	}
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if ttl > 0 {
+			p.Del(ctx, key)
+		}
+		for chunk := range slices.Chunk(buyers, buyersChunk) {
+			members := make([]any, len(chunk))
+			for i, u := range chunk {
+				members[i] = u
+			}
+			p.SAdd(ctx, key, members...)
+		}
+		if ttl > 0 {
+			p.Expire(ctx, key, ttl)
+		}
+		setGuardAt(ctx, p, base+"guard", c.Challenge, c.Brake, n)
+		return nil
+	})
+	return redisError("write buyers", err, nil)
 }
 
 // writeBuyers checks st, then writes, in one round trip, the campaign's
@@ -141,11 +242,16 @@ func boolArg(b bool) string {
 
 // setGuard queues the write of c's guard on p.
 func (a *Admitter) setGuard(ctx context.Context, p redis.Pipeliner, c seckill.Campaign) {
-	ch := c.Challenge
+	setGuardAt(ctx, p, a.keys.guard(c.VoucherID), c.Challenge, c.Brake, 1)
+}
+
+// setGuardAt queues the write of one shard's guard (key) of a campaign of
+// shards shards on p: the challenge, and the shard's share of the brake.
+func setGuardAt(ctx context.Context, p redis.Pipeliner, key string, ch seckill.ChallengeKind, brake, shards int) {
 	if ch == "" {
 		ch = seckill.ChallengeNone
 	}
-	p.HSet(ctx, a.keys.guard(c.VoucherID), "challenge", string(ch), "brake", max(c.Brake, 0))
+	p.HSet(ctx, key, "challenge", string(ch), "brake", splitBrake(brake, shards))
 }
 
 // UpdateCampaign changes the window and the pause of a campaign Redis holds,
@@ -158,9 +264,24 @@ func (a *Admitter) UpdateCampaign(ctx context.Context, voucherID int64, begin, e
 	if err := validWindow(begin, end); err != nil {
 		return err
 	}
-	n, err := runScript(ctx, a.rdb, updateScript, []string{a.keys.campaign(voucherID)}, windowArgs(begin, end, paused)...).Int64()
+	shards, err := a.shardCounts(ctx, []int64{voucherID})
 	if err != nil {
-		return redisError("update campaign", err, nil)
+		return err
+	}
+	// Every shard takes the window; shard 0 last, whose answer is the
+	// campaign's.
+	bases := a.bases(voucherID, shards[voucherID])
+	calls := make([]scriptCall, len(bases))
+	for i := range bases {
+		calls[i] = scriptCall{keys: []string{bases[len(bases)-1-i] + "campaign"}, args: windowArgs(begin, end, paused)}
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	runScripts(ctx, a.rdb, updateScript, calls, cmds)
+	var n int64
+	for _, cmd := range cmds {
+		if n, err = cmd.Int64(); err != nil {
+			return redisError("update campaign", err, nil)
+		}
 	}
 	switch n {
 	case 0:
@@ -208,8 +329,15 @@ func (a *Admitter) UpdateGuard(ctx context.Context, voucherID int64, challenge s
 	if brake < 0 || brake > seckill.MaxBrake {
 		return seckill.Invalidf("brake", "brake must be between 0 and %d", seckill.MaxBrake)
 	}
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		a.setGuard(ctx, p, seckill.Campaign{VoucherID: voucherID, Challenge: challenge, Brake: brake})
+	shards, err := a.shardCounts(ctx, []int64{voucherID})
+	if err != nil {
+		return err
+	}
+	n := shards[voucherID]
+	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, b := range a.bases(voucherID, n) {
+			setGuardAt(ctx, p, b+"guard", challenge, brake, n)
+		}
 		return nil
 	})
 	if err != nil {
@@ -232,12 +360,19 @@ func (a *Admitter) Retire(ctx context.Context, ids []int64, after time.Duration)
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	calls := make([]scriptCall, len(ids))
-	for i, id := range ids {
-		calls[i] = scriptCall{keys: []string{a.keys.campaign(id), a.keys.buyers(id), a.keys.pending(id),
-			a.keys.returned(id)}, args: []any{after.Milliseconds()}}
+	// Each shard is trimmed on its own (its buyers and returns are its
+	// own, and so are its pending admissions); a campaign counts once, by
+	// its shard 0.
+	refs, err := a.allShards(ctx, ids)
+	if err != nil {
+		return 0, err
 	}
-	cmds := make([]*redis.Cmd, len(ids))
+	calls := make([]scriptCall, len(refs))
+	for i, r := range refs {
+		calls[i] = scriptCall{keys: []string{r.base + "campaign", r.base + "buyers", r.base + "pending",
+			r.base + "returned"}, args: []any{after.Milliseconds()}}
+	}
+	cmds := make([]*redis.Cmd, len(refs))
 	runScripts(ctx, a.rdb, retireScript, calls, cmds)
 	n, failed := 0, 0
 	var errs []error
@@ -246,9 +381,13 @@ func (a *Admitter) Retire(ctx context.Context, ids []int64, after time.Duration)
 		switch {
 		case err != nil:
 			if failed++; failed <= maxRetireErrors {
-				errs = append(errs, fmt.Errorf("campaign %d: %w", ids[i], err))
+				name := fmt.Sprintf("campaign %d", refs[i].voucherID)
+				if refs[i].shard > 0 {
+					name += fmt.Sprintf(" (shard %d)", refs[i].shard)
+				}
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			}
-		case v == 1:
+		case v == 1 && refs[i].shard == 0:
 			n++
 		}
 	}
@@ -269,11 +408,22 @@ func (a *Admitter) Forget(ctx context.Context, voucherID int64) error {
 	if !validVoucherID(voucherID) {
 		return nil
 	}
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, append(a.keys.admit(voucherID), a.keys.returned(voucherID))...)
-		p.Del(ctx, a.keys.guard(voucherID), a.keys.brake(voucherID))
+	refs, err := a.allShards(ctx, []int64{voucherID})
+	if err != nil {
+		return err
+	}
+	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, r := range refs {
+			b := r.base
+			p.Del(ctx, b+"campaign", b+"buyers", b+"pending", b+"pending_at", b+"returned")
+			p.Del(ctx, b+"guard", b+"brake")
+			if r.shard > 0 || len(refs) > 1 {
+				p.Del(ctx, moves(b), movedIn(b))
+			}
+		}
 		return nil
 	})
 	a.local.forget(voucherID)
+	a.shardN.Delete(voucherID)
 	return redisError("forget", err, nil)
 }

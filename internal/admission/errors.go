@@ -28,6 +28,10 @@ const (
 	codeChallengeRefused = 10
 	codeChallengeUsed    = 11
 	codeChallengeExpired = 12
+	// codeSharded answers a purchase sent to shard 0 of a campaign of
+	// several stock shards by a caller that did not know (admit.go): it
+	// is never an outcome.
+	codeSharded = 13
 )
 
 // toOutcome maps an admit script code to the outcome of the purchase: the

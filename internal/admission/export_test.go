@@ -1,6 +1,12 @@
 package admission
 
-import "seckill/internal/seckill"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"seckill/internal/seckill"
+)
 
 // SoldOutMark returns the outcome an Admitter would answer locally for a
 // campaign right now.
@@ -53,3 +59,48 @@ func AddressLimitKey(a *Admitter, voucherID int64, addr string) string {
 
 // WrongKey is the key of a user's wrong answers to a campaign's challenge.
 func WrongKey(a *Admitter, voucherID, userID int64) string { return a.keys.wrong(voucherID, userID) }
+
+// ShardCampaignKey returns the key of one shard's campaign hash.
+func ShardCampaignKey(a *Admitter, voucherID int64, shard, shards int) string {
+	return a.keys.shardBase(voucherID, shard, shards) + "campaign"
+}
+
+// ShardBuyersKey returns the key of one shard's buyers set.
+func ShardBuyersKey(a *Admitter, voucherID int64, shard, shards int) string {
+	return a.keys.shardBase(voucherID, shard, shards) + "buyers"
+}
+
+// ShardMovesKey returns the key of one shard's moves hash.
+func ShardMovesKey(a *Admitter, voucherID int64, shard, shards int) string {
+	return moves(a.keys.shardBase(voucherID, shard, shards))
+}
+
+// KeySlot is keySlot.
+func KeySlot(key string) uint16 { return keySlot(key) }
+
+// MoveOut runs only the first step of a move (move_out.lua), as a mover
+// that dies right after it leaves it: id, units taken, epoch.
+func MoveOut(ctx context.Context, a *Admitter, voucherID int64, shards, from, to int, n int64) (string, int64, int64, error) {
+	bases := a.bases(voucherID, shards)
+	id := fmt.Sprintf("t%d-%d-%d-%d", voucherID, from, to, time.Now().UnixNano())
+	res, err := runScript(ctx, a.rdb, moveOutScript, []string{bases[from] + "campaign", moves(bases[from])}, id, n, to).Int64Slice()
+	if err != nil || len(res) != 2 {
+		return "", 0, 0, fmt.Errorf("move out: %v %v", res, err)
+	}
+	return id, res[0], res[1], nil
+}
+
+// MoveIn runs only the second step of a move (move_in.lua), as a mover that
+// dies before it clears the donor's record.
+func MoveIn(ctx context.Context, a *Admitter, voucherID int64, shards, to int, id string, n, epoch int64) (int64, error) {
+	base := a.keys.shardBase(voucherID, to, shards)
+	return runScript(ctx, a.rdb, moveInScript, []string{base + "campaign", movedIn(base)}, id, n, epoch).Int64()
+}
+
+// FinishMovesNow makes FinishMoves of a finish every move, however young.
+func FinishMovesNow(a *Admitter) { a.finishAfter = 0 }
+
+// ShardMovedInKey returns the key of one shard's moved_in set.
+func ShardMovedInKey(a *Admitter, voucherID int64, shard, shards int) string {
+	return movedIn(a.keys.shardBase(voucherID, shard, shards))
+}

@@ -1,7 +1,8 @@
 package admission
 
 import (
-	"math"
+	"context"
+	"errors"
 
 	"seckill/internal/seckill"
 )
@@ -15,8 +16,8 @@ import (
 const maxSeq = 1<<32 - 1
 
 // validVoucherID reports whether id can own order ids: OrderID shifts it by
-// 32 bits into a positive int64.
-func validVoucherID(id int64) bool { return id > 0 && id <= math.MaxInt32 }
+// 32 bits into a positive int64 whose bit 62 is clear (seckill.OrderID).
+func validVoucherID(id int64) bool { return id > 0 && id <= seckill.MaxOrderVoucherID }
 
 // validSeq reports whether seq can be the low 32 bits (epoch and sequence)
 // of an order id: the admit script hands out sequences from 1.
@@ -30,3 +31,59 @@ func splitOrderID(orderID int64) (voucherID, seq int64, ok bool) {
 	voucherID, seq = seckill.SplitOrderID(orderID)
 	return voucherID, seq, orderID > 0 && validVoucherID(voucherID) && validSeq(seq)
 }
+
+// splitShardOrderID is splitOrderID with the id's stock shard.
+func splitShardOrderID(orderID int64) (voucherID int64, shard int, seq int64, ok bool) {
+	voucherID, shard, seq = seckill.SplitShardOrderID(orderID)
+	return voucherID, shard, seq, orderID > 0 && validVoucherID(voucherID) && validSeq(seq)
+}
+
+// shardRef is one shard of a campaign: the voucher, the shard's index and
+// its key base (keys.shardBase).
+type shardRef struct {
+	voucherID int64
+	shard     int
+	base      string
+}
+
+// allShards returns every shard of each valid campaign of ids, in order.
+func (a *Admitter) allShards(ctx context.Context, ids []int64) ([]shardRef, error) {
+	n, err := a.shardCounts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]shardRef, 0, len(ids))
+	for _, id := range ids {
+		if !validVoucherID(id) {
+			continue
+		}
+		for i, b := range a.bases(id, n[id]) {
+			out = append(out, shardRef{voucherID: id, shard: i, base: b})
+		}
+	}
+	return out, nil
+}
+
+// orderBase returns the key base of the shard of an order id; ok is false
+// for an id no admission can have (malformed, or of a shard the campaign
+// does not have).
+func (a *Admitter) orderBase(ctx context.Context, orderID int64) (voucherID int64, shard int, seq int64, base string, err error) {
+	voucherID, shard, seq, ok := splitShardOrderID(orderID)
+	if !ok {
+		return 0, 0, 0, "", errMalformedID
+	}
+	if shard == 0 {
+		return voucherID, 0, seq, a.keys.shardBase(voucherID, 0, 1), nil
+	}
+	n, err := a.shardCounts(ctx, []int64{voucherID})
+	if err != nil {
+		return 0, 0, 0, "", err
+	}
+	if shard >= n[voucherID] {
+		return 0, 0, 0, "", errMalformedID
+	}
+	return voucherID, shard, seq, a.keys.shardBase(voucherID, shard, n[voucherID]), nil
+}
+
+// errMalformedID is orderBase's error for an id no admission has.
+var errMalformedID = errors.New("admission: malformed order id")

@@ -23,7 +23,11 @@ func TestSplitOrderID(t *testing.T) {
 	}{
 		{"first of epoch 0", seckill.OrderID(3, 1), split{3, 1, true}},
 		{"epoch 5", seckill.OrderID(3, 5<<22|7), split{3, 5<<22 | 7, true}},
-		{"highest", seckill.OrderID(math.MaxInt32, maxSeq), split{math.MaxInt32, maxSeq, true}},
+		{"highest", seckill.OrderID(seckill.MaxOrderVoucherID, maxSeq), split{seckill.MaxOrderVoucherID, maxSeq, true}},
+		// Bit 62 marks an id of a shard other than 0 (seckill.ShardOrderID):
+		// voucher ids of 2^30 and more own no order ids.
+		{"voucher beyond 30 bits", math.MaxInt32 << 32, split{math.MaxInt32 & seckill.MaxShardedVoucherID, 0, false}},
+		{"shard 3", seckill.ShardOrderID(9, 3, 5<<22|7), split{9, 5<<22 | 7, true}},
 		{"zero", 0, split{0, 0, false}},
 		{"negative", -seckill.OrderID(3, 1), split{-4, 1<<32 - 1, false}},
 		{"no sequence", seckill.OrderID(3, 0), split{3, 0, false}},

@@ -1,6 +1,9 @@
 package admission
 
-import "strconv"
+import (
+	"strconv"
+	"sync"
+)
 
 // keys builds every Redis key and channel name of the adapter, one function
 // each. A campaign's keys carry the voucher in a hash tag ({v42}) so that they
@@ -11,6 +14,63 @@ type keys struct {
 
 func (k keys) tagged(voucherID int64, suffix string) string {
 	return k.prefix + "seckill:{v" + strconv.FormatInt(voucherID, 10) + "}:" + suffix
+}
+
+// shardBase is the prefix of every key of one stock shard of a campaign of
+// shards shards: "<p>seckill:{<tag>}:". Shard 0's tag is the campaign's
+// own, v42, so a campaign of one shard has exactly the keys it always had;
+// see shardTag for the others.
+func (k keys) shardBase(voucherID int64, shard, shards int) string {
+	return k.prefix + "seckill:{" + shardTag(voucherID, shard, shards) + "}:"
+}
+
+// The keys of a shard other than 0, by its base (shardBase). Shard 0's are
+// the functions above.
+func moves(base string) string   { return base + "moves" }
+func movedIn(base string) string { return base + "moved_in" }
+
+// tags caches the tags of the shards of each campaign (shardTag searches).
+var tags sync.Map // [2]int64{voucherID, shards} -> []string
+
+// ShardTag returns the hash tag of one stock shard of a campaign of shards
+// shards (shardTag): "v42" for shard 0, so that an operator or a test can
+// ask CLUSTER KEYSLOT where a shard lives.
+func ShardTag(voucherID int64, shard, shards int) string { return shardTag(voucherID, shard, shards) }
+
+// shardTag is the hash tag of one shard of a campaign: v42 for shard 0 and,
+// for shard k of N, "v42.k.s" with the smallest s >= 0 whose Redis Cluster
+// slot lies in the N-th part of the 16384 slots k parts after shard 0's:
+// so the N shards of a campaign sit in N different N-ths of the slot space,
+// and a cluster of N masters that split the slots evenly (as redis-cli
+// --cluster create does) holds one shard on each; a cluster of M masters
+// holds about N/M on each. The search takes about N tries a shard, once
+// per process and campaign.
+func shardTag(voucherID int64, shard, shards int) string {
+	base := "v" + strconv.FormatInt(voucherID, 10)
+	if shard == 0 || shards <= 1 {
+		return base
+	}
+	key := [2]int64{voucherID, int64(shards)}
+	if t, ok := tags.Load(key); ok {
+		if ts := t.([]string); shard < len(ts) {
+			return ts[shard]
+		}
+	}
+	ts := make([]string, shards)
+	ts[0] = base
+	first := int(keySlot(base)) * shards / slots
+	for i := 1; i < shards; i++ {
+		want := (first + i) % shards
+		for s := 0; ; s++ {
+			tag := base + "." + strconv.Itoa(i) + "." + strconv.Itoa(s)
+			if int(keySlot(tag))*shards/slots == want {
+				ts[i] = tag
+				break
+			}
+		}
+	}
+	tags.Store(key, ts)
+	return ts[shard]
 }
 
 // campaign is a hash: stock, seq, begin_ms, end_ms, paused, epoch, rid,

@@ -27,27 +27,51 @@ func (a *Admitter) LiveCounts(ctx context.Context, voucherIDs []int64) (map[int6
 	if len(ids) == 0 {
 		return out, nil
 	}
-	calls := make([]scriptCall, len(ids))
-	for i, id := range ids {
-		calls[i] = scriptCall{keys: []string{a.keys.campaign(id), a.keys.pending(id)}}
+	// A campaign of several shards is read one script a shard: each
+	// shard's counts agree, a unit on its way between shards counts as left
+	// in its donor, and the sums are what the shards held at nearly one
+	// instant.
+	refs, err := a.allShards(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
-	cmds := make([]*redis.Cmd, len(ids))
+	calls := make([]scriptCall, len(refs))
+	sharded := make(map[int64]bool)
+	for _, r := range refs {
+		sharded[r.voucherID] = sharded[r.voucherID] || r.shard > 0
+	}
+	for i, r := range refs {
+		calls[i] = scriptCall{keys: []string{r.base + "campaign", r.base + "pending"}}
+		if sharded[r.voucherID] {
+			calls[i].keys = append(calls[i].keys, moves(r.base))
+		}
+	}
+	cmds := make([]*redis.Cmd, len(refs))
 	runScripts(ctx, a.rdb, liveScript, calls, cmds)
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil {
 			return nil, redisError("live counts", err, nil)
 		}
 	}
-	for i, id := range ids {
+	for i, r := range refs {
 		v, err := cmds[i].Int64Slice()
-		if err != nil || len(v) != 2 {
-			return nil, fmt.Errorf("admission: live counts of campaign %d: reply %v, %v", id, cmds[i].Val(), err)
+		if err != nil || len(v) != 4 {
+			return nil, fmt.Errorf("admission: live counts of campaign %d: reply %v, %v", r.voucherID, cmds[i].Val(), err)
 		}
-		c := seckill.LiveCounts{Queued: v[1]}
+		c := out[r.voucherID]
+		c.Queued += v[1]
 		if v[0] >= 0 {
-			c.Remaining, c.Known = v[0], true
+			c.Remaining += v[0]
+			c.Known = c.Known || r.shard == 0
 		}
-		out[id] = c
+		if sharded[r.voucherID] {
+			s := seckill.ShardLive{Queued: v[1], Epoch: v[2], Admitted: v[3], Known: v[0] >= 0}
+			if s.Known {
+				s.Remaining = v[0]
+			}
+			c.Shards = append(c.Shards, s)
+		}
+		out[r.voucherID] = c
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -34,10 +35,17 @@ func (a *Admitter) Queued(ctx context.Context, voucherIDs []int64) (map[int64]in
 	if len(voucherIDs) == 0 {
 		return out, nil
 	}
-	cmds := make([]*redis.IntCmd, len(voucherIDs))
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range voucherIDs {
-			cmds[i] = p.HLen(ctx, a.keys.pending(id))
+	for _, id := range voucherIDs {
+		out[id] = 0
+	}
+	refs, err := a.allShards(ctx, voucherIDs)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.IntCmd, len(refs))
+	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range refs {
+			cmds[i] = p.HLen(ctx, r.base+"pending")
 		}
 		return nil
 	})
@@ -45,7 +53,7 @@ func (a *Admitter) Queued(ctx context.Context, voucherIDs []int64) (map[int64]in
 		return nil, redisError("queued", err, nil)
 	}
 	for i, cmd := range cmds {
-		out[voucherIDs[i]] = cmd.Val()
+		out[refs[i].voucherID] += cmd.Val()
 	}
 	return out, nil
 }
@@ -57,21 +65,30 @@ func (a *Admitter) Ack(ctx context.Context, adms []seckill.Admission) error {
 	if len(adms) == 0 {
 		return nil
 	}
-	seqs := make(map[int64][]any)
-	var order []int64
+	type shardOf struct {
+		voucherID int64
+		shard     int
+	}
+	seqs := make(map[shardOf][]any)
+	bases := make(map[shardOf]string)
+	var order []shardOf
 	for _, adm := range adms {
-		voucherID, seq, ok := splitOrderID(adm.OrderID)
-		if !ok {
+		voucherID, shard, seq, base, err := a.orderBase(ctx, adm.OrderID)
+		if errors.Is(err, errMalformedID) {
 			return seckill.Invalidf("orderId", "order id %d is malformed", adm.OrderID)
+		} else if err != nil {
+			return err
 		}
-		if _, ok := seqs[voucherID]; !ok {
-			order = append(order, voucherID)
+		k := shardOf{voucherID, shard}
+		if _, ok := seqs[k]; !ok {
+			order = append(order, k)
+			bases[k] = base
 		}
-		seqs[voucherID] = append(seqs[voucherID], seq)
+		seqs[k] = append(seqs[k], seq)
 	}
 	calls := make([]scriptCall, len(order))
-	for i, id := range order {
-		calls[i] = scriptCall{keys: []string{a.keys.pending(id), a.keys.pendingAt(id)}, args: seqs[id]}
+	for i, k := range order {
+		calls[i] = scriptCall{keys: []string{bases[k] + "pending", bases[k] + "pending_at"}, args: seqs[k]}
 	}
 	cmds := make([]*redis.Cmd, len(calls))
 	runScripts(ctx, a.rdb, ackScript, calls, cmds)
@@ -90,9 +107,11 @@ func (a *Admitter) Ack(ctx context.Context, adms []seckill.Admission) error {
 // concurrent or repeated calls give back exactly one unit. ECONFLICT when
 // the order is pending for another user than adm.UserID.
 func (a *Admitter) Release(ctx context.Context, adm seckill.Admission, keepBuyer bool) (bool, error) {
-	voucherID, seq, ok := splitOrderID(adm.OrderID)
-	if !ok {
+	voucherID, _, seq, base, err := a.orderBase(ctx, adm.OrderID)
+	if errors.Is(err, errMalformedID) {
 		return false, seckill.Invalidf("orderId", "order id %d is malformed", adm.OrderID)
+	} else if err != nil {
+		return false, err
 	}
 	if adm.UserID <= 0 {
 		return false, seckill.Invalidf("userId", "user id must be positive")
@@ -101,7 +120,8 @@ func (a *Admitter) Release(ctx context.Context, adm seckill.Admission, keepBuyer
 	if keepBuyer {
 		keep = 1
 	}
-	n, err := runScript(ctx, a.rdb, releaseScript, a.keys.admit(voucherID), seq, adm.UserID, keep).Int64()
+	keys := []string{base + "campaign", base + "buyers", base + "pending", base + "pending_at"}
+	n, err := runScript(ctx, a.rdb, releaseScript, keys, seq, adm.UserID, keep).Int64()
 	if err != nil {
 		return false, redisError("release", err, nil)
 	}
@@ -132,11 +152,16 @@ func (a *Admitter) Stale(ctx context.Context, voucherIDs []int64, age time.Durat
 	}
 	cutoff := "(" + strconv.FormatInt(now.Add(-age).UnixMilli(), 10)
 
-	// The oldest `limit` of each campaign, then the oldest `limit` of all.
-	ranges := make([]*redis.ZSliceCmd, len(ids))
+	// The oldest `limit` of each shard of each campaign, then the oldest
+	// `limit` of all.
+	refs, err := a.allShards(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	ranges := make([]*redis.ZSliceCmd, len(refs))
 	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			ranges[i] = p.ZRangeByScoreWithScores(ctx, a.keys.pendingAt(id),
+		for i, r := range refs {
+			ranges[i] = p.ZRangeByScoreWithScores(ctx, r.base+"pending_at",
 				&redis.ZRangeBy{Min: "-inf", Max: cutoff, Count: int64(limit)})
 		}
 		return nil
@@ -145,8 +170,9 @@ func (a *Admitter) Stale(ctx context.Context, voucherIDs []int64, age time.Durat
 		return nil, redisError("stale: pending_at", err, nil)
 	}
 	type candidate struct {
-		voucherID, seq int64
-		ms             float64
+		ref shardRef
+		seq int64
+		ms  float64
 	}
 	var cands []candidate
 	for i, cmd := range ranges {
@@ -154,14 +180,15 @@ func (a *Admitter) Stale(ctx context.Context, voucherIDs []int64, age time.Durat
 			member, _ := z.Member.(string)
 			seq, err := strconv.ParseInt(member, 10, 64)
 			if err != nil {
-				a.logger.WarnContext(ctx, "bad member of pending_at", "voucher_id", ids[i], "member", z.Member)
+				a.logger.WarnContext(ctx, "bad member of pending_at", "voucher_id", refs[i].voucherID, "member", z.Member)
 				continue
 			}
-			cands = append(cands, candidate{voucherID: ids[i], seq: seq, ms: z.Score})
+			cands = append(cands, candidate{ref: refs[i], seq: seq, ms: z.Score})
 		}
 	}
 	slices.SortFunc(cands, func(x, y candidate) int {
-		return cmp.Or(cmp.Compare(x.ms, y.ms), cmp.Compare(x.voucherID, y.voucherID), cmp.Compare(x.seq, y.seq))
+		return cmp.Or(cmp.Compare(x.ms, y.ms), cmp.Compare(x.ref.voucherID, y.ref.voucherID),
+			cmp.Compare(x.ref.shard, y.ref.shard), cmp.Compare(x.seq, y.seq))
 	})
 	cands = cands[:min(len(cands), limit)]
 	if len(cands) == 0 {
@@ -173,7 +200,7 @@ func (a *Admitter) Stale(ctx context.Context, voucherIDs []int64, age time.Durat
 	values := make([]*redis.SliceCmd, len(cands))
 	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range cands {
-			values[i] = p.HMGet(ctx, a.keys.pending(c.voucherID), strconv.FormatInt(c.seq, 10))
+			values[i] = p.HMGet(ctx, c.ref.base+"pending", strconv.FormatInt(c.seq, 10))
 		}
 		return nil
 	})
@@ -186,9 +213,9 @@ func (a *Admitter) Stale(ctx context.Context, voucherIDs []int64, age time.Durat
 		if !ok {
 			continue
 		}
-		adm, err := parsePending(c.voucherID, c.seq, v)
+		adm, err := parsePending(c.ref.voucherID, c.ref.shard, c.seq, v)
 		if err != nil {
-			a.logger.WarnContext(ctx, "skip malformed pending admission", "voucher_id", c.voucherID, "err", err)
+			a.logger.WarnContext(ctx, "skip malformed pending admission", "voucher_id", c.ref.voucherID, "err", err)
 			continue
 		}
 		out = append(out, *adm)
@@ -196,43 +223,57 @@ func (a *Admitter) Stale(ctx context.Context, voucherIDs []int64, age time.Durat
 	return out, nil
 }
 
-// PendingOf returns every admission of a campaign that is still pending.
+// PendingOf returns every admission of a campaign that is still pending,
+// in every shard.
 func (a *Admitter) PendingOf(ctx context.Context, voucherID int64) ([]seckill.Admission, error) {
 	if !validVoucherID(voucherID) {
 		return nil, nil
 	}
-	m, err := a.rdb.HGetAll(ctx, a.keys.pending(voucherID)).Result()
+	refs, err := a.allShards(ctx, []int64{voucherID})
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(refs))
+	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range refs {
+			cmds[i] = p.HGetAll(ctx, r.base+"pending")
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, redisError("pending of campaign", err, nil)
 	}
-	out := make([]seckill.Admission, 0, len(m))
-	for field, v := range m {
-		seq, err := strconv.ParseInt(field, 10, 64)
-		if err != nil || !validSeq(seq) {
-			a.logger.Warn("skip malformed pending admission", "voucher_id", voucherID, "field", field)
-			continue
+	var out []seckill.Admission
+	for i, cmd := range cmds {
+		for field, v := range cmd.Val() {
+			seq, err := strconv.ParseInt(field, 10, 64)
+			if err != nil || !validSeq(seq) {
+				a.logger.Warn("skip malformed pending admission", "voucher_id", voucherID, "field", field)
+				continue
+			}
+			adm, err := parsePending(voucherID, refs[i].shard, seq, v)
+			if err != nil {
+				a.logger.Warn("skip malformed pending admission", "voucher_id", voucherID, "err", err)
+				continue
+			}
+			out = append(out, *adm)
 		}
-		adm, err := parsePending(voucherID, seq, v)
-		if err != nil {
-			a.logger.Warn("skip malformed pending admission", "voucher_id", voucherID, "err", err)
-			continue
-		}
-		out = append(out, *adm)
 	}
-	slices.SortFunc(out, func(x, y seckill.Admission) int { return int(x.OrderID - y.OrderID) })
+	slices.SortFunc(out, func(x, y seckill.Admission) int { return cmp.Compare(x.OrderID, y.OrderID) })
 	return out, nil
 }
 
-// parsePending decodes a pending hash value "<user>:<admitted_ms>".
-func parsePending(voucherID, seq int64, v string) (*seckill.Admission, error) {
+// parsePending decodes a pending hash value "<user>:<admitted_ms>" of one
+// shard.
+func parsePending(voucherID int64, shard int, seq int64, v string) (*seckill.Admission, error) {
 	u, ms, ok := strings.Cut(v, ":")
 	userID, err1 := strconv.ParseInt(u, 10, 64)
 	admitted, err2 := strconv.ParseInt(ms, 10, 64)
 	if !ok || err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("admission: pending %d/%d: malformed value %q", voucherID, seq, v)
+		return nil, fmt.Errorf("admission: pending %d/%d/%d: malformed value %q", voucherID, shard, seq, v)
 	}
 	return &seckill.Admission{
-		OrderID:    seckill.OrderID(voucherID, seq),
+		OrderID:    seckill.ShardOrderID(voucherID, shard, seq),
 		VoucherID:  voucherID,
 		UserID:     userID,
 		AdmittedAt: time.UnixMilli(admitted).UTC(),

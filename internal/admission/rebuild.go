@@ -40,10 +40,16 @@ func (a *Admitter) NeedsRebuild(ctx context.Context, ids []int64) ([]int64, erro
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	cmds := make([]*redis.SliceCmd, len(ids))
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HMGet(ctx, a.keys.campaign(id), "stock", "epoch", "state", "seq")
+	// A campaign of several shards needs a rebuild when any shard does:
+	// the rebuild restores them all from Postgres.
+	refs, err := a.allShards(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.SliceCmd, len(refs))
+	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range refs {
+			cmds[i] = p.HMGet(ctx, r.base+"campaign", "stock", "epoch", "state", "seq")
 		}
 		return nil
 	})
@@ -53,8 +59,11 @@ func (a *Admitter) NeedsRebuild(ctx context.Context, ids []int64) ([]int64, erro
 	var out []int64
 	for i, cmd := range cmds {
 		v := cmd.Val()
+		id := refs[i].voucherID
 		if len(v) != 4 || v[0] == nil || v[1] == nil || v[2] != nil || usedUp(v[3]) {
-			out = append(out, ids[i])
+			if len(out) == 0 || out[len(out)-1] != id {
+				out = append(out, id)
+			}
 		}
 	}
 	return out, nil
@@ -79,6 +88,17 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (string, b
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
+	shards, err := a.shardCounts(ctx, []int64{voucherID})
+	if err != nil {
+		return "", false, err
+	}
+	var others []string // the key bases of shards 1 and up
+	if n := shards[voucherID]; n > 1 {
+		others = a.bases(voucherID, n)[1:]
+		if err := a.stopForShards(ctx, voucherID, others); err != nil {
+			return "", false, err
+		}
+	}
 	n, err := runScript(ctx, a.rdb, beginScript, []string{a.keys.campaign(voucherID), a.keys.rebuild(voucherID)},
 		token, rebuildLockTTL.Milliseconds(), seckill.MaxEpochSeq).Int64()
 	if err != nil {
@@ -87,11 +107,50 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (string, b
 	if n != 1 {
 		return "", false, nil
 	}
+	if len(others) > 0 {
+		// The lock is ours: stop the other shards too, each recording the
+		// token that alone may install it again.
+		calls := make([]scriptCall, len(others))
+		for i, b := range others {
+			calls[i] = scriptCall{keys: []string{b + "campaign"}, args: []any{token}}
+		}
+		cmds := make([]*redis.Cmd, len(calls))
+		runScripts(ctx, a.rdb, shardStopScript, calls, cmds)
+		for _, c := range cmds {
+			if err := c.Err(); err != nil {
+				_ = a.AbortRebuild(context.WithoutCancel(ctx), voucherID, token)
+				return "", false, redisError("stop shards", err, nil)
+			}
+		}
+	}
 	// The campaign admits nobody now: drop any local mark, so that this
 	// process asks Redis (and hears "rebuild") rather than repeat an
 	// outcome from before.
 	a.local.invalidate(voucherID)
 	return token, true, nil
+}
+
+// stopForShards marks shard 0 of a campaign stale when another of its
+// shards (others: their key bases) needs a rebuild, so that the lock taken
+// on shard 0 (rebuild_begin.lua, which asks shard 0 only) covers them.
+func (a *Admitter) stopForShards(ctx context.Context, voucherID int64, others []string) error {
+	cmds := make([]*redis.SliceCmd, len(others))
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, b := range others {
+			cmds[i] = p.HMGet(ctx, b+"campaign", "stock", "epoch", "state", "seq")
+		}
+		return nil
+	})
+	if err != nil {
+		return redisError("needs rebuild", err, nil)
+	}
+	for _, cmd := range cmds {
+		if v := cmd.Val(); len(v) != 4 || v[0] == nil || v[1] == nil || v[2] != nil || usedUp(v[3]) {
+			err := runScript(ctx, a.rdb, shardStopScript, []string{a.keys.campaign(voucherID)}, "").Err()
+			return redisError("stop shard 0", err, nil)
+		}
+	}
+	return nil
 }
 
 // AbortRebuild releases the campaign's rebuild lock if it is still token's,
@@ -115,6 +174,9 @@ func (a *Admitter) AbortRebuild(ctx context.Context, voucherID int64, token stri
 func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.WarmState) (bool, error) {
 	c := st.Campaign
 	id := c.VoucherID
+	if c.ShardCount() > 1 {
+		return a.finishShards(ctx, token, st)
+	}
 	// The buyers go to a staging set first, which the script renames into
 	// place only if the lock is still ours. The staging set expires with
 	// the lock, in case this process dies; the script takes the expiry off
@@ -135,6 +197,59 @@ func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.W
 	return true, nil
 }
 
+// finishShards is FinishRebuild for a campaign of several shards: Postgres's
+// stock is split evenly over the shards again and each buyer goes to their
+// shard; the shards other than 0 are installed first, each only if still
+// stopped by this rebuild (shard_install.lua), then shard 0, which ends the
+// lock. Moves recorded before are void: their units are in Postgres's
+// stock, which the rebuild read.
+func (a *Admitter) finishShards(ctx context.Context, token string, st seckill.WarmState) (bool, error) {
+	c := st.Campaign
+	id, n := c.VoucherID, c.ShardCount()
+	if err := validShards(c); err != nil {
+		return false, err
+	}
+	if err := validWarmState(st); err != nil {
+		return false, err
+	}
+	bases := a.bases(id, n)
+	stock := seckill.SplitStock(c.Stock, n)
+	buyers := splitBuyers(st.Buyers, n)
+	for i := n - 1; i >= 1; i-- {
+		b := bases[i]
+		if err := a.writeShardBuyers(ctx, b, buyers[i], rebuildLockTTL, c, n); err != nil {
+			return false, err
+		}
+		sc := c
+		sc.Stock = stock[i]
+		keys := []string{b + "campaign", b + "buyers", b + "pending", b + "pending_at", b + "buyers_staged", moves(b), movedIn(b)}
+		v, err := runScript(ctx, a.rdb, shardInstallScript, keys, append([]any{token}, campaignArgs(sc)...)...).Int64()
+		if err != nil {
+			return false, redisError("install shard", err, nil)
+		}
+		if v != 1 {
+			return false, nil
+		}
+	}
+	if err := a.writeShardBuyers(ctx, bases[0], buyers[0], rebuildLockTTL, c, n); err != nil {
+		return false, err
+	}
+	sc := c
+	sc.Stock = stock[0]
+	keys := append(a.keys.admit(id), a.keys.rebuild(id), a.keys.buyersStaged(id))
+	args := append(append([]any{token}, campaignArgs(sc)...), n)
+	v, err := runScript(ctx, a.rdb, rebuildScript, keys, args...).Int64()
+	if err != nil {
+		return false, redisError("rebuild", err, nil)
+	}
+	if v != 1 {
+		return false, nil
+	}
+	a.shardN.Store(id, n)
+	a.stockReturned(ctx, id)
+	return true, nil
+}
+
 // ConnectHook guards admission against Redis servers that may have lost
 // acknowledged writes. Its For gives the go-redis OnConnect function of one
 // node (one address of a cluster; "" for a single node or Sentinel's
@@ -151,6 +266,7 @@ func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.W
 type ConnectHook struct {
 	keys   keys
 	live   func(ctx context.Context) ([]int64, error)
+	shards func(ctx context.Context, ids []int64) (map[int64]int, error) // nil: one each
 	logger *slog.Logger
 
 	mu    sync.Mutex
@@ -174,7 +290,8 @@ func NewConnectHook(opts Options) *ConnectHook {
 	if live == nil {
 		live = func(context.Context) ([]int64, error) { return nil, nil }
 	}
-	return &ConnectHook{keys: keys{prefix: opts.Prefix}, live: live, logger: logger, nodes: make(map[string]*nodeGuard)}
+	return &ConnectHook{keys: keys{prefix: opts.Prefix}, live: live, shards: opts.CampaignShards, logger: logger,
+		nodes: make(map[string]*nodeGuard)}
 }
 
 // For returns the OnConnect function of the node at addr.
@@ -221,7 +338,13 @@ func (h *ConnectHook) For(addr string) func(ctx context.Context, cn *redis.Conn)
 		if err != nil {
 			return fmt.Errorf("admission: live campaigns: %w", err)
 		}
-		n, err := stampAll(ctx, cn, h.keys, rid, ids)
+		var shards map[int64]int
+		if h.shards != nil && len(ids) > 0 {
+			if shards, err = h.shards(ctx, ids); err != nil {
+				return fmt.Errorf("admission: shards of live campaigns: %w", err)
+			}
+		}
+		n, err := stampAll(ctx, cn, h.keys, rid, ids, shards)
 		if err != nil {
 			return fmt.Errorf("admission: stamp campaigns: %w", err)
 		}
@@ -234,17 +357,24 @@ func (h *ConnectHook) For(addr string) func(ctx context.Context, cn *redis.Conn)
 	}
 }
 
-// stampAll runs stamp.lua on cn for every campaign of ids that cn's node
-// serves, and returns how many it stopped. The others answer MOVED (a
-// cluster node that does not serve their slot).
-func stampAll(ctx context.Context, cn *redis.Conn, k keys, rid string, ids []int64) (int, error) {
-	stopped := 0
-	for chunk := range slices.Chunk(ids, 500) {
-		calls := make([]scriptCall, 0, len(chunk))
-		for _, id := range chunk {
-			if validVoucherID(id) {
-				calls = append(calls, scriptCall{keys: []string{k.campaign(id)}, args: []any{rid}})
+// stampAll runs stamp.lua on cn for every shard of every campaign of ids
+// (shards gives those with more than one shard) that cn's node serves, and
+// returns how many it stopped. The others answer MOVED (a cluster node that
+// does not serve their slot).
+func stampAll(ctx context.Context, cn *redis.Conn, k keys, rid string, ids []int64, shards map[int64]int) (int, error) {
+	var all []string
+	for _, id := range ids {
+		if validVoucherID(id) {
+			for i := range max(shards[id], 1) {
+				all = append(all, k.shardBase(id, i, shards[id])+"campaign")
 			}
+		}
+	}
+	stopped := 0
+	for chunk := range slices.Chunk(all, 500) {
+		calls := make([]scriptCall, 0, len(chunk))
+		for _, key := range chunk {
+			calls = append(calls, scriptCall{keys: []string{key}, args: []any{rid}})
 		}
 		cmds := make([]*redis.Cmd, len(calls))
 		runScripts(ctx, cn, stampScript, calls, cmds)

@@ -33,14 +33,17 @@ const (
 // and frees its buyer's slot, once per order, and tells every process that
 // the campaign may admit again; see seckill.UnitReturner.
 func (a *Admitter) ReturnUnit(ctx context.Context, r seckill.UnitReturn) (bool, error) {
-	voucherID, low, ok := splitOrderID(r.OrderID)
-	if !ok || voucherID != r.VoucherID {
+	voucherID, _, low, base, err := a.orderBase(ctx, r.OrderID)
+	if errors.Is(err, errMalformedID) || err == nil && voucherID != r.VoucherID {
 		return false, seckill.Invalidf("orderId", "order id %d is malformed", r.OrderID)
+	} else if err != nil {
+		return false, err
 	}
 	if r.UserID <= 0 || r.Epoch < 0 || r.Epoch > seckill.MaxEpoch {
 		return false, seckill.Invalidf("userId", "user id and epoch must be valid")
 	}
-	keys := []string{a.keys.campaign(voucherID), a.keys.buyers(voucherID), a.keys.returned(voucherID)}
+	// The unit goes back to the order's shard, its buyer's.
+	keys := []string{base + "campaign", base + "buyers", base + "returned"}
 	n, err := runScript(ctx, a.rdb, returnScript, keys, low, r.UserID, r.Epoch).Int64()
 	if err != nil {
 		return false, redisError("return", err, nil)
@@ -75,18 +78,23 @@ func (a *Admitter) ReturnUnits(ctx context.Context, rs []seckill.UnitReturn) ([]
 		call             scriptCall
 	}
 	var groups []*group
-	byKey := map[[2]int64]*group{}
+	byKey := map[[3]int64]*group{}
 	for _, r := range rs {
-		voucherID, low, ok := splitOrderID(r.OrderID)
-		if !ok || voucherID != r.VoucherID || r.UserID <= 0 || r.Epoch < 0 || r.Epoch > seckill.MaxEpoch {
+		voucherID, shard, low, base, err := a.orderBase(ctx, r.OrderID)
+		if err != nil && !errors.Is(err, errMalformedID) {
+			return nil, err
+		}
+		if err != nil || voucherID != r.VoucherID || r.UserID <= 0 || r.Epoch < 0 || r.Epoch > seckill.MaxEpoch {
 			return nil, seckill.Invalidf("orderId", "order %d of user %d cannot be returned: malformed", r.OrderID, r.UserID)
 		}
-		g := byKey[[2]int64{voucherID, r.Epoch}]
+		// Each unit goes back to its order's shard, its buyer's.
+		k := [3]int64{voucherID, int64(shard), r.Epoch}
+		g := byKey[k]
 		if g == nil || len(g.ids) == maxReturnBatch {
 			g = &group{voucherID: voucherID, epoch: r.Epoch, call: scriptCall{
-				keys: []string{a.keys.campaign(voucherID), a.keys.buyers(voucherID), a.keys.returned(voucherID)},
+				keys: []string{base + "campaign", base + "buyers", base + "returned"},
 				args: []any{r.Epoch}}}
-			byKey[[2]int64{voucherID, r.Epoch}] = g
+			byKey[k] = g
 			groups = append(groups, g)
 		}
 		g.ids = append(g.ids, r.OrderID)

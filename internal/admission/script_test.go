@@ -71,6 +71,8 @@ func TestScriptArgumentValidation(t *testing.T) {
 		{"admit: longest below the wait", admitScript, admitKeys, []any{"7", "0", "1", "", "0", "0", "1", "1", "20", "10", "0"}},
 		{"admit: keep missing", admitScript, admitKeys, []any{"7", "0", "1", "", "0", "0", "1", "1", "2000", "300000"}},
 		{"admit: keep negative", admitScript, admitKeys, []any{"7", "0", "1", "", "0", "0", "1", "1", "2000", "300000", "-1"}},
+		// ... then, optionally, whether the caller asks for the campaign's shards.
+		{"admit: probe not a flag", admitScript, admitKeys, []any{"7", "0", "1", "", "0", "0", "1", "1", "2000", "300000", "0", "yes"}},
 
 		{"warm: no args", warmScript, campaign, nil},
 		{"warm: negative stock", warmScript, campaign, []any{-1, 0, 1, 2, "0"}},

@@ -57,6 +57,7 @@ type App struct {
 
 	redisPoolSize int                         // connections per Redis server
 	live          *liveCampaigns              // what Postgres says is live, for the Redis guard
+	shards        *campaignShards             // campaigns' stock shards, for the Redis guard and admission
 	traceShutdown func(context.Context) error // nil: no tracer provider of ours
 	outcomes      *sampler.OutcomeCounter     // per-campaign outcomes for the dashboard
 	dashboard     *dashboard
@@ -102,7 +103,9 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 
 	a.Store = store.New(db)
 	a.live = newLiveCampaigns(a.Store, logger)
-	hook := admission.NewConnectHook(admission.Options{Logger: logger, LiveCampaigns: a.live.get})
+	a.shards = newCampaignShards(a.Store, logger)
+	hook := admission.NewConnectHook(admission.Options{Logger: logger, LiveCampaigns: a.live.get,
+		CampaignShards: a.shards.get})
 	a.Redis, a.redisPoolSize, err = openRedis(cfg, hook)
 	if err != nil {
 		a.Close()
@@ -122,7 +125,7 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.Admitter = admission.New(a.Redis, admission.Options{Logger: logger,
 		MinReplicas: cfg.RedisMinReplicas, WaitTimeout: cfg.RedisWaitTimeout,
 		UserRate: cfg.UserRate, UserBurst: cfg.UserBurst,
-		AddressRate: cfg.AddressRate, AddressBurst: cfg.AddressBurst})
+		AddressRate: cfg.AddressRate, AddressBurst: cfg.AddressBurst, CampaignShards: a.shards.get})
 	if err := a.Admitter.Load(ctx); err != nil {
 		a.Close()
 		return nil, err
@@ -341,9 +344,18 @@ func (a *App) RunReconciler(ctx context.Context) {
 }
 
 func (a *App) reconcileOnce(ctx context.Context) {
-	_, _ = a.live.get(ctx) // keeps the Redis guard's fallback list fresh
+	live, _ := a.live.get(ctx)     // keeps the Redis guard's fallback list fresh
+	_, _ = a.shards.get(ctx, live) // and its memory of their shards
 	if _, err := a.Purchases.RestoreCampaigns(ctx); err != nil && ctx.Err() == nil {
 		a.Logger.ErrorContext(ctx, "restore campaigns", "err", err)
+	}
+	// Moves of units between stock shards that their process left halfway.
+	if n, err := a.Admitter.FinishMoves(ctx, live); err != nil {
+		if ctx.Err() == nil {
+			a.Logger.ErrorContext(ctx, "finish moves between stock shards", "err", err)
+		}
+	} else if n > 0 {
+		a.Logger.InfoContext(ctx, "finished moves of units between stock shards", "count", n)
 	}
 	if n, err := a.Purchases.Reconcile(ctx, a.Config.ReconcileAfter, 1000); err != nil {
 		if ctx.Err() == nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/driver/pgdriver"
 
+	"seckill/internal/admission"
 	"seckill/internal/seckill"
 	"seckill/internal/testenv"
 	"seckill/jobs"
@@ -71,6 +72,9 @@ type clusterSale struct {
 	repeatEvery int
 	// after is how long the load runs once the fault is over (1.5 s unset).
 	after time.Duration
+	// shards, when above 1, is the number of stock shards of every
+	// campaign of the sale.
+	shards int
 }
 
 // untold returns the error codes whose buyer may hold an order no answer
@@ -162,7 +166,11 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 
 	const campaigns, stock = 6, 100_000
 	for range campaigns {
-		s.vouchers = append(s.vouchers, api1.createCampaign(stock))
+		if s.shards > 1 {
+			s.vouchers = append(s.vouchers, api1.createShardedCampaign(stock, s.shards, 900))
+		} else {
+			s.vouchers = append(s.vouchers, api1.createCampaign(stock))
+		}
 	}
 
 	const buyers = 16
@@ -425,6 +433,42 @@ func TestClusterMasterKilledBuyersReturn(t *testing.T) {
 	if cost.repeats == 0 {
 		t.Error("no buyer bought again: the test did not exercise the buyers the rebuild installed")
 	}
+	if cost.resumed < 0 || cost.resumed > bound {
+		t.Errorf("sales on the killed master's campaigns resumed after %s, want within %s", cost.resumed, bound)
+	}
+}
+
+// TestClusterShardMasterKilled kills -9 the master of one stock shard (not
+// shard 0) of a campaign of 3 shards in the middle of its sale; its replica
+// takes over. The promoted replica is a new server: the shards it holds
+// stop, and their campaigns are rebuilt from Postgres (every shard of each,
+// in a new epoch), then sell on: every ACCEPTED order is CREATED for its
+// buyer, no order id is handed out twice, nothing is oversold, and the
+// campaigns with no shard on the killed master never stop.
+func TestClusterShardMasterKilled(t *testing.T) {
+	bound := testenv.ClusterNodeTimeout + 8*time.Second
+	cost := saleOnCluster(t, func(s *clusterSale) { s.shards = 3 }, func(s *clusterSale) {
+		key := func(v int64, shard int) string {
+			return "seckill:{" + admission.ShardTag(v, shard, s.shards) + "}:campaign"
+		}
+		victim := s.cluster.MasterOf(key(s.vouchers[0], 1))
+		if victim == s.cluster.MasterOf(key(s.vouchers[0], 0)) {
+			t.Fatal("shards 0 and 1 of a campaign of 3 on one master")
+		}
+		affected := map[int64]bool{}
+		for _, v := range s.vouchers {
+			for shard := range s.shards {
+				affected[v] = affected[v] || s.cluster.MasterOf(key(v, shard)) == victim
+			}
+		}
+		s.setAffected(affected)
+		s.masterKilled = true
+		victim.Kill()
+		time.Sleep(testenv.ClusterNodeTimeout)
+		s.cluster.WaitHealthy(bound)
+		time.Sleep(2 * time.Second)
+	})
+	t.Logf("fault cost (kill -9 of the master of a campaign's shard 1): %s", cost)
 	if cost.resumed < 0 || cost.resumed > bound {
 		t.Errorf("sales on the killed master's campaigns resumed after %s, want within %s", cost.resumed, bound)
 	}

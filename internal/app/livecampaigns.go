@@ -49,3 +49,57 @@ func (l *liveCampaigns) get(ctx context.Context) ([]int64, error) {
 	l.logger.WarnContext(ctx, "live campaigns from Postgres failed: using the last list", "campaigns", len(l.ids), "err", err)
 	return slices.Clone(l.ids), nil
 }
+
+// campaignShards gives the Redis guard and the Admitter the number of stock
+// shards of campaigns (store.CampaignShards), and keeps the campaigns of
+// more than one (only real campaigns have them, so the memory is bounded): a
+// campaign's shards never change, so when Postgres does not answer in time
+// the guard still stops every shard of the campaigns it knows of instead of
+// refusing the connection. The reconciler asks for the live campaigns on
+// every pass, so it knows them before a failover.
+type campaignShards struct {
+	store  *store.Store
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	known map[int64]int // voucher id -> shards, of campaigns of more than one (bounded by real campaigns)
+}
+
+func newCampaignShards(s *store.Store, logger *slog.Logger) *campaignShards {
+	return &campaignShards{store: s, logger: logger, known: make(map[int64]int)}
+}
+
+// get returns the shards of those of ids that have more than one.
+func (c *campaignShards) get(ctx context.Context, ids []int64) (map[int64]int, error) {
+	c.mu.Lock()
+	out := make(map[int64]int)
+	var ask []int64
+	for _, id := range ids {
+		if n, ok := c.known[id]; ok {
+			out[id] = n
+		} else {
+			ask = append(ask, id)
+		}
+	}
+	c.mu.Unlock()
+	if len(ask) == 0 {
+		return out, nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, liveCampaignsTimeout)
+	defer cancel()
+	got, err := c.store.CampaignShards(qctx, ask)
+	if err != nil {
+		if len(out) > 0 || len(ask) < len(ids) {
+			c.logger.WarnContext(ctx, "campaign shards from Postgres failed: using those known", "campaigns", len(ask), "err", err)
+			return out, nil
+		}
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, n := range got {
+		c.known[id] = n
+		out[id] = n
+	}
+	return out, nil
+}

@@ -120,7 +120,7 @@ func (m *Metrics) wrapAdmitter(a seckill.Admitter) seckill.Admitter {
 	for _, o := range []seckill.Outcome{seckill.OutcomeAccepted, seckill.OutcomeSoldOut, seckill.OutcomeAlreadyPurchased,
 		seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomePaused, seckill.OutcomeRateLimited,
 		seckill.OutcomeChallengeRequired, seckill.OutcomeChallengeWrong, seckill.OutcomeChallengeExpired,
-		seckill.OutcomeChallengeNotYours, seckill.OutcomeChallengeUsed} {
+		seckill.OutcomeChallengeNotYours, seckill.OutcomeChallengeUsed, seckill.OutcomeTryAgain} {
 		w.outcomes[o] = m.Purchases.WithLabelValues(string(o))
 	}
 	for _, l := range seckill.Layers {

@@ -117,6 +117,10 @@ type Config struct {
 
 	PersistTimeout time.Duration // how long to wait for accepted orders to be persisted
 	Compare        []string      // CompareSync, CompareCeiling, CompareFsync, CompareWait, CompareLimit
+	// Shards, when set, runs the load against a new campaign of each of
+	// these numbers of stock shards instead (shards.go), and reports how
+	// each spread over the Redis masters.
+	Shards []int
 
 	// Secrets and services, normally from the server's configuration.
 	JWTSecret   string
@@ -267,6 +271,14 @@ func Run(ctx context.Context, cfg Config) (*report.Result, error) {
 		defer r.idp.close()
 	}
 	res := &report.Result{Load: r.loadInfo()}
+	if len(cfg.Shards) > 0 {
+		err := r.runShards(ctx, res)
+		if len(res.Runs) > 0 {
+			res.Load.Stock = res.Runs[0].Stock
+		}
+		res.Interrupted = ctx.Err() != nil
+		return res, err
+	}
 	if cfg.Pay.On {
 		res.Load.Pay = &report.PayLoad{Ratio: cfg.Pay.Ratio, DelayS: cfg.Pay.Delay.Seconds(), WindowS: cfg.Pay.Window.Seconds()}
 	}

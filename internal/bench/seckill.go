@@ -34,6 +34,9 @@ type seckillTarget struct {
 	// afterLoad, when set, is called once the load is over, before the
 	// wait for persistence.
 	afterLoad func()
+	// shards, when above 0, gives the campaign created that many stock
+	// shards (--shards).
+	shards int
 }
 
 // cpuTarget is where t's processes listen, for the CPU probe.
@@ -140,6 +143,12 @@ func (r *runner) prepare(ctx context.Context, t seckillTarget) (*seckillRun, err
 				extra = map[string]any{}
 			}
 			maps.Copy(extra, pay)
+		}
+		if t.shards > 0 {
+			if extra == nil {
+				extra = map[string]any{}
+			}
+			extra["shards"] = t.shards
 		}
 		id, err := s.control.createCampaign(ctx, r.cfg.Stock, time.Until(r.end), extra)
 		if err != nil {

@@ -93,6 +93,18 @@ type LiveCounts struct {
 	Remaining int64
 	Queued    int64
 	Known     bool
+	// Shards holds each stock shard's own numbers, for a campaign of more
+	// than one (nil otherwise); Remaining and Queued are their sums.
+	Shards []ShardLive
+}
+
+// ShardLive is one stock shard's live numbers (admission's Redis): its
+// units left (those on their way out of it included) and pending
+// admissions, and how many admissions it made in its epoch (its sequence).
+type ShardLive struct {
+	Remaining, Queued int64
+	Epoch, Admitted   int64
+	Known             bool
 }
 
 // CampaignTotals is what Postgres holds for a campaign, read in one
@@ -150,7 +162,7 @@ func (k *Catalog) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (
 			InitialStock: in.Stock, Stock: in.Stock,
 			BeginTime: in.BeginTime.UTC(), EndTime: in.EndTime.UTC(),
 			Challenge: in.Challenge, PoWBits: in.Difficulty(), Quiz: in.Quiz, Brake: in.Brake,
-			PayWindow: cmp.Or(in.PayWindow, k.payWindow),
+			PayWindow: cmp.Or(in.PayWindow, k.payWindow), Shards: in.Shards,
 		},
 	}
 	if err := k.store.CreateVoucher(ctx, v); err != nil {

@@ -12,7 +12,7 @@ var Outcomes = []Outcome{
 	OutcomeAccepted, OutcomeSoldOut, OutcomeAlreadyPurchased, OutcomeNotStarted, OutcomeEnded,
 	OutcomeRateLimited, OutcomePaused,
 	OutcomeChallengeRequired, OutcomeChallengeWrong, OutcomeChallengeExpired,
-	OutcomeChallengeNotYours, OutcomeChallengeUsed,
+	OutcomeChallengeNotYours, OutcomeChallengeUsed, OutcomeTryAgain,
 }
 
 // OrderStatuses lists every status of an order, QUEUED (in Redis only)

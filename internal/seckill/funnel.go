@@ -12,7 +12,7 @@ const (
 	LayerSharedLimit      = "shared_limit"      // the per-user or per-address limit every instance shares, or the brake
 	LayerChallengeMissing = "challenge_missing" // no answer where the campaign asks one
 	LayerChallengeWrong   = "challenge_wrong"   // wrong, expired, another's or used
-	LayerSoldOut          = "sold_out"          // no stock, as Redis answered
+	LayerSoldOut          = "sold_out"          // no stock, as Redis answered (TRY_AGAIN too: none in the buyer's shard yet)
 	LayerAlreadyPurchased = "already_purchased" // one per user
 	LayerAdmitted         = "admitted"
 )
@@ -59,7 +59,8 @@ func (o Outcome) Layer() string {
 		return LayerChallengeMissing
 	case OutcomeChallengeWrong, OutcomeChallengeExpired, OutcomeChallengeNotYours, OutcomeChallengeUsed:
 		return LayerChallengeWrong
-	case OutcomeSoldOut:
+	case OutcomeSoldOut, OutcomeTryAgain:
+		// TRY_AGAIN: no unit in the buyer's stock shard at that moment.
 		return LayerSoldOut
 	case OutcomeAlreadyPurchased:
 		return LayerAlreadyPurchased

@@ -58,14 +58,55 @@ const (
 	MaxEpoch = 1<<orderEpochBits - 1
 )
 
-// OrderID composes an order id from a voucher id and the low 32 bits (epoch
-// and sequence) that the admission script returned.
+// Shards (issue #21): a campaign may sell from up to MaxShards Redis stock
+// shards, each with its own sequence, so an id also names its shard. Shard
+// 0's ids are the layout above, unchanged: bit 62 clear, the voucher id in
+// bits 32 to 61 (below 2^30). An id of shard k >= 1 sets bit 62 (a flag no
+// id of the old layout has: its voucher ids are below 2^30), puts k in bits
+// 56 to 61 and the voucher id in bits 32 to 55 (below 2^24: a campaign of
+// more than one shard needs such an id, which Postgres enforces). The low 32
+// bits are the epoch and the shard's sequence, as before. So ids issued
+// before shards parse as they did, and ids of different shards, epochs or
+// sequences differ.
+const (
+	shardFlag      = 1 << 62
+	shardShift     = 56
+	shardBits      = 6
+	orderShardMask = 1<<shardBits - 1
+	// MaxOrderVoucherID is the largest voucher id an id of shard 0 holds;
+	// MaxShardedVoucherID the largest of a campaign of several shards.
+	MaxOrderVoucherID   = 1<<30 - 1
+	MaxShardedVoucherID = 1<<24 - 1
+)
+
+// OrderID composes an order id of shard 0 from a voucher id and the low 32
+// bits (epoch and sequence) that the admission script returned.
 func OrderID(voucherID int64, seq int64) int64 { return voucherID<<orderSeqBits | seq }
+
+// ShardOrderID composes an order id of one shard of a campaign; shard 0's
+// is OrderID's.
+func ShardOrderID(voucherID int64, shard int, seq int64) int64 {
+	if shard == 0 {
+		return OrderID(voucherID, seq)
+	}
+	return shardFlag | int64(shard)<<shardShift | voucherID<<orderSeqBits | seq
+}
 
 // SplitOrderID returns the voucher id and the low 32 bits (epoch and
 // sequence) of an order id.
 func SplitOrderID(id int64) (voucherID, seq int64) {
-	return id >> orderSeqBits, id & (1<<orderSeqBits - 1)
+	voucherID, _, seq = SplitShardOrderID(id)
+	return voucherID, seq
+}
+
+// SplitShardOrderID returns the voucher id, the shard and the low 32 bits
+// (epoch and sequence) of an order id.
+func SplitShardOrderID(id int64) (voucherID int64, shard int, seq int64) {
+	seq = id & (1<<orderSeqBits - 1)
+	if id < 0 || id&shardFlag == 0 {
+		return id >> orderSeqBits, 0, seq
+	}
+	return id >> orderSeqBits & MaxShardedVoucherID, int(id >> shardShift & orderShardMask), seq
 }
 
 // OrderEpoch returns the epoch in which an order id was handed out.
@@ -93,6 +134,11 @@ const (
 	OutcomeChallengeExpired  Outcome = "CHALLENGE_EXPIRED"
 	OutcomeChallengeNotYours Outcome = "CHALLENGE_NOT_YOURS"
 	OutcomeChallengeUsed     Outcome = "CHALLENGE_USED"
+
+	// OutcomeTryAgain: a campaign of several stock shards has units left,
+	// but none yet where this buyer's purchase is decided; they are on
+	// their way (shards.go). Never a false SOLD_OUT: retry after RetryAfter.
+	OutcomeTryAgain Outcome = "TRY_AGAIN"
 )
 
 // Message is the human sentence shown with an outcome.
@@ -122,6 +168,8 @@ func (o Outcome) Message() string {
 		return "the challenge was given to another user or for another sale"
 	case OutcomeChallengeUsed:
 		return "the challenge has been used already; ask for a new one"
+	case OutcomeTryAgain:
+		return "units are on their way; try again in a moment"
 	}
 	return string(o)
 }

@@ -66,6 +66,9 @@ type Campaign struct {
 	Challenge ChallengeKind
 	PoWBits   int
 	Brake     int
+	// Shards is the number of Redis stock shards the campaign sells from
+	// (shards.go): 1 to MaxShards, fixed at creation; 0 reads as 1.
+	Shards int
 	// Quiz is the quiz's questions where a caller asked for them: creating
 	// a campaign writes them; CampaignStore.ChangeCampaign hands its change
 	// the questions as they stand and writes back what the change leaves
@@ -130,6 +133,9 @@ type NewSeckillVoucher struct {
 	// PayWindow is how long buyers have to pay; 0 takes the service's
 	// default (SECKILL_PAY_WINDOW).
 	PayWindow time.Duration
+	// Shards is the number of Redis stock shards, 1 to MaxShards; 0 (not
+	// given) is 1.
+	Shards int
 }
 
 // Normalized returns in as a campaign holds it: the title trimmed, an
@@ -141,6 +147,9 @@ func (in NewSeckillVoucher) Normalized() NewSeckillVoucher {
 		in.Challenge = ChallengeNone
 	}
 	in.PoWBits = normalPoWBits(in.Challenge, in.PoWBits)
+	if in.Shards == 0 {
+		in.Shards = 1
+	}
 	return in
 }
 
@@ -234,6 +243,9 @@ func (in *NewSeckillVoucher) validate(now time.Time, errs *FieldErrors) {
 	}
 	if in.Brake < 0 || in.Brake > MaxBrake {
 		errs.add(Invalidf("brake", "brake must be between 0 (none) and %d admissions a second", MaxBrake))
+	}
+	if in.Shards < 1 || in.Shards > MaxShards {
+		errs.add(Invalidf("shards", "shards must be between 1 and %d", MaxShards))
 	}
 }
 

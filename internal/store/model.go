@@ -50,6 +50,7 @@ type campaignRow struct {
 	PoWBits      int       `bun:"pow_bits,notnull"`
 	Brake        int       `bun:"brake,notnull"`
 	PayWindow    int64     `bun:"pay_window_seconds,nullzero,notnull,default:900"`
+	Shards       int       `bun:"shards,nullzero,notnull,default:1"`
 	timestamps
 }
 
@@ -141,6 +142,7 @@ func toDBCampaign(voucherID int64, c *seckill.Campaign) *campaignRow {
 		PoWBits:      c.PoWBits,
 		Brake:        c.Brake,
 		PayWindow:    int64(c.PayWindow / time.Second),
+		Shards:       c.Shards,
 	}
 }
 
@@ -178,6 +180,7 @@ func toDomainCampaign(r *campaignRow) seckill.Campaign {
 		PoWBits:      r.PoWBits,
 		Brake:        r.Brake,
 		PayWindow:    time.Duration(r.PayWindow) * time.Second,
+		Shards:       r.Shards,
 	}
 }
 

@@ -30,7 +30,7 @@ func createVoucher(ctx context.Context, db bun.IDB, v *seckill.Voucher) error {
 		if crow.Challenge == "" {
 			crow.Challenge = string(seckill.ChallengeNone)
 		}
-		if _, err := db.NewInsert().Model(crow).Returning("created_at, pay_window_seconds").Exec(ctx); err != nil {
+		if _, err := db.NewInsert().Model(crow).Returning("created_at, pay_window_seconds, shards").Exec(ctx); err != nil {
 			return voucherWriteError("insert campaign", err)
 		}
 		if err := writeQuiz(ctx, db, row.ID, v.Campaign.Quiz); err != nil {
@@ -44,6 +44,7 @@ func createVoucher(ctx context.Context, db bun.IDB, v *seckill.Voucher) error {
 		v.Campaign.VoucherID, v.Campaign.CreatedAt = crow.VoucherID, crow.CreatedAt.UTC()
 		v.Campaign.Challenge = seckill.ChallengeKind(crow.Challenge)
 		v.Campaign.PayWindow = time.Duration(crow.PayWindow) * time.Second
+		v.Campaign.Shards = crow.Shards
 	}
 	return nil
 }

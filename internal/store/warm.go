@@ -47,6 +47,28 @@ func (s *Store) LiveCampaigns(ctx context.Context) ([]int64, error) {
 	return ids, nil
 }
 
+// CampaignShards returns the number of Redis stock shards of those of ids
+// whose campaign has more than one (the others are absent from the map).
+func (s *Store) CampaignShards(ctx context.Context, ids []int64) (map[int64]int, error) {
+	out := make(map[int64]int)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		VoucherID int64 `bun:"voucher_id"`
+		Shards    int   `bun:"shards"`
+	}
+	err := s.db.NewSelect().Model((*campaignRow)(nil)).Column("c.voucher_id", "c.shards").
+		Where("c.voucher_id IN (?)", bun.In(ids)).Where("c.shards > 1").Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: select campaign shards: %w", err)
+	}
+	for _, r := range rows {
+		out[r.VoucherID] = r.Shards
+	}
+	return out, nil
+}
+
 // CampaignEpoch returns a campaign's current order id epoch. ENOTFOUND.
 func (s *Store) CampaignEpoch(ctx context.Context, voucherID int64) (int64, error) {
 	var epoch int64

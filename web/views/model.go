@@ -190,6 +190,7 @@ type CampaignView struct {
 	Paused      bool
 	Editable    bool // it has not started: texts and times may change
 	Ended       bool
+	Shards      int // stock shards (1: one Redis hash tag)
 }
 
 // CampaignLive is the part of the campaign page that refreshes itself.
@@ -216,6 +217,21 @@ type CampaignLive struct {
 	// Refunds of payments owed back, by where they stand.
 	RefundsOwed, RefundsSent, RefundsDone, RefundsFailed RefundTally
 	RefundsStuck                                         int64 // owed for more than an hour
+	// Shards lists each stock shard of a campaign of more than one (nil
+	// for one shard).
+	Shards []ShardView
+}
+
+// ShardView is one stock shard of a campaign on its page: its units left
+// and pending admissions (Redis), and its admissions a second since the
+// page last refreshed (PerSecond; Rate false before a second reading, or
+// after the shard was rebuilt).
+type ShardView struct {
+	Shard             int
+	Remaining, Queued int64
+	Known             bool
+	PerSecond         float64
+	Rate              bool
 }
 
 // Balance is the consistency check, the domain's seckill.CheckBalance:

@@ -301,3 +301,28 @@ func TestLoginAndQueues(t *testing.T) {
 		}
 	}
 }
+
+// TestCampaignFragmentShards: a campaign of several stock shards shows
+// each shard's remaining, queued and admissions a second; one of one shard
+// shows no such panel.
+func TestCampaignFragmentShards(t *testing.T) {
+	doc := render(t, views.CampaignFragment(views.CampaignLive{Known: true, Remaining: 12, Shards: []views.ShardView{
+		{Shard: 0, Remaining: 10, Queued: 3, Known: true, PerSecond: 1234.4, Rate: true},
+		{Shard: 1, Remaining: 2, Known: true},
+		{Shard: 2},
+	}}))
+	rows := doc.Find(byTestID("shard-row"))
+	if rows.Length() != 3 {
+		t.Fatalf("%d shard rows, want 3", rows.Length())
+	}
+	for i, want := range [][3]string{{"10", "3", "1,234"}, {"2", "0", "—"}, {"—", "0", "—"}} {
+		row := rows.Eq(i)
+		got := [3]string{text(row.Find(byTestID("shard-remaining"))), text(row.Find(byTestID("shard-queued"))), text(row.Find(byTestID("shard-rate")))}
+		if got != want {
+			t.Errorf("shard %d: %v, want %v", i, got, want)
+		}
+	}
+	if n := render(t, views.CampaignFragment(views.CampaignLive{Known: true})).Find(byTestID("shards")).Length(); n != 0 {
+		t.Errorf("a campaign of one shard shows %d shard panels", n)
+	}
+}

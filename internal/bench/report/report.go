@@ -136,6 +136,10 @@ type Report struct {
 	// CPU is what each local process spent from the start of the load
 	// until the last accepted order was in Postgres, from /proc.
 	CPU *CPU `json:"cpu,omitempty"`
+	// Shards is the campaign's stock shards and Masters what each Redis
+	// master ran during the load (--shards on a cluster).
+	Shards  int          `json:"shards,omitempty"`
+	Masters []MasterLoad `json:"redis_masters,omitempty"`
 
 	OK      bool   `json:"ok"`
 	Verdict string `json:"verdict"`

@@ -52,6 +52,7 @@ func writeRunTable(b *strings.Builder, mode string, runs []*Report) {
 	t.persistenceRows()
 	t.paymentRows()
 	t.serverRows()
+	t.masterRows()
 	t.cpuRows()
 	t.write(b)
 }

@@ -1,0 +1,643 @@
+package admission_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/admission"
+	"seckill/internal/seckill"
+)
+
+// shardedCampaign is liveCampaign with shards stock shards.
+func shardedCampaign(voucherID, stock int64, shards int) seckill.Campaign {
+	c := liveCampaign(voucherID, stock)
+	c.Shards = shards
+	return c
+}
+
+// shardStocks reads each shard's stock.
+func shardStocks(t *testing.T, a *admission.Admitter, rdb redis.UniversalClient, voucherID int64, shards int) []int64 {
+	t.Helper()
+	out := make([]int64, shards)
+	for i := range out {
+		n, err := rdb.HGet(context.Background(), admission.ShardCampaignKey(a, voucherID, i, shards), "stock").Int64()
+		if err != nil {
+			t.Fatalf("stock of shard %d: %v", i, err)
+		}
+		out[i] = n
+	}
+	return out
+}
+
+// usersOn returns n user ids, from `from` up, that fall on shard of shards.
+func usersOn(from int64, n, shard, shards int) []int64 {
+	var out []int64
+	for u := from; len(out) < n; u++ {
+		if seckill.ShardOf(u, shards) == shard {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// TestShardTags: a campaign of N shards puts them in N different N-ths of
+// the slot space, shard 0 keeps the campaign's own tag, and on a cluster
+// our slot of a key is CLUSTER KEYSLOT's.
+func TestShardTags(t *testing.T) {
+	t.Parallel()
+	a, rdb := newAdmitter(t, admission.Options{})
+	if got, want := admission.ShardCampaignKey(a, 42, 0, 3), admission.CampaignKey(a, 42); got != want {
+		t.Errorf("shard 0's key %q, want the campaign's own %q", got, want)
+	}
+	for _, v := range []int64{1, 42, 4711, seckill.MaxShardedVoucherID} {
+		for _, n := range []int{2, 3, 4, 5, 8, 16, 64} {
+			cells := map[int]bool{}
+			for s := range n {
+				cell := int(admission.KeySlot(admission.ShardCampaignKey(a, v, s, n))) * n / 16384
+				if cells[cell] {
+					t.Fatalf("voucher %d of %d shards: shard %d in the same N-th of the slots (%d) as another", v, n, s, cell)
+				}
+				cells[cell] = true
+			}
+		}
+	}
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	for _, key := range []string{admission.ShardCampaignKey(a, 42, 2, 3), admission.CampaignKey(a, 7), "plain", "a{}b", "{x}{y}", "{v9.1.3}:z"} {
+		want, err := cc.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := admission.KeySlot(key); int64(got) != want {
+			t.Errorf("slot of %q: %d, CLUSTER KEYSLOT says %d", key, got, want)
+		}
+	}
+	// Three shards on a cluster of three masters that split the slots
+	// evenly: one on each.
+	masters := map[string]bool{}
+	for s := range 3 {
+		masters[shardOf(t, cc, admission.ShardCampaignKey(a, 42, s, 3))[0]] = true
+	}
+	if len(masters) != 3 {
+		t.Errorf("3 shards on %d masters, want 3", len(masters))
+	}
+}
+
+// TestShardedWarm: the stock is spread over the shards, each buyer is in
+// their shard, and only shard 0 says how many there are.
+func TestShardedWarm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	const v = 501
+	buyers := []int64{3, 4, 5, 6, 7, 8, 9}
+	mustWarm(t, a, seckill.WarmState{Campaign: shardedCampaign(v, 10, 3), Buyers: buyers})
+	if got := shardStocks(t, a, rdb, v, 3); !slices.Equal(got, []int64{4, 3, 3}) {
+		t.Errorf("shard stocks %v, want [4 3 3]", got)
+	}
+	for _, u := range buyers {
+		s := seckill.ShardOf(u, 3)
+		for i := range 3 {
+			in, err := rdb.SIsMember(ctx, admission.ShardBuyersKey(a, v, i, 3), u).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in != (i == s) {
+				t.Errorf("buyer %d (shard %d) in shard %d's buyers: %v", u, s, i, in)
+			}
+		}
+		wantOutcome(t, a, v, u, seckill.OutcomeAlreadyPurchased, "a buyer of the warm state")
+	}
+	if n, _ := rdb.HGet(ctx, admission.CampaignKey(a, v), "shards").Result(); n != "3" {
+		t.Errorf("shard 0 says %q shards, want 3", n)
+	}
+	if ok, err := a.Warm(ctx, seckill.WarmState{Campaign: shardedCampaign(v, 99, 3)}); err != nil || ok {
+		t.Errorf("second warm: %v, %v; want nothing installed", ok, err)
+	}
+	rem, err := a.Remaining(ctx, []int64{v})
+	if err != nil || rem[v] != 10 {
+		t.Errorf("remaining %v, %v; want 10", rem, err)
+	}
+	if _, err := a.Warm(ctx, seckill.WarmState{Campaign: shardedCampaign(seckill.MaxShardedVoucherID+1, 5, 2)}); seckill.ErrorCode(err) != seckill.EINVALID {
+		t.Errorf("sharded campaign of a voucher id beyond 24 bits: %v, want INVALID", err)
+	}
+}
+
+// attempt is one purchase attempt as a buyer saw it.
+type attempt struct {
+	user          int64
+	outcome       seckill.Outcome
+	orderID       int64
+	start, finish time.Time
+}
+
+// buyAll has every user of users try twice (TRY_AGAIN is retried at once,
+// and not counted as a try) at once through the admitters, round robin,
+// from workers goroutines.
+func buyAll(t *testing.T, as []*admission.Admitter, voucherID int64, users []int64, workers int) []attempt {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		all  []attempt
+		next atomic.Int64
+		wg   sync.WaitGroup
+		errs atomic.Int64
+	)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := as[w%len(as)]
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(users)) {
+					return
+				}
+				u := users[i]
+				for try := 0; try < 2; {
+					start := time.Now()
+					o, adm, err := a.Admit(context.Background(), voucherID, u, seckill.Ticket{})
+					if err != nil {
+						if errs.Add(1) < 5 {
+							t.Errorf("admit user %d: %v", u, err)
+						}
+						return
+					}
+					if o == seckill.OutcomeTryAgain {
+						time.Sleep(time.Millisecond)
+						continue
+					}
+					try++
+					mu.Lock()
+					all = append(all, attempt{user: u, outcome: o, orderID: adm.OrderID, start: start, finish: time.Now()})
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return all
+}
+
+// checkSale checks a sale of stock units to the attempts: exactly stock
+// accepted, one per user, distinct order ids, and no SOLD_OUT answered
+// before an acceptance that started after it (with nothing returned, that
+// SOLD_OUT was false: a unit remained somewhere).
+func checkSale(t *testing.T, atts []attempt, stock int) {
+	t.Helper()
+	accepted := map[int64]int64{}
+	ids := map[int64]bool{}
+	var lastAcceptStart, firstSoldOut time.Time
+	for _, at := range atts {
+		switch at.outcome {
+		case seckill.OutcomeAccepted:
+			if _, dup := accepted[at.user]; dup {
+				t.Errorf("user %d accepted twice", at.user)
+			}
+			accepted[at.user] = at.orderID
+			if ids[at.orderID] {
+				t.Errorf("order id %d handed out twice", at.orderID)
+			}
+			ids[at.orderID] = true
+			if at.start.After(lastAcceptStart) {
+				lastAcceptStart = at.start
+			}
+		case seckill.OutcomeSoldOut:
+			if firstSoldOut.IsZero() || at.finish.Before(firstSoldOut) {
+				firstSoldOut = at.finish
+			}
+		case seckill.OutcomeAlreadyPurchased:
+		default:
+			t.Errorf("user %d: outcome %s", at.user, at.outcome)
+		}
+	}
+	if len(accepted) != stock {
+		t.Errorf("%d accepted, want exactly the stock, %d", len(accepted), stock)
+	}
+	if !firstSoldOut.IsZero() && lastAcceptStart.After(firstSoldOut) {
+		t.Errorf("SOLD_OUT answered at %v, yet a purchase that started %v later was accepted: a unit remained",
+			firstSoldOut.Format(time.StampMicro), lastAcceptStart.Sub(firstSoldOut))
+	}
+}
+
+// TestShardedUnevenBuyers: 2,000 buyers, 1,500 units, 3 shards, buyers
+// fall 70/20/10 on the shards, each tries twice through one of two
+// Admitters (two API processes): exactly 1,500 accepted, one each, 0 left
+// in every shard, nothing left on its way, and no SOLD_OUT while a unit
+// remained anywhere.
+func TestShardedUnevenBuyers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a1, rdb := newAdmitter(t, admission.Options{})
+	a2 := admission.New(rdb, admission.Options{Prefix: admission.Prefix(a1)})
+	const v, stock, shards = 502, 1500, 3
+	mustWarm(t, a1, seckill.WarmState{Campaign: shardedCampaign(v, stock, shards)})
+	users := append(append(usersOn(1, 1400, 0, shards), usersOn(1, 400, 1, shards)...), usersOn(1, 200, 2, shards)...)
+	atts := buyAll(t, []*admission.Admitter{a1, a2}, v, users, 200)
+	checkSale(t, atts, stock)
+	if got := shardStocks(t, a1, rdb, v, shards); !slices.Equal(got, []int64{0, 0, 0}) {
+		t.Errorf("shard stocks after the sale %v, want all 0", got)
+	}
+	for s := range shards {
+		if n, err := rdb.HLen(ctx, admission.ShardMovesKey(a1, v, s, shards)).Result(); err != nil || n != 0 {
+			t.Errorf("shard %d: %d moves left recorded (%v)", s, n, err)
+		}
+	}
+	q, err := a1.Queued(ctx, []int64{v})
+	if err != nil || q[v] != stock {
+		t.Errorf("queued %v (%v), want %d", q, err, stock)
+	}
+	// Every pending admission is found, in its shard.
+	pend, err := a2.PendingOf(ctx, v)
+	if err != nil || len(pend) != stock {
+		t.Fatalf("PendingOf: %d (%v), want %d", len(pend), err, stock)
+	}
+	for _, p := range pend[:10] {
+		got, err := a2.Pending(ctx, p.OrderID)
+		if err != nil || got.UserID != p.UserID {
+			t.Errorf("Pending(%d) = %+v, %v; want user %d", p.OrderID, got, err, p.UserID)
+		}
+		_, shard, _ := seckill.SplitShardOrderID(p.OrderID)
+		if want := seckill.ShardOf(p.UserID, shards); shard != want {
+			t.Errorf("order %d of user %d in shard %d, want the user's %d", p.OrderID, p.UserID, shard, want)
+		}
+	}
+	if err := a1.Ack(ctx, pend); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := a1.Queued(ctx, []int64{v}); q[v] != 0 {
+		t.Errorf("queued after Ack: %d", q[v])
+	}
+}
+
+// TestShardedRaceEven is the seed's race on a campaign of 3 shards: many
+// buyers, few units, two Admitters.
+func TestShardedRaceEven(t *testing.T) {
+	t.Parallel()
+	a1, rdb := newAdmitter(t, admission.Options{})
+	a2 := admission.New(rdb, admission.Options{Prefix: admission.Prefix(a1)})
+	const v, stock = 503, 200
+	mustWarm(t, a1, seckill.WarmState{Campaign: shardedCampaign(v, stock, 3)})
+	users := make([]int64, 1000)
+	for i := range users {
+		users[i] = int64(i + 1)
+	}
+	checkSale(t, buyAll(t, []*admission.Admitter{a1, a2}, v, users, 300), stock)
+	if got := shardStocks(t, a1, rdb, v, 3); !slices.Equal(got, []int64{0, 0, 0}) {
+		t.Errorf("shard stocks after the sale %v, want all 0", got)
+	}
+	if o, ok := admission.SoldOutMark(a1, v); ok && o != seckill.OutcomeSoldOut {
+		t.Errorf("local mark %s", o)
+	}
+}
+
+// TestShardedMoveInterrupted: a move stopped after its first step, and one
+// stopped after its second, lose no unit and count none twice once the
+// reconciler finished them, however often it runs; a move of an epoch the
+// campaign left is dropped.
+func TestShardedMoveInterrupted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	admission.FinishMovesNow(a)
+	const v, shards = 504, 3
+	mustWarm(t, a, seckill.WarmState{Campaign: shardedCampaign(v, 30, shards)})
+	total := func() int64 {
+		c, err := a.LiveCounts(ctx, []int64{v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c[v].Remaining
+	}
+
+	// Killed after move_out: the units are in the record, counted as left.
+	_, n1, epoch, err := admission.MoveOut(ctx, a, v, shards, 0, 1, 6)
+	if err != nil || n1 != 6 {
+		t.Fatalf("move out: %d, %v", n1, err)
+	}
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{4, 10, 10}) {
+		t.Errorf("after move_out: %v, want [4 10 10]", got)
+	}
+	if got := total(); got != 30 {
+		t.Errorf("live remaining with a move on its way: %d, want 30", got)
+	}
+	// Killed after move_in, before the record is cleared.
+	id2, n2, _, err := admission.MoveOut(ctx, a, v, shards, 2, 0, 5)
+	if err != nil || n2 != 5 {
+		t.Fatalf("move out: %d, %v", n2, err)
+	}
+	if r, err := admission.MoveIn(ctx, a, v, shards, 0, id2, n2, epoch); err != nil || r != 1 {
+		t.Fatalf("move in: %d, %v", r, err)
+	}
+	if r, err := admission.MoveIn(ctx, a, v, shards, 0, id2, n2, epoch); err != nil || r != 0 {
+		t.Fatalf("move in again: %d, %v; want 0 (applied before)", r, err)
+	}
+	for range 3 {
+		if _, err := a.FinishMoves(ctx, []int64{v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{9, 16, 5}) {
+		t.Errorf("after reconciling: %v, want [9 16 5]", got)
+	}
+	if got := total(); got != 30 {
+		t.Errorf("live remaining after reconciling: %d, want 30", got)
+	}
+	for s := range shards {
+		if n, _ := rdb.HLen(ctx, admission.ShardMovesKey(a, v, s, shards)).Result(); n != 0 {
+			t.Errorf("shard %d keeps %d move records", s, n)
+		}
+	}
+
+	// A move of an earlier epoch: the rebuild that moved on counted its
+	// units from Postgres; it is dropped, not applied.
+	_, n3, _, err := admission.MoveOut(ctx, a, v, shards, 1, 2, 3)
+	if err != nil || n3 != 3 {
+		t.Fatalf("move out: %d, %v", n3, err)
+	}
+	if err := rdb.HIncrBy(ctx, admission.ShardCampaignKey(a, v, 2, shards), "epoch", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HIncrBy(ctx, admission.ShardCampaignKey(a, v, 1, shards), "epoch", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.FinishMoves(ctx, []int64{v}); err != nil {
+		t.Fatal(err)
+	}
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{9, 13, 5}) {
+		t.Errorf("after a void move: %v, want [9 13 5] (nothing applied)", got)
+	}
+	if n, _ := rdb.HLen(ctx, admission.ShardMovesKey(a, v, 1, shards)).Result(); n != 0 {
+		t.Errorf("the void move is still recorded")
+	}
+}
+
+// TestShardedReturnsAndRelease: a unit given back (cancel, expiry, a failed
+// admission) goes back to its order's shard, and frees its buyer there.
+func TestShardedReturnsAndRelease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	const v, shards = 505, 3
+	mustWarm(t, a, seckill.WarmState{Campaign: shardedCampaign(v, 30, shards)})
+	u1, u2 := usersOn(1, 1, 2, shards)[0], usersOn(1, 1, 1, shards)[0]
+	o1, adm1 := mustAdmit(t, a, v, u1)
+	o2, adm2 := mustAdmit(t, a, v, u2)
+	if o1 != seckill.OutcomeAccepted || o2 != seckill.OutcomeAccepted {
+		t.Fatalf("outcomes %s, %s", o1, o2)
+	}
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{10, 9, 9}) {
+		t.Fatalf("after two admissions: %v", got)
+	}
+	if err := a.Ack(ctx, []seckill.Admission{adm1}); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := a.ReturnUnit(ctx, seckill.UnitReturn{OrderID: adm1.OrderID, VoucherID: v, UserID: u1, Epoch: 0})
+	if err != nil || !ok {
+		t.Fatalf("return unit: %v, %v", ok, err)
+	}
+	if ok, err := a.Release(ctx, adm2, false); err != nil || !ok {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{10, 10, 10}) {
+		t.Errorf("after the return and the release: %v, want [10 10 10]", got)
+	}
+	wantOutcome(t, a, v, u1, seckill.OutcomeAccepted, "a buyer whose order was returned")
+	wantOutcome(t, a, v, u2, seckill.OutcomeAccepted, "a buyer whose admission was released")
+	taken, err := a.ReturnUnits(ctx, []seckill.UnitReturn{{OrderID: adm1.OrderID, VoucherID: v, UserID: u1}})
+	if err != nil || len(taken) != 1 {
+		t.Errorf("return units again: %v, %v", taken, err)
+	}
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{10, 9, 9}) {
+		t.Errorf("a unit returned twice: %v, want [10 9 9]", got)
+	}
+}
+
+// TestShardedRebuild: one stopped shard stops the campaign for a rebuild,
+// which installs every shard from Postgres's state in the new epoch; an
+// admission then gets an id of that epoch and its buyer's shard.
+func TestShardedRebuild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	const v, shards = 506, 3
+	c := shardedCampaign(v, 30, shards)
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	u := usersOn(1, 1, 1, shards)[0]
+	if err := rdb.HSet(ctx, admission.ShardCampaignKey(a, v, 2, shards), "state", "stale").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if need, err := a.NeedsRebuild(ctx, []int64{v}); err != nil || !slices.Equal(need, []int64{v}) {
+		t.Fatalf("needs rebuild: %v, %v", need, err)
+	}
+	wantStale := usersOn(1, 1, 2, shards)[0]
+	if _, _, err := a.Admit(ctx, v, wantStale, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
+		t.Errorf("a buyer of the stopped shard: %v, want ErrRebuildNeeded", err)
+	}
+	token, ok, err := a.BeginRebuild(ctx, v)
+	if err != nil || !ok {
+		t.Fatalf("begin rebuild: %v, %v", ok, err)
+	}
+	if _, _, err := a.Admit(ctx, v, u, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
+		t.Errorf("a buyer of another shard during the rebuild: %v, want ErrRebuildNeeded", err)
+	}
+	c.Stock, c.Epoch = 20, 1
+	ok, err = a.FinishRebuild(ctx, token, seckill.WarmState{Campaign: c, Buyers: []int64{wantStale}})
+	if err != nil || !ok {
+		t.Fatalf("finish rebuild: %v, %v", ok, err)
+	}
+	if need, err := a.NeedsRebuild(ctx, []int64{v}); err != nil || len(need) != 0 {
+		t.Errorf("needs rebuild after it: %v, %v", need, err)
+	}
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{7, 7, 6}) {
+		t.Errorf("rebuilt shards %v, want [7 7 6]", got)
+	}
+	wantOutcome(t, a, v, wantStale, seckill.OutcomeAlreadyPurchased, "a buyer Postgres knows")
+	o, adm := mustAdmit(t, a, v, u)
+	if o != seckill.OutcomeAccepted {
+		t.Fatalf("after the rebuild: %s", o)
+	}
+	if _, shard, _ := seckill.SplitShardOrderID(adm.OrderID); shard != 1 || seckill.OrderEpoch(adm.OrderID) != 1 {
+		t.Errorf("order %d: shard %d epoch %d, want shard 1 epoch 1", adm.OrderID, shard, seckill.OrderEpoch(adm.OrderID))
+	}
+}
+
+func TestShardedForget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	const v = 507
+	mustWarm(t, a, seckill.WarmState{Campaign: shardedCampaign(v, 9, 3)})
+	if err := a.Forget(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	for s := range 3 {
+		if n, _ := rdb.Exists(ctx, admission.ShardCampaignKey(a, v, s, 3)).Result(); n != 0 {
+			t.Errorf("shard %d left after Forget", s)
+		}
+	}
+}
+
+// TestShardedChanges: a window, a pause, a guard, a retirement apply to
+// every shard; the brake is split between them.
+func TestShardedChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	const v, shards = 508, 3
+	c := shardedCampaign(v, 30, shards)
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	users := []int64{usersOn(1, 1, 0, shards)[0], usersOn(1, 1, 1, shards)[0], usersOn(1, 1, 2, shards)[0]}
+	if err := a.UpdateCampaign(ctx, v, c.BeginTime, c.EndTime, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		wantOutcome(t, a, v, u, seckill.OutcomePaused, "paused")
+	}
+	if err := a.UpdateGuard(ctx, v, seckill.ChallengeQuiz, 10); err != nil {
+		t.Fatal(err)
+	}
+	for s := range shards {
+		key := strings.TrimSuffix(admission.ShardCampaignKey(a, v, s, shards), "campaign") + "guard"
+		g, err := rdb.HGetAll(ctx, key).Result()
+		if err != nil || g["challenge"] != "QUIZ" || g["brake"] != "3" {
+			t.Errorf("shard %d's guard %v (%v), want QUIZ and a brake of 3 (10 / 3)", s, g, err)
+		}
+	}
+	if err := a.UpdateGuard(ctx, v, seckill.ChallengeNone, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.UpdateCampaign(ctx, v, c.BeginTime, c.EndTime, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		wantOutcome(t, a, v, u, seckill.OutcomeAccepted, "resumed")
+	}
+	// Ended long ago, nothing pending: every shard's buyers go.
+	pend, err := a.PendingOf(ctx, v)
+	if err != nil || len(pend) != 3 {
+		t.Fatalf("pending %d, %v", len(pend), err)
+	}
+	if err := a.Ack(ctx, pend); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.UpdateCampaign(ctx, v, c.BeginTime.Add(-3*time.Hour), c.BeginTime.Add(-2*time.Hour), false); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.Retire(ctx, []int64{v}, time.Hour); err != nil || n != 1 {
+		t.Fatalf("retire: %d, %v", n, err)
+	}
+	for s := range shards {
+		if n, _ := rdb.Exists(ctx, admission.ShardBuyersKey(a, v, s, shards)).Result(); n != 0 {
+			t.Errorf("shard %d kept its buyers", s)
+		}
+	}
+	wantOutcome(t, a, v, users[2], seckill.OutcomeEnded, "retired")
+}
+
+// TestShardedAddStock: units added go to shard 0, and a buyer of another
+// shard gets them once its own run out.
+func TestShardedAddStock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	const v, shards = 509, 3
+	mustWarm(t, a, seckill.WarmState{Campaign: shardedCampaign(v, 0, shards)})
+	buyer := usersOn(1, 1, 2, shards)[0]
+	wantOutcome(t, a, v, buyer, seckill.OutcomeSoldOut, "nothing on sale")
+	if err := a.AddStock(ctx, v, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{4, 0, 0}) {
+		t.Errorf("after adding 4: %v, want [4 0 0]", got)
+	}
+	wantOutcome(t, a, v, buyer, seckill.OutcomeAccepted, "units added to shard 0")
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{2, 0, 1}) {
+		t.Errorf("after a buyer of shard 2: %v, want [2 0 1] (half of shard 0's moved, one sold)", got)
+	}
+}
+
+// commandCounter counts the commands a client sends, by name.
+type commandCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			c.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+func (c *commandCounter) count(cmd redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[strings.ToLower(cmd.Name())]++
+}
+func (c *commandCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
+}
+
+// TestFirstPurchaseOneRoundTrip: a process that never saw a campaign sends
+// its first purchase of a campaign of one shard as one script call, as
+// before shards; of a campaign of several, shard 0 says how many and the
+// purchase goes to the buyer's shard (two calls, once per process).
+func TestFirstPurchaseOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	warmer, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	const one, three = 510, 511
+	mustWarm(t, warmer, seckill.WarmState{Campaign: liveCampaign(one, 5)})
+	mustWarm(t, warmer, seckill.WarmState{Campaign: shardedCampaign(three, 6, 3)})
+	var counter commandCounter
+	rdb.AddHook(&counter)
+	a := admission.New(rdb, admission.Options{Prefix: admission.Prefix(warmer), SoldOutTTL: -1})
+	counter.take()
+
+	wantOutcome(t, a, one, 1, seckill.OutcomeAccepted, "first purchase of a campaign of one shard")
+	if got := counter.take(); got["evalsha"]+got["eval"] != 1 || len(got) > 2 {
+		t.Errorf("first purchase of a campaign of one shard sent %v, want one script call", got)
+	}
+	wantOutcome(t, a, one, 2, seckill.OutcomeAccepted, "second purchase")
+	if got := counter.take(); got["evalsha"]+got["eval"] != 1 || len(got) > 2 {
+		t.Errorf("second purchase sent %v, want one script call", got)
+	}
+	u := usersOn(1, 1, 2, 3)[0]
+	o, adm := mustAdmit(t, a, three, u)
+	if got := counter.take(); got["evalsha"]+got["eval"] != 2 || len(got) > 2 {
+		t.Errorf("first purchase of a campaign of 3 shards sent %v, want two script calls", got)
+	}
+	if _, shard, _ := seckill.SplitShardOrderID(adm.OrderID); o != seckill.OutcomeAccepted || shard != 2 {
+		t.Errorf("first purchase of a campaign of 3 shards: %s in shard %d, want ACCEPTED in shard 2", o, shard)
+	}
+	wantOutcome(t, a, three, usersOn(1, 1, 1, 3)[0], seckill.OutcomeAccepted, "second purchase of it")
+	if got := counter.take(); got["evalsha"]+got["eval"] != 1 || len(got) > 2 {
+		t.Errorf("second purchase of a campaign of 3 shards sent %v, want one script call", got)
+	}
+}

@@ -1,0 +1,1 @@
+ALTER TABLE seckill_campaign DROP CONSTRAINT seckill_campaign_shards_voucher_check, DROP COLUMN shards;
