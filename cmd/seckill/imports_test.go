@@ -26,7 +26,7 @@ import (
 //     folder's packages, the shared libraries, third-party modules; never
 //     another edge or adapter, the wiring, the bench or the test doubles.
 //   - shared libraries (internal/auth, batch, cli, clientaddr, config,
-//     gqlclient, obs, sampler, testenv; lua, migrations, playground): the
+//     gqlclient, obs, sampler, signature, testenv; lua, migrations, playground): the
 //     domain, other libraries, third-party modules, so that no edge or
 //     adapter reaches another through one; internal/batch the standard
 //     library only, as the README says.
@@ -200,7 +200,7 @@ func roleOf(rel string) (role, bool) {
 // libraries are the shared helpers of the README's code layout.
 var libraries = []string{
 	"internal/auth", "internal/batch", "internal/cli", "internal/clientaddr", "internal/config",
-	"internal/gqlclient", "internal/obs", "internal/sampler", "internal/testenv",
+	"internal/gqlclient", "internal/obs", "internal/sampler", "internal/signature", "internal/testenv",
 	"lua", "migrations", "playground",
 }
 
