@@ -206,7 +206,7 @@ func (a *App) buildDomain(cfg *config.Config, provider seckill.PaymentProvider) 
 	}
 	a.Events, err = seckill.NewDeliverer(a.Store, eventhook.NewSender(cfg.EventsTimeout), logger, seckill.DeliveryConfig{
 		Batch: cfg.EventsBatch, Concurrency: cfg.EventsConcurrency, MaxAttempts: cfg.EventsMaxAttempts,
-		MaxBackoff: cfg.EventsMaxBackoff, MaxProbeBackoff: cfg.EventsProbeBackoff,
+		MaxBackoff: cfg.EventsMaxBackoff, MaxProbeBackoff: cfg.EventsProbeBackoff, KeepDelivered: cfg.EventsRetention > 0,
 	}, func(o seckill.DeliveryOutcome, n int) {
 		a.Metrics.EventDeliveries.WithLabelValues(string(o)).Add(float64(n))
 	})
@@ -329,7 +329,8 @@ func (a *App) runExpiry(ctx context.Context) {
 }
 
 // runEvents delivers the outbox's order events until ctx ends: a round at
-// once while the last one found work, else one every EventsInterval; and
+// once while the last one took a full batch, else one every EventsInterval
+// (so that during a sale each round takes many); and
 // once a minute it prunes the events delivered longer than EventsRetention
 // ago. The runners of every process take disjoint batches (SKIP LOCKED),
 // and an order's next event is never sent before its previous one was
@@ -345,7 +346,7 @@ func (a *App) runEvents(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		n, err := a.Events.DeliverOnce(ctx)
+		_, full, err := a.Events.DeliverOnce(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			outage.fail(ctx, err)
@@ -361,8 +362,8 @@ func (a *App) runEvents(ctx context.Context) {
 			}
 		}
 		next := a.Config.EventsInterval
-		if err == nil && n > 0 {
-			next = 0 // there may be more
+		if err == nil && full {
+			next = 0 // more are due
 		}
 		t.Reset(next)
 	}

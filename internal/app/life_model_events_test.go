@@ -65,7 +65,7 @@ func (em *eventModel) step(m *lifeModel) {
 func (em *eventModel) differs(rt *rapid.T, m *lifeModel) string {
 	em.step(m)
 	for {
-		n, err := m.e.app.Events.DeliverOnce(m.e.ctx)
+		n, _, err := m.e.app.Events.DeliverOnce(m.e.ctx)
 		if err != nil {
 			rt.Fatalf("deliver events: %v", err)
 		}

@@ -35,6 +35,7 @@ func TestOrderLifeModel(t *testing.T) {
 	rcv := newReceiver(t, func(seckill.Event, int) int { return 200 })
 	provider, e := newRefundEnv(t, func(m map[string]string) {
 		m["SECKILL_EVENTS_WEBHOOK_URL"], m["SECKILL_EVENTS_WEBHOOK_SECRET"] = rcv.srv.URL, testEventsSecret
+		m["SECKILL_EVENTS_RETENTION"] = "1h" // delivered events stay, for redeliverEvents to send again
 	})
 	secret := []byte(config.DevWebhookSecret)
 	rapid.Check(t, func(rt *rapid.T) {

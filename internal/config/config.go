@@ -135,7 +135,9 @@ type Config struct {
 	// attempts of one event, EventsProbeBackoff between two probes of an
 	// endpoint that answers nothing well, EventsInterval how often an idle
 	// worker looks for events, EventsRetention how long delivered events
-	// are kept (for redelivery).
+	// are kept (for redelivery of a range of them; 0: deleted once
+	// delivered, the cheapest, and the outbox holds only what is not
+	// delivered yet).
 	EventsBatch        int           `env:"SECKILL_EVENTS_BATCH" envDefault:"500"`
 	EventsConcurrency  int           `env:"SECKILL_EVENTS_CONCURRENCY" envDefault:"32"`
 	EventsTimeout      time.Duration `env:"SECKILL_EVENTS_TIMEOUT" envDefault:"5s"`
@@ -143,7 +145,7 @@ type Config struct {
 	EventsMaxBackoff   time.Duration `env:"SECKILL_EVENTS_MAX_BACKOFF" envDefault:"10m"`
 	EventsProbeBackoff time.Duration `env:"SECKILL_EVENTS_PROBE_BACKOFF" envDefault:"30s"`
 	EventsInterval     time.Duration `env:"SECKILL_EVENTS_INTERVAL" envDefault:"200ms"`
-	EventsRetention    time.Duration `env:"SECKILL_EVENTS_RETENTION" envDefault:"72h"`
+	EventsRetention    time.Duration `env:"SECKILL_EVENTS_RETENTION" envDefault:"0s"`
 
 	MaxInFlight     int           `env:"SECKILL_MAX_IN_FLIGHT" envDefault:"10000"`
 	AllowedOrigins  []string      `env:"SECKILL_ALLOWED_ORIGINS"`

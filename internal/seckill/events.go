@@ -171,8 +171,9 @@ type EventOutbox interface {
 	// It records send's attempts (delivered, or failed with their next
 	// attempt, or dead) and the endpoint's health in the same
 	// transaction, so a crash in between sends them again (at least
-	// once). It returns how many it claimed.
-	DeliverDue(ctx context.Context, e Endpoint, limit int, send func(ctx context.Context, due []Delivery) ([]Attempt, EndpointHealth)) (int, error)
+	// once). Delivered ones are deleted, unless keep. It returns how many
+	// it claimed.
+	DeliverDue(ctx context.Context, e Endpoint, limit int, keep bool, send func(ctx context.Context, due []Delivery) ([]Attempt, EndpointHealth)) (int, error)
 	// PruneDelivered deletes up to limit events delivered before before
 	// and returns how many.
 	PruneDelivered(ctx context.Context, before time.Time, limit int) (int, error)
@@ -196,6 +197,9 @@ type DeliveryConfig struct {
 	// endpoint that answers nothing well: how soon a receiver that comes
 	// back gets its events.
 	MaxProbeBackoff time.Duration
+	// KeepDelivered keeps delivered events (for redelivery) until Prune
+	// deletes them; otherwise they are deleted once delivered.
+	KeepDelivered bool
 }
 
 // DeliveryOutcome names what happened to one attempt, for metrics.
@@ -242,11 +246,15 @@ func Backoff(attempts int, max time.Duration) time.Duration {
 }
 
 // DeliverOnce runs one round for every enabled endpoint: each sends its
-// next batch of due events. It returns how many deliveries it claimed.
-func (d *Deliverer) DeliverOnce(ctx context.Context) (int, error) {
+// next batch of due events. It returns how many deliveries it claimed, and
+// whether some endpoint's batch was full (more may be due at once): a
+// caller that waits between rounds otherwise lets the next batch fill, so
+// that a round's fixed cost (a transaction, the claim) is shared by many
+// events during a sale.
+func (d *Deliverer) DeliverOnce(ctx context.Context) (claimed int, full bool, err error) {
 	eps, err := d.outbox.Endpoints(ctx)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	total := 0
 	for _, e := range eps {
@@ -257,15 +265,16 @@ func (d *Deliverer) DeliverOnce(ctx context.Context) (int, error) {
 		if e.Failures > 0 {
 			limit = 1 // a probe: the endpoint answered nothing well last time
 		}
-		n, err := d.outbox.DeliverDue(ctx, e, limit, func(ctx context.Context, due []Delivery) ([]Attempt, EndpointHealth) {
+		n, err := d.outbox.DeliverDue(ctx, e, limit, d.cfg.KeepDelivered, func(ctx context.Context, due []Delivery) ([]Attempt, EndpointHealth) {
 			return d.send(ctx, e, due)
 		})
 		if err != nil {
-			return total, err
+			return total, full, err
 		}
 		total += n
+		full = full || n == limit && limit == d.cfg.Batch
 	}
-	return total, nil
+	return total, full, nil
 }
 
 // Prune deletes events delivered longer than retention ago, limit at a

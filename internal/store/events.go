@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -50,10 +51,10 @@ func utcJSON(col string) string {
 
 // orderEventData is the order of an event, built from voucher_order AS o
 // (and payment AS p, for refund events) in the statement that writes it.
-var orderEventData = `jsonb_strip_nulls(jsonb_build_object('id', o.id::text, 'voucherId', o.voucher_id::text,
+var orderEventData = `json_strip_nulls(json_build_object('id', o.id::text, 'voucherId', o.voucher_id::text,
 	'userId', o.user_id::text, 'status', o.status, 'amount', o.amount, 'createdAt', ` + utcJSON("o.created_at") + `,
 	'payBy', ` + utcJSON("o.pay_by") + `, 'paidAt', ` + utcJSON("o.paid_at") + `, 'closedAt', ` + utcJSON("o.closed_at") + `,
-	'payment', CASE WHEN p.id IS NULL THEN NULL ELSE jsonb_build_object('id', p.id, 'amount', p.amount,
+	'payment', CASE WHEN p.id IS NULL THEN NULL ELSE json_build_object('id', p.id, 'amount', p.amount,
 		'currency', p.currency, 'status', p.status, 'refundedAt', ` + utcJSON("p.refunded_at") + `,
 		'refundError', nullif(p.refund_error, '')) END))`
 
@@ -104,6 +105,60 @@ func (s *Store) emitEach(ctx context.Context, db bun.IDB, typ seckill.EventType,
 	return s.emit(ctx, db, evs)
 }
 
+// createdOrder is an order a persistence batch wrote: its admission and
+// what the INSERT returned.
+type createdOrder struct {
+	adm seckill.Admission
+	row idTime
+}
+
+// emitCreated writes the order.created events of a persistence batch's new
+// orders in one statement, when events are on. Their JSON is made here from
+// what the INSERT returned, the same as orderEventData makes it, so that
+// Postgres neither reads the orders back nor formats their times: it is the
+// one event of every unit sold.
+func (s *Store) emitCreated(ctx context.Context, db bun.IDB, orders []createdOrder) error {
+	if len(orders) == 0 || !s.EventsOn() {
+		return nil
+	}
+	ids := make([]int64, len(orders))
+	data := make([]string, len(orders))
+	var b []byte
+	for i, o := range orders {
+		ids[i] = o.adm.OrderID
+		b = createdJSON(b[:0], o)
+		data[i] = string(b)
+	}
+	_, err := db.NewRaw(`INSERT INTO order_event (endpoint_id, order_id, sequence, type, data)
+		SELECT e.id, t.order_id, 1, 'order.created', t.data::json
+		FROM unnest(?::bigint[], ?::text[]) AS t(order_id, data) CROSS JOIN event_endpoint AS e
+		WHERE e.enabled`, pgdialect.Array(ids), pgdialect.Array(data)).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("write %d order.created events: %w", len(orders), err)
+	}
+	return nil
+}
+
+// eventTime is how an event's order writes a time (utcJSON's format).
+const eventTime = "2006-01-02T15:04:05.000000Z"
+
+// createdJSON appends the order of o's order.created event to b.
+func createdJSON(b []byte, o createdOrder) []byte {
+	b = append(b, `{"id":"`...)
+	b = strconv.AppendInt(b, o.adm.OrderID, 10)
+	b = append(b, `","voucherId":"`...)
+	b = strconv.AppendInt(b, o.adm.VoucherID, 10)
+	b = append(b, `","userId":"`...)
+	b = strconv.AppendInt(b, o.adm.UserID, 10)
+	b = append(b, `","status":"CREATED","amount":`...)
+	b = strconv.AppendInt(b, o.row.Amount, 10)
+	b = append(b, `,"createdAt":"`...)
+	b = o.row.At.UTC().AppendFormat(b, eventTime)
+	b = append(b, `","payBy":"`...)
+	b = o.row.PayBy.UTC().AppendFormat(b, eventTime)
+	return append(b, `"}`...)
+}
+
 // emitFailed writes order.failed (sequence 1: a failed order has no other
 // event) for the failures of ids, when events are on.
 func (s *Store) emitFailed(ctx context.Context, db bun.IDB, ids []int64) error {
@@ -111,7 +166,7 @@ func (s *Store) emitFailed(ctx context.Context, db bun.IDB, ids []int64) error {
 		return nil
 	}
 	_, err := db.NewRaw(`INSERT INTO order_event (endpoint_id, order_id, sequence, type, data)
-		SELECT e.id, f.id, 1, 'order.failed', jsonb_build_object('id', f.id::text, 'voucherId', f.voucher_id::text,
+		SELECT e.id, f.id, 1, 'order.failed', json_build_object('id', f.id::text, 'voucherId', f.voucher_id::text,
 			'userId', f.user_id::text, 'status', 'FAILED', 'failureReason', f.reason, 'createdAt', `+utcJSON("f.failed_at")+`)
 		FROM order_failure AS f CROSS JOIN event_endpoint AS e
 		WHERE f.id = ANY(?) AND e.enabled`, pgdialect.Array(ids)).Exec(ctx)
@@ -262,20 +317,23 @@ func (r *deliveryRow) delivery() seckill.Delivery {
 // claimSQL takes an endpoint's due deliveries: live, undelivered, whose
 // order has no earlier event still undelivered at this endpoint (a dead one
 // holds the later back), so at most one per order and never out of order.
+// They come in the due index's order alone (no tie-breaker that would sort
+// a backlog of every due row for each batch); orders are independent.
 // A row another deliverer holds is skipped, and while it is held its later
 // events are not due (the earlier row is still there).
 const claimSQL = `SELECT ` + deliveryColumns + ` FROM order_event AS e
 WHERE e.endpoint_id = ?0 AND e.delivered_at IS NULL AND NOT e.dead AND e.next_attempt_at <= now()
 	AND NOT EXISTS (SELECT 1 FROM order_event AS b WHERE b.endpoint_id = e.endpoint_id AND b.order_id = e.order_id
 		AND b.sequence < e.sequence AND b.delivered_at IS NULL)
-ORDER BY e.next_attempt_at, e.order_id, e.sequence
+ORDER BY e.next_attempt_at
 LIMIT ?1 FOR UPDATE OF e SKIP LOCKED`
 
 // DeliverDue claims, sends and records a batch of an endpoint's due
 // deliveries in one transaction; see seckill.EventOutbox. The rows stay
 // locked while send runs: the lock is the batch's lease, and a deliverer
-// that dies lets it go with its connection.
-func (s *Store) DeliverDue(ctx context.Context, e seckill.Endpoint, limit int,
+// that dies lets it go with its connection. Delivered rows are deleted,
+// unless keep.
+func (s *Store) DeliverDue(ctx context.Context, e seckill.Endpoint, limit int, keep bool,
 	send func(ctx context.Context, due []seckill.Delivery) ([]seckill.Attempt, seckill.EndpointHealth)) (int, error) {
 	n := 0
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -292,7 +350,7 @@ func (s *Store) DeliverDue(ctx context.Context, e seckill.Endpoint, limit int,
 			due[i] = rows[i].delivery()
 		}
 		attempts, health := send(ctx, due)
-		if err := recordAttempts(ctx, tx, e.ID, attempts); err != nil {
+		if err := recordAttempts(ctx, tx, e.ID, attempts, keep); err != nil {
 			return err
 		}
 		return recordHealth(ctx, tx, e, health)
@@ -303,8 +361,32 @@ func (s *Store) DeliverDue(ctx context.Context, e seckill.Endpoint, limit int,
 	return n, nil
 }
 
-// recordAttempts records a batch's attempts in one statement.
-func recordAttempts(ctx context.Context, tx bun.Tx, endpointID int64, as []seckill.Attempt) error {
+// recordAttempts records a batch's attempts in one statement, and, unless
+// keep, deletes the delivered ones in one more: an UPDATE of an indexed
+// column writes a new row version and its index entries, which a DELETE
+// does not.
+func recordAttempts(ctx context.Context, tx bun.Tx, endpointID int64, as []seckill.Attempt, keep bool) error {
+	if !keep {
+		var done []int64
+		var seqs []int64
+		var rest []seckill.Attempt
+		for _, a := range as {
+			if a.Result.OK() {
+				done, seqs = append(done, a.OrderID), append(seqs, int64(a.Sequence))
+			} else {
+				rest = append(rest, a)
+			}
+		}
+		if len(done) > 0 {
+			_, err := tx.NewRaw(`DELETE FROM order_event AS e USING unnest(?0::bigint[], ?1::int[]) AS d(order_id, sequence)
+				WHERE e.endpoint_id = ?2 AND e.order_id = d.order_id AND e.sequence = d.sequence`,
+				pgdialect.Array(done), pgdialect.Array(seqs), endpointID).Exec(ctx)
+			if err != nil {
+				return fmt.Errorf("delete %d delivered events: %w", len(done), err)
+			}
+		}
+		as = rest
+	}
 	if len(as) == 0 {
 		return nil
 	}
@@ -344,14 +426,18 @@ func recordAttempts(ctx context.Context, tx bun.Tx, endpointID int64, as []secki
 // due at once: they wait no longer than its outage.
 func recordHealth(ctx context.Context, tx bun.Tx, e seckill.Endpoint, h seckill.EndpointHealth) error {
 	var err error
-	if h.OK {
+	switch {
+	case h.OK && e.Failures == 0 && time.Since(e.LastSuccess) < time.Second:
+		// Healthy and noted as such a moment ago: the endpoint's row is
+		// not written again for every batch.
+	case h.OK:
 		_, err = tx.NewRaw(`UPDATE event_endpoint SET failures = 0, next_attempt_at = now(), last_success_at = now()
 			WHERE id = ?`, e.ID).Exec(ctx)
 		if err == nil && e.Failures > 0 {
 			_, err = tx.NewRaw(`UPDATE order_event SET next_attempt_at = now()
 				WHERE endpoint_id = ? AND delivered_at IS NULL AND NOT dead AND next_attempt_at > now()`, e.ID).Exec(ctx)
 		}
-	} else {
+	default:
 		_, err = tx.NewRaw(`UPDATE event_endpoint SET failures = ?, next_attempt_at = ?, last_error = left(?, 500)
 			WHERE id = ?`, h.Failures, h.NextAttempt, h.LastError, e.ID).Exec(ctx)
 	}

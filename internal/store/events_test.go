@@ -156,6 +156,32 @@ func TestOutboxWritesEachChangesEvent(t *testing.T) {
 		t.Errorf("disabled endpoint got %v", got)
 	}
 
+	// order.created's order, which the persistence batch makes itself, is
+	// the one Postgres makes for every other event.
+	for _, r := range rows {
+		if r.Type != "order.created" || r.EndpointID != a.ID || r.OrderID == expired { // its pay_by was moved since
+			continue
+		}
+		var fromSQL string
+		if err := db.NewRaw(`SELECT json_strip_nulls(json_build_object('id', o.id::text, 'voucherId', o.voucher_id::text,
+			'userId', o.user_id::text, 'status', 'CREATED', 'amount', o.amount,
+			'createdAt', to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+			'payBy', to_char(o.pay_by AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')))
+			FROM voucher_order AS o WHERE o.id = ?`, r.OrderID).Scan(ctx, &fromSQL); err != nil {
+			t.Fatal(err)
+		}
+		var got, want map[string]any
+		if err := json.Unmarshal(r.Data, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(fromSQL), &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("order.created of %d (-postgres +batch):\n%s", r.OrderID, diff)
+		}
+	}
+
 	// The order as the change left it.
 	for _, r := range rows {
 		if r.EndpointID != a.ID {
@@ -243,8 +269,15 @@ func TestOutboxRolledBackChangeWritesNone(t *testing.T) {
 // TestDeliverDueKeepsEachOrdersOrder claims with eight deliverers at once
 // from an outbox of many orders with several events each: every event is
 // handed out exactly once, and an order's event only after its previous
-// one was recorded delivered.
+// one was recorded delivered; delivered events are kept for the pruning,
+// or deleted at once.
 func TestDeliverDueKeepsEachOrdersOrder(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) { testDeliverDueOrder(t, keep) })
+	}
+}
+
+func testDeliverDueOrder(t *testing.T, keep bool) {
 	db, s := newStore(t)
 	ctx := t.Context()
 	v := storetest.CreateCampaign(t, db, 400)
@@ -273,7 +306,7 @@ func TestDeliverDueKeepsEachOrdersOrder(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for idle := 0; idle < 3; {
-				n, err := s.DeliverDue(ctx, e, 40, func(ctx context.Context, due []seckill.Delivery) ([]seckill.Attempt, seckill.EndpointHealth) {
+				n, err := s.DeliverDue(ctx, e, 40, keep, func(ctx context.Context, due []seckill.Delivery) ([]seckill.Attempt, seckill.EndpointHealth) {
 					out := make([]seckill.Attempt, len(due))
 					mu.Lock()
 					defer mu.Unlock()
@@ -304,12 +337,19 @@ func TestDeliverDueKeepsEachOrdersOrder(t *testing.T) {
 	if count != 450 {
 		t.Errorf("delivered %d events, want 450", count)
 	}
+	kept := int64(0)
+	if keep {
+		kept = 450
+	}
 	st, err := s.EventStats(ctx, e.ID)
-	if err != nil || st.Pending != 0 || st.Delivered != 450 {
+	if err != nil || st.Pending != 0 || st.Delivered != kept {
 		t.Errorf("stats %+v, %v", st, err)
 	}
-	if n, err := s.PruneDelivered(ctx, time.Now().Add(time.Hour), 1000); err != nil || n != 450 {
+	if n, err := s.PruneDelivered(ctx, time.Now().Add(time.Hour), 1000); err != nil || int64(n) != kept {
 		t.Errorf("PruneDelivered = %d, %v", n, err)
+	}
+	if rows := outbox(t, db); len(rows) != 0 {
+		t.Errorf("%d events left", len(rows))
 	}
 }
 
@@ -332,7 +372,7 @@ func TestDeliverDueDeadHoldsBackAndRedelivers(t *testing.T) {
 	deliver := func(ok, dead bool) []string {
 		t.Helper()
 		var got []string
-		if _, err := s.DeliverDue(ctx, e, 10, func(ctx context.Context, due []seckill.Delivery) ([]seckill.Attempt, seckill.EndpointHealth) {
+		if _, err := s.DeliverDue(ctx, e, 10, true, func(ctx context.Context, due []seckill.Delivery) ([]seckill.Attempt, seckill.EndpointHealth) {
 			out := make([]seckill.Attempt, len(due))
 			for i, d := range due {
 				got = append(got, d.ID)

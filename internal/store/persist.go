@@ -65,6 +65,7 @@ type idTime struct {
 	At     time.Time `bun:"at"`
 	PayBy  time.Time `bun:"pay_by,scanonly"`
 	UserID int64     `bun:"user_id,scanonly"`
+	Amount int64     `bun:"amount,scanonly"` // insertOrders only
 }
 
 // recordedFailure is a row of order_failure as PersistOrders reads it back.
@@ -241,17 +242,17 @@ func (s *Store) persistBatch(ctx context.Context, batch []seckill.Admission) (ma
 		// several vouchers cannot deadlock. A unit is taken only in the
 		// admission's epoch: a campaign rebuilt since sells it again.
 		take := make(map[epochKey]int64)
-		var fresh []int64
+		var fresh []createdOrder
 		for _, a := range batch {
 			if r, ok := inserted[a.OrderID]; ok {
 				take[epochKey{a.VoucherID, seckill.OrderEpoch(a.OrderID)}]++
 				out[a.OrderID] = createdNow(r)
-				fresh = append(fresh, a.OrderID)
+				fresh = append(fresh, createdOrder{a, r})
 			}
 		}
 		// Every order this batch wrote is CREATED once it commits: its
 		// order.created events go with it, one statement for the batch.
-		if err := s.emitEach(ctx, tx, seckill.EventOrderCreated, fresh); err != nil {
+		if err := s.emitCreated(ctx, tx, fresh); err != nil {
 			return err
 		}
 		keys := slices.SortedFunc(maps.Keys(take), func(x, y epochKey) int {
@@ -337,7 +338,7 @@ func (s *Store) persistOne(ctx context.Context, a seckill.Admission) (decision, 
 			return err
 		} else if ok {
 			d = createdNow(ins[0])
-			return s.emitEach(ctx, tx, seckill.EventOrderCreated, []int64{a.OrderID})
+			return s.emitCreated(ctx, tx, []createdOrder{{a, ins[0]}})
 		}
 		reason := ReasonNoStock
 		var current []int64
@@ -390,7 +391,7 @@ SELECT a.id, a.voucher_id, a.user_id, a.admitted_at, coalesce(p.pay_value, 0),
 FROM a LEFT JOIN p ON p.id = a.voucher_id
 ORDER BY a.n
 ON CONFLICT DO NOTHING
-RETURNING id, created_at AS at, pay_by`
+RETURNING id, created_at AS at, pay_by, amount`
 
 // insertOrders runs insertOrdersSQL for adms.
 func insertOrders(ctx context.Context, db bun.IDB, adms []seckill.Admission) ([]idTime, error) {

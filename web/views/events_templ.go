@@ -111,7 +111,7 @@ func Events(p EventsPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, " <section class=\"panel flush\" data-testid=\"endpoints\"><h2>Endpoints</h2><div class=\"table-wrap\"><table data-testid=\"endpoints-table\"><thead><tr><th class=\"key\">Endpoint</th><th>From</th><th>State</th><th class=\"num\">Pending</th><th class=\"num\">Oldest pending</th><th class=\"num\">Dead</th><th class=\"num\">Delivered (kept)</th><th>Last success</th><th>Last error</th><th></th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, " <section class=\"panel flush\" data-testid=\"endpoints\"><h2>Endpoints</h2><div class=\"table-wrap\"><table data-testid=\"endpoints-table\"><thead><tr><th class=\"key\">Endpoint</th><th>From</th><th>State</th><th class=\"num\">Pending</th><th class=\"num\">Oldest pending</th><th class=\"num\">Dead</th><th class=\"num\" title=\"Delivered events kept for SECKILL_EVENTS_RETENTION\">Delivered (kept)</th><th>Last success</th><th>Last error</th><th></th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -769,7 +769,7 @@ func Deliveries(p DeliveriesPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 72, "</section><section class=\"panel\"><h2>Redeliver a range</h2><p class=\"sub\">Every event of this endpoint that occurred from … to (UTC), delivered ones included (kept for SECKILL_EVENTS_RETENTION), with the same ids: the receiver deduplicates them.</p><form method=\"post\" action=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 72, "</section><section class=\"panel\"><h2>Redeliver a range</h2><p class=\"sub\">Every event of this endpoint that occurred from … to (UTC), with the same ids (the receiver deduplicates them): pending and dead ones, and delivered ones while SECKILL_EVENTS_RETENTION keeps them.</p><form method=\"post\" action=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
