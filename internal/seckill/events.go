@@ -362,7 +362,7 @@ type EventAdmin interface {
 	// and returns how many.
 	Redeliver(ctx context.Context, f RedeliverFilter) (int, error)
 	// EventStats counts an endpoint's deliveries by state and the age of
-	// the oldest undelivered live one (every endpoint's when 0).
+	// the oldest undelivered live one (every enabled endpoint's when 0).
 	EventStats(ctx context.Context, endpointID int64) (EventStats, error)
 }
 

@@ -501,7 +501,9 @@ func (s *Store) Redeliver(ctx context.Context, f seckill.RedeliverFilter) (int, 
 	return int(n), nil
 }
 
-// EventStats counts deliveries by state; see seckill.EventAdmin.
+// EventStats counts deliveries by state; see seckill.EventAdmin. Every
+// endpoint's (0) are the enabled endpoints': a disabled one keeps its
+// undelivered events, which must not read as a lag.
 func (s *Store) EventStats(ctx context.Context, endpointID int64) (seckill.EventStats, error) {
 	var r struct {
 		Pending   int64   `bun:"pending"`
@@ -514,7 +516,8 @@ func (s *Store) EventStats(ctx context.Context, endpointID int64) (seckill.Event
 			count(*) FILTER (WHERE delivered_at IS NOT NULL) AS delivered,
 			count(*) FILTER (WHERE dead) AS dead,
 			coalesce(extract(epoch FROM now() - min(occurred_at) FILTER (WHERE delivered_at IS NULL AND NOT dead)), 0) AS oldest
-		FROM order_event WHERE ?0 = 0 OR endpoint_id = ?0`, endpointID).Scan(ctx, &r)
+		FROM order_event
+		WHERE endpoint_id = ?0 OR ?0 = 0 AND endpoint_id IN (SELECT id FROM event_endpoint WHERE enabled)`, endpointID).Scan(ctx, &r)
 	if err != nil {
 		return seckill.EventStats{}, fmt.Errorf("store: count deliveries: %w", err)
 	}

@@ -156,6 +156,19 @@ func TestOutboxWritesEachChangesEvent(t *testing.T) {
 		t.Errorf("disabled endpoint got %v", got)
 	}
 
+	// The metrics count the enabled endpoints' events only: a disabled
+	// one's wait is no lag.
+	perEndpoint := int64(len(rows) / 2)
+	if err := s.SetEndpointEnabled(ctx, b.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.EventStats(ctx, 0); err != nil || st.Pending != perEndpoint || st.Oldest <= 0 {
+		t.Errorf("stats of every enabled endpoint %+v, %v; want %d pending", st, err, perEndpoint)
+	}
+	if st, err := s.EventStats(ctx, b.ID); err != nil || st.Pending != perEndpoint {
+		t.Errorf("stats of the disabled endpoint %+v, %v; want %d pending", st, err, perEndpoint)
+	}
+
 	// order.created's order, which the persistence batch makes itself, is
 	// the one Postgres makes for every other event.
 	for _, r := range rows {
