@@ -207,6 +207,7 @@ func (a *App) buildDomain(cfg *config.Config, provider seckill.PaymentProvider) 
 	a.Events, err = seckill.NewDeliverer(a.Store, eventhook.NewSender(cfg.EventsTimeout), logger, seckill.DeliveryConfig{
 		Batch: cfg.EventsBatch, Concurrency: cfg.EventsConcurrency, MaxAttempts: cfg.EventsMaxAttempts,
 		MaxBackoff: cfg.EventsMaxBackoff, MaxProbeBackoff: cfg.EventsProbeBackoff, KeepDelivered: cfg.EventsRetention > 0,
+		RoundTimeout: 3 * cfg.EventsTimeout,
 	}, func(o seckill.DeliveryOutcome, n int) {
 		a.Metrics.EventDeliveries.WithLabelValues(string(o)).Add(float64(n))
 	})

@@ -158,6 +158,9 @@ type Attempt struct {
 	// was the last one.
 	Next time.Time
 	Dead bool
+	// Skipped: not sent, the round's time ran out first; it is due again
+	// at once and its attempts are not counted.
+	Skipped bool
 }
 
 // EventOutbox is what delivery needs of the outbox (Postgres).
@@ -200,6 +203,10 @@ type DeliveryConfig struct {
 	// KeepDelivered keeps delivered events (for redelivery) until Prune
 	// deletes them; otherwise they are deleted once delivered.
 	KeepDelivered bool
+	// RoundTimeout bounds a round's sends, and so how long its
+	// transaction holds a connection and its rows' locks when an endpoint
+	// is slow: what is not sent by then waits for the next round.
+	RoundTimeout time.Duration
 }
 
 // DeliveryOutcome names what happened to one attempt, for metrics.
@@ -226,7 +233,7 @@ func NewDeliverer(outbox EventOutbox, sender EventSender, logger *slog.Logger, c
 	if err := required("event delivery", map[string]bool{"Outbox": outbox == nil, "Sender": sender == nil, "Logger": logger == nil}); err != nil {
 		return nil, err
 	}
-	if cfg.Batch < 1 || cfg.Concurrency < 1 || cfg.MaxAttempts < 1 || cfg.MaxBackoff <= 0 || cfg.MaxProbeBackoff <= 0 {
+	if cfg.Batch < 1 || cfg.Concurrency < 1 || cfg.MaxAttempts < 1 || cfg.MaxBackoff <= 0 || cfg.MaxProbeBackoff <= 0 || cfg.RoundTimeout <= 0 {
 		return nil, fmt.Errorf("seckill: event delivery: every setting must be positive: %+v", cfg)
 	}
 	if observe == nil {
@@ -291,16 +298,26 @@ func (d *Deliverer) Prune(ctx context.Context, retention time.Duration, limit in
 	}
 }
 
-// send sends due to e, Concurrency at a time, and says what became of each.
+// send sends due to e, Concurrency at a time, within RoundTimeout, and
+// says what became of each.
 func (d *Deliverer) send(ctx context.Context, e Endpoint, due []Delivery) ([]Attempt, EndpointHealth) {
 	out := make([]Attempt, len(due))
 	sem := make(chan struct{}, d.cfg.Concurrency)
+	round, cancel := context.WithTimeout(ctx, d.cfg.RoundTimeout)
+	defer cancel()
 	var wg sync.WaitGroup
 	for i := range due {
-		sem <- struct{}{}
+		select {
+		case sem <- struct{}{}:
+		case <-round.Done():
+		}
+		if round.Err() != nil {
+			out[i] = Attempt{OrderID: due[i].OrderID, Sequence: due[i].Sequence, Skipped: true}
+			continue
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r := d.sender.Send(ctx, e, due[i].Event)
+			r := d.sender.Send(round, e, due[i].Event)
 			if len(r.Answer) > MaxAnswerLen {
 				r.Answer = r.Answer[:MaxAnswerLen]
 			}
@@ -312,6 +329,9 @@ func (d *Deliverer) send(ctx context.Context, e Endpoint, due []Delivery) ([]Att
 	h := EndpointHealth{OK: len(due) == 0}
 	var delivered, failed, dead int
 	for i := range out {
+		if out[i].Skipped {
+			continue
+		}
 		if out[i].Result.OK() {
 			h.OK = true
 			delivered++

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -366,6 +367,7 @@ func (s *Store) DeliverDue(ctx context.Context, e seckill.Endpoint, limit int, k
 // column writes a new row version and its index entries, which a DELETE
 // does not.
 func recordAttempts(ctx context.Context, tx bun.Tx, endpointID int64, as []seckill.Attempt, keep bool) error {
+	as = slices.DeleteFunc(slices.Clone(as), func(a seckill.Attempt) bool { return a.Skipped }) // not sent: as they were
 	if !keep {
 		var done []int64
 		var seqs []int64
