@@ -51,7 +51,7 @@ func tables(t *testing.T, db *bun.DB) []string {
 
 var (
 	bunTables    = []string{"bun_migration_locks", "bun_migrations"}
-	schemaTables = []string{"admin_session", "admin_user", "audit_log", "auth_subject", "bun_migration_locks", "bun_migrations", "campaign_quiz", "order_failure", "payment", "payment_event", "seckill_campaign", "voucher", "voucher_order"}
+	schemaTables = []string{"admin_session", "admin_user", "audit_log", "auth_subject", "bun_migration_locks", "bun_migrations", "campaign_quiz", "event_endpoint", "order_event", "order_failure", "payment", "payment_event", "seckill_campaign", "voucher", "voucher_order"}
 )
 
 // countMigrations counts the migrations in this folder.

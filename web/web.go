@@ -107,6 +107,9 @@ type Config struct {
 	LoginSlowDown time.Duration
 	// Refunds lists and retries refunds of payments owed back.
 	Refunds Refunds
+	// Events manages the endpoints and deliveries of order events; nil
+	// answers its pages 404.
+	Events Events
 	// Currency is the payments' currency (SECKILL_PAYMENT_CURRENCY), in
 	// which prices and revenue are shown.
 	Currency string
@@ -207,6 +210,12 @@ func New(cfg Config) *Handler {
 	page("GET /admin/campaigns/{id}/audit.csv", h.auditCSV)
 	page("GET /admin/jobs", h.queuesPage)
 	page("GET /admin/jobs/live", h.queuesFragment)
+	page("GET /admin/events", h.eventsPage)
+	page("POST /admin/events/endpoints", h.addEndpoint)
+	page("GET /admin/events/endpoints/{id}", h.deliveriesPage)
+	page("POST /admin/events/endpoints/{id}/enable", h.enableEndpoint)
+	page("POST /admin/events/endpoints/{id}/disable", h.disableEndpoint)
+	page("POST /admin/events/endpoints/{id}/redeliver", h.redeliver)
 
 	monitor := cfg.Monitor
 	if monitor == nil {

@@ -21,13 +21,13 @@ import (
 //   - domain, internal/seckill: the standard library and golang.org/x only;
 //     its tests also its test doubles and the test libraries (go-cmp, rapid).
 //   - test doubles, internal/seckill/seckilltest: the domain too, no more.
-//   - edges (graph..., web..., jobs, internal/payhook) and adapters
+//   - edges (graph..., web..., jobs, internal/payhook, internal/eventhook) and adapters
 //     (internal/store..., internal/admission): the domain, their own
 //     folder's packages, the shared libraries, third-party modules; never
 //     another edge or adapter, the wiring, the bench or the test doubles.
 //   - shared libraries (internal/auth and its test identity provider
 //     internal/auth/idp, batch, cli, clientaddr, config,
-//     gqlclient, obs, sampler, testenv; lua, migrations, playground): the
+//     gqlclient, obs, sampler, signature, testenv; lua, migrations, playground): the
 //     domain, other libraries, third-party modules, so that no edge or
 //     adapter reaches another through one; internal/batch the standard
 //     library only, as the README says.
@@ -182,7 +182,7 @@ func roleOf(rel string) (role, bool) {
 		return role{"edge", "graph"}, true
 	case under("web"):
 		return role{"edge", "web"}, true
-	case rel == "jobs", rel == "internal/payhook":
+	case rel == "jobs", rel == "internal/payhook", rel == "internal/eventhook":
 		return role{"edge", rel}, true
 	case under("internal/store"):
 		return role{"adapter", "internal/store"}, true
@@ -201,7 +201,7 @@ func roleOf(rel string) (role, bool) {
 // libraries are the shared helpers of the README's code layout.
 var libraries = []string{
 	"internal/auth", "internal/auth/idp", "internal/batch", "internal/cli", "internal/clientaddr", "internal/config",
-	"internal/gqlclient", "internal/obs", "internal/sampler", "internal/testenv",
+	"internal/gqlclient", "internal/obs", "internal/sampler", "internal/signature", "internal/testenv",
 	"lua", "migrations", "playground",
 }
 

@@ -20,6 +20,7 @@ import (
 	"seckill/internal/admission"
 	"seckill/internal/auth"
 	"seckill/internal/config"
+	"seckill/internal/eventhook"
 	"seckill/internal/obs"
 	"seckill/internal/payhook"
 	"seckill/internal/sampler"
@@ -54,6 +55,7 @@ type App struct {
 	Life       *seckill.Life
 	Refunds    *seckill.Refunds
 	Operators  *seckill.Operators
+	Events     *seckill.Deliverer // order events to the platform's endpoints
 
 	redisPoolSize int                         // connections per Redis server
 	live          *liveCampaigns              // what Postgres says is live, for the Redis guard
@@ -102,6 +104,16 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.DB = db
 
 	a.Store = store.New(db)
+	// The environment's endpoint is kept in Postgres beside the dashboard's,
+	// for its delivery state; the outbox writes only while one is enabled.
+	if err := a.Store.SyncEnvEndpoint(ctx, cfg.EventsWebhookURL, cfg.EventsWebhookSecret); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if _, err := a.Store.RefreshEvents(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.live = newLiveCampaigns(a.Store, logger)
 	a.shards = newCampaignShards(a.Store, logger)
 	hook := admission.NewConnectHook(admission.Options{Logger: logger, LiveCampaigns: a.live.get,
@@ -206,7 +218,16 @@ func (a *App) buildDomain(cfg *config.Config, provider seckill.PaymentProvider) 
 		Currency: cfg.PaymentCurrency}); err != nil {
 		return err
 	}
-	a.Operators, err = seckill.NewOperators(a.Store, bcryptCost)
+	if a.Operators, err = seckill.NewOperators(a.Store, bcryptCost); err != nil {
+		return err
+	}
+	a.Events, err = seckill.NewDeliverer(a.Store, eventhook.NewSender(cfg.EventsTimeout), logger, seckill.DeliveryConfig{
+		Batch: cfg.EventsBatch, Concurrency: cfg.EventsConcurrency, MaxAttempts: cfg.EventsMaxAttempts,
+		MaxBackoff: cfg.EventsMaxBackoff, MaxProbeBackoff: cfg.EventsProbeBackoff, KeepDelivered: cfg.EventsRetention > 0,
+		RoundTimeout: 3 * cfg.EventsTimeout,
+	}, func(o seckill.DeliveryOutcome, n int) {
+		a.Metrics.EventDeliveries.WithLabelValues(string(o)).Add(float64(n))
+	})
 	return err
 }
 
@@ -283,6 +304,7 @@ func (a *App) RunWorker(ctx context.Context) error {
 	for range a.Config.ExpiryWriters {
 		expiring.Go(func() { a.runExpiry(ctx) })
 	}
+	expiring.Go(func() { a.runEvents(ctx) })
 	// This process's own purchases skip the queue (direct.go).
 	direct.Go(func() {
 		a.direct.run(ctx, persist, a.Config.BatchSize, a.Config.PersistWriters, a.Config.ShutdownTimeout)
@@ -324,6 +346,47 @@ func (a *App) runExpiry(ctx context.Context) {
 	}
 }
 
+// runEvents delivers the outbox's order events until ctx ends: a round at
+// once while the last one took a full batch, else one every EventsInterval
+// (so that during a sale each round takes many); and
+// once a minute it prunes the events delivered longer than EventsRetention
+// ago. The runners of every process take disjoint batches (SKIP LOCKED),
+// and an order's next event is never sent before its previous one was
+// delivered, whichever process sends it.
+func (a *App) runEvents(ctx context.Context) {
+	outage := newOutageLog(a.Logger, "deliver order events")
+	t := time.NewTimer(0)
+	defer t.Stop()
+	var pruned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, full, err := a.Events.DeliverOnce(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			outage.fail(ctx, err)
+		case err == nil:
+			outage.ok(ctx)
+		}
+		if time.Since(pruned) >= time.Minute && ctx.Err() == nil {
+			pruned = time.Now()
+			if n, err := a.Events.Prune(ctx, a.Config.EventsRetention, 10000); err != nil && ctx.Err() == nil {
+				a.Logger.ErrorContext(ctx, "prune delivered events", "err", err)
+			} else if n > 0 {
+				a.Logger.InfoContext(ctx, "pruned delivered events", "count", n)
+			}
+		}
+		next := a.Config.EventsInterval
+		if err == nil && full {
+			next = 0 // more are due
+		}
+		t.Reset(next)
+	}
+}
+
 // RunReconciler rebuilds campaigns Redis lost or must rebuild (from
 // Postgres, in a new epoch), re-enqueues admissions whose
 // enqueue never happened, expires unpaid orders whose expiry task was lost
@@ -346,6 +409,11 @@ func (a *App) RunReconciler(ctx context.Context) {
 func (a *App) reconcileOnce(ctx context.Context) {
 	live, _ := a.live.get(ctx)     // keeps the Redis guard's fallback list fresh
 	_, _ = a.shards.get(ctx, live) // and its memory of their shards
+	// An endpoint added on another instance's dashboard turns this
+	// process's outbox writes on within one interval.
+	if _, err := a.Store.RefreshEvents(ctx); err != nil && ctx.Err() == nil {
+		a.Logger.ErrorContext(ctx, "look for event endpoints", "err", err)
+	}
 	if _, err := a.Purchases.RestoreCampaigns(ctx); err != nil && ctx.Err() == nil {
 		a.Logger.ErrorContext(ctx, "restore campaigns", "err", err)
 	}

@@ -43,10 +43,62 @@ func (a *App) registerCollectors() {
 		queueCollector{a.dashboard.queues},
 		&dependencyCollector{a: a},
 		&refundCollector{refunds: a.Refunds, logger: a.Logger},
+		&eventCollector{events: a.Store, logger: a.Logger},
 	)
 	if a.Provider != nil {
 		a.Metrics.Registry.MustRegister(authCollector{a.Provider})
 	}
+}
+
+var (
+	eventsDesc = prometheus.NewDesc("seckill_events",
+		"Order events in the outbox, by state (pending: not delivered yet; dead: used up their attempts, holding back their order's later events; delivered: kept for redelivery until SECKILL_EVENTS_RETENTION), every endpoint together, read from Postgres: every process reports the same (aggregate with max).",
+		[]string{"state"}, nil)
+	eventsOldestDesc = prometheus.NewDesc("seckill_events_oldest_pending_seconds",
+		"Age of the oldest order event not delivered yet (dead ones aside); 0 when none.", nil, nil)
+)
+
+// eventCollector reports the outbox from Postgres, read at most once per
+// refundStatsTTL however often it is scraped.
+type eventCollector struct {
+	events interface {
+		EventStats(ctx context.Context, endpointID int64) (seckill.EventStats, error)
+	}
+	logger interface {
+		Warn(msg string, args ...any)
+	}
+
+	mu  sync.Mutex
+	at  time.Time
+	st  seckill.EventStats
+	err error
+}
+
+func (c *eventCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- eventsDesc
+	ch <- eventsOldestDesc
+}
+
+func (c *eventCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	if time.Since(c.at) >= refundStatsTTL {
+		ctx, cancel := context.WithTimeout(context.Background(), dependencyPingTimeout)
+		c.st, c.err = c.events.EventStats(ctx, 0)
+		cancel()
+		c.at = time.Now()
+		if c.err != nil {
+			c.logger.Warn("read the event outbox for the metrics", "err", c.err)
+		}
+	}
+	st, err := c.st, c.err
+	c.mu.Unlock()
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.GaugeValue, float64(st.Pending), "pending")
+	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.GaugeValue, float64(st.Dead), "dead")
+	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.GaugeValue, float64(st.Delivered), "delivered")
+	ch <- prometheus.MustNewConstMetric(eventsOldestDesc, prometheus.GaugeValue, st.Oldest.Seconds())
 }
 
 var (

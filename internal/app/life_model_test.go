@@ -25,17 +25,22 @@ import (
 // system must agree on every order's status, every payment's status, the
 // stock (initial = remaining + queued + awaiting payment + paid) and the
 // money (every success the provider confirmed is paid, refunded or owed
-// back).
+// back); and the platform must have received exactly one event per status
+// change, in order (life_model_events_test.go).
 //
 // make test runs a bounded number of sequences; make test-model many more
 // (-rapid.checks).
 func TestOrderLifeModel(t *testing.T) {
 	boundRapidChecks(t, 60)
-	provider, e := newRefundEnv(t)
+	rcv := newReceiver(t, func(seckill.Event, int) int { return 200 })
+	provider, e := newRefundEnv(t, func(m map[string]string) {
+		m["SECKILL_EVENTS_WEBHOOK_URL"], m["SECKILL_EVENTS_WEBHOOK_SECRET"] = rcv.srv.URL, testEventsSecret
+		m["SECKILL_EVENTS_RETENTION"] = "1h" // delivered events stay, for redeliverEvents to send again
+	})
 	secret := []byte(config.DevWebhookSecret)
 	rapid.Check(t, func(rt *rapid.T) {
 		m := newLifeModel(rt, e, secret, int64(rapid.IntRange(1, 3).Draw(rt, "stock")))
-		m.refunds, m.provider = e.app.Refunds, provider
+		m.refunds, m.provider, m.platform = e.app.Refunds, provider, newEventModel(rcv)
 		rt.Repeat(map[string]func(*rapid.T){
 			"buy":              m.buy,
 			"persist":          m.persist,
@@ -52,6 +57,7 @@ func TestOrderLifeModel(t *testing.T) {
 			"refundSend":       m.refundSend,
 			"refundConfirm":    m.refundConfirm,
 			"refundRetry":      m.refundRetry,
+			"redeliverEvents":  m.redeliverEvents,
 			"":                 m.check,
 		})
 	})
@@ -80,6 +86,7 @@ type lifeModel struct {
 
 	refunds  *seckill.Refunds
 	provider *modelProvider
+	platform *eventModel // the order events the platform received; nil: not checked
 }
 
 // modelMaxSends is the sends a refund gets in a round in the model test.
@@ -503,6 +510,11 @@ func (m *lifeModel) sweep(rt *rapid.T) {
 func (m *lifeModel) check(rt *rapid.T) {
 	if why := m.differs(rt); why != "" {
 		rt.Fatal(why)
+	}
+	if m.platform != nil {
+		if why := m.platform.differs(rt, m); why != "" {
+			rt.Fatal(why)
+		}
 	}
 }
 

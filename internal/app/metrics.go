@@ -27,6 +27,7 @@ type Metrics struct {
 	Overloaded       prometheus.Counter
 	OrdersClosed     *prometheus.CounterVec
 	PaymentEvents    *prometheus.CounterVec
+	EventDeliveries  *prometheus.CounterVec
 
 	http        *requestMetrics
 	consistency *consistencyMetrics
@@ -83,8 +84,11 @@ func NewMetrics() *Metrics {
 		PaymentEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_payment_events_total", Help: "Payment provider events, by result: paid, failed, refund_needed (a success for an order that cannot take it: owed back), refunded, refund_failed (the provider refused a refund), duplicate, other (changed nothing), rejected (unknown payment, wrong amount or currency).",
 		}, []string{"result"}),
+		EventDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_event_deliveries_total", Help: "Attempts to deliver an order event to an endpoint, by outcome: delivered (2xx), failed (tried again later), dead (its last attempt failed).",
+		}, []string{"outcome"}),
 	}
-	m.Registry.MustRegister(m.Purchases, m.Funnel, m.PurchaseDuration, m.OrdersPersisted, m.OrdersFailed, m.BatchSize,
+	m.Registry.MustRegister(m.EventDeliveries, m.Purchases, m.Funnel, m.PurchaseDuration, m.OrdersPersisted, m.OrdersFailed, m.BatchSize,
 		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Unreplicated, m.Overloaded, m.OrdersClosed, m.PaymentEvents,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		buildInfo())
@@ -100,6 +104,9 @@ func NewMetrics() *Metrics {
 	}
 	for _, r := range paymentResults {
 		m.PaymentEvents.WithLabelValues(r)
+	}
+	for _, o := range []seckill.DeliveryOutcome{seckill.OutcomeDelivered, seckill.OutcomeFailed, seckill.OutcomeDead} {
+		m.EventDeliveries.WithLabelValues(string(o))
 	}
 	m.http = newRequestMetrics(m.Registry, operationAllowlist())
 	m.consistency = newConsistencyMetrics(m.Registry)

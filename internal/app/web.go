@@ -46,6 +46,7 @@ func (a *App) newDashboard() *dashboard {
 		Sessions:  a.Operators,
 		Live:      a.Admitter,
 		Refunds:   a.Refunds,
+		Events:    a.Store,
 		Currency:  a.Config.PaymentCurrency,
 		Limiter:   admission.NewLoginLimiter(a.Redis, "", web.DefaultLoginLimits),
 		Queues:    queueFigures{queues},

@@ -123,6 +123,30 @@ type Config struct {
 	// PaymentRefundTimeout bounds one refund call.
 	PaymentRefundTimeout time.Duration `env:"SECKILL_PAYMENT_REFUND_TIMEOUT" envDefault:"10s"`
 
+	// EventsWebhookURL is the platform's endpoint for order events
+	// (docs/events.md), signed with EventsWebhookSecret; empty: none from
+	// the environment (the dashboard may add others).
+	EventsWebhookURL    string `env:"SECKILL_EVENTS_WEBHOOK_URL"`
+	EventsWebhookSecret string `env:"SECKILL_EVENTS_WEBHOOK_SECRET"`
+	// EventsBatch is how many events an endpoint takes a round,
+	// EventsConcurrency how many requests are in flight per endpoint,
+	// EventsTimeout bounds one request, EventsMaxAttempts attempts before
+	// an event is dead, EventsMaxBackoff the longest wait between two
+	// attempts of one event, EventsProbeBackoff between two probes of an
+	// endpoint that answers nothing well, EventsInterval how often an idle
+	// worker looks for events, EventsRetention how long delivered events
+	// are kept (for redelivery of a range of them; 0: deleted once
+	// delivered, the cheapest, and the outbox holds only what is not
+	// delivered yet).
+	EventsBatch        int           `env:"SECKILL_EVENTS_BATCH" envDefault:"500"`
+	EventsConcurrency  int           `env:"SECKILL_EVENTS_CONCURRENCY" envDefault:"32"`
+	EventsTimeout      time.Duration `env:"SECKILL_EVENTS_TIMEOUT" envDefault:"5s"`
+	EventsMaxAttempts  int           `env:"SECKILL_EVENTS_MAX_ATTEMPTS" envDefault:"25"`
+	EventsMaxBackoff   time.Duration `env:"SECKILL_EVENTS_MAX_BACKOFF" envDefault:"10m"`
+	EventsProbeBackoff time.Duration `env:"SECKILL_EVENTS_PROBE_BACKOFF" envDefault:"30s"`
+	EventsInterval     time.Duration `env:"SECKILL_EVENTS_INTERVAL" envDefault:"200ms"`
+	EventsRetention    time.Duration `env:"SECKILL_EVENTS_RETENTION" envDefault:"0s"`
+
 	MaxInFlight     int           `env:"SECKILL_MAX_IN_FLIGHT" envDefault:"10000"`
 	AllowedOrigins  []string      `env:"SECKILL_ALLOWED_ORIGINS"`
 	Playground      bool          `env:"SECKILL_PLAYGROUND"` // true in dev
@@ -291,6 +315,24 @@ func Load(getenv func(string) string) (*Config, error) {
 		"must be between 100ms and 1m, not %v", c.PaymentRefundTimeout)
 	l.check("SECKILL_REFUND_CONFIRM_WAIT", c.RefundConfirmWait >= time.Second && c.RefundConfirmWait <= 24*time.Hour,
 		"must be between 1s and 24h, not %v", c.RefundConfirmWait)
+	l.check("SECKILL_EVENTS_WEBHOOK_URL", c.EventsWebhookURL == "" || isHTTPURL(c.EventsWebhookURL),
+		"must be an http or https URL, not %q", c.EventsWebhookURL)
+	if c.EventsWebhookURL != "" && len(c.EventsWebhookSecret) < seckill.MinSecretLen {
+		l.errf("SECKILL_EVENTS_WEBHOOK_SECRET must be at least %d characters when SECKILL_EVENTS_WEBHOOK_URL is set", seckill.MinSecretLen)
+	}
+	l.intIn("SECKILL_EVENTS_BATCH", c.EventsBatch, 1, 10000)
+	l.intIn("SECKILL_EVENTS_CONCURRENCY", c.EventsConcurrency, 1, 1024)
+	l.intIn("SECKILL_EVENTS_MAX_ATTEMPTS", c.EventsMaxAttempts, 1, 1000)
+	l.check("SECKILL_EVENTS_TIMEOUT", c.EventsTimeout >= 10*time.Millisecond && c.EventsTimeout <= time.Minute,
+		"must be between 10ms and 1m, not %v", c.EventsTimeout)
+	l.check("SECKILL_EVENTS_MAX_BACKOFF", c.EventsMaxBackoff >= time.Second && c.EventsMaxBackoff <= 24*time.Hour,
+		"must be between 1s and 24h, not %v", c.EventsMaxBackoff)
+	l.check("SECKILL_EVENTS_PROBE_BACKOFF", c.EventsProbeBackoff >= time.Second && c.EventsProbeBackoff <= time.Hour,
+		"must be between 1s and 1h, not %v", c.EventsProbeBackoff)
+	l.check("SECKILL_EVENTS_INTERVAL", c.EventsInterval >= 10*time.Millisecond && c.EventsInterval <= time.Minute,
+		"must be between 10ms and 1m, not %v", c.EventsInterval)
+	l.check("SECKILL_EVENTS_RETENTION", c.EventsRetention >= 0 && c.EventsRetention <= 90*24*time.Hour,
+		"must be between 0 (delete once delivered) and 2160h, not %v", c.EventsRetention)
 
 	l.check("SECKILL_PPROF_ADDR", c.PprofAddr == "" || isLoopback(c.PprofAddr),
 		"must be a loopback address such as 127.0.0.1:6060, not %q", c.PprofAddr)

@@ -41,7 +41,7 @@ func (s *Store) CloseOrder(ctx context.Context, id int64, to seckill.OrderStatus
 			UserID    int64 `bun:"user_id"`
 		}
 		err := tx.NewRaw(`
-			UPDATE voucher_order SET status = ?0, closed_at = now(), return_epoch = 0
+			UPDATE voucher_order SET status = ?0, closed_at = now(), return_epoch = 0, event_seq = event_seq + 1
 			WHERE id = ?1 AND status = 'CREATED' AND (?2 = 0 OR user_id = ?2)
 				AND (?0 = 'CANCELLED' OR pay_by <= now())
 			RETURNING voucher_id, user_id`, string(to), id, userID).Scan(ctx, &closed)
@@ -62,6 +62,9 @@ func (s *Store) CloseOrder(ctx context.Context, id int64, to seckill.OrderStatus
 			// Nothing may pay a closed order: its open payment is
 			// cancelled (a success that still comes is owed back).
 			if err := cancelPending(ctx, tx, id, ""); err != nil {
+				return err
+			}
+			if err := s.emitEach(ctx, tx, seckill.EventForStatus(to), []int64{id}); err != nil {
 				return err
 			}
 			res.Closed = true
@@ -127,7 +130,7 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 			ClosedAt  time.Time `bun:"closed_at"`
 		}
 		err := tx.NewRaw(`
-			UPDATE voucher_order AS o SET status = 'EXPIRED', closed_at = now(), return_epoch = 0
+			UPDATE voucher_order AS o SET status = 'EXPIRED', closed_at = now(), return_epoch = 0, event_seq = o.event_seq + 1
 			FROM (SELECT id FROM voucher_order WHERE status = 'CREATED' AND pay_by <= now()
 				ORDER BY pay_by LIMIT ? FOR UPDATE SKIP LOCKED) AS due
 			WHERE o.id = due.id
@@ -183,6 +186,9 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 			WHERE order_id = ANY(?) AND status = 'PENDING'`, pgdialect.Array(ids)).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("cancel open payments: %w", err)
+		}
+		if err := s.emitEach(ctx, tx, seckill.EventOrderExpired, ids); err != nil {
+			return err
 		}
 		for _, c := range closed {
 			out = append(out, seckill.Expired{Return: seckill.UnitReturn{OrderID: c.ID, VoucherID: c.VoucherID,
@@ -375,7 +381,7 @@ func (s *Store) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) 
 			}
 			res.Duplicate, res.Outcome = true, seckill.EventOutcome(seen[0].Outcome)
 		} else {
-			outcome, err := applyEvent(ctx, tx, ev, o, &p)
+			outcome, err := s.applyEvent(ctx, tx, ev, o, &p)
 			if err != nil {
 				return err
 			}
@@ -404,7 +410,7 @@ func (s *Store) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) 
 // applyEvent changes the payment p (locked) and its order o (locked) as the
 // event says (see seckill.OrderLife.ApplyPaymentEvent), and returns what it
 // did.
-func applyEvent(ctx context.Context, tx bun.Tx, ev seckill.PaymentEvent, o *lockedOrder, p *paymentRow) (seckill.EventOutcome, error) {
+func (s *Store) applyEvent(ctx context.Context, tx bun.Tx, ev seckill.PaymentEvent, o *lockedOrder, p *paymentRow) (seckill.EventOutcome, error) {
 	status := seckill.PaymentStatus(p.Status)
 	switch ev.Type {
 	case seckill.EventPaymentSucceeded:
@@ -426,10 +432,13 @@ func applyEvent(ctx context.Context, tx bun.Tx, ev seckill.PaymentEvent, o *lock
 		if err := cancelPending(ctx, tx, o.ID, p.ID); err != nil {
 			return "", err
 		}
-		if _, err := tx.NewRaw(`UPDATE voucher_order SET status = 'PAID', paid_at = now() WHERE id = ?`, o.ID).Exec(ctx); err != nil {
+		if _, err := tx.NewRaw(`UPDATE voucher_order SET status = 'PAID', paid_at = now(), event_seq = event_seq + 1 WHERE id = ?`, o.ID).Exec(ctx); err != nil {
 			return "", fmt.Errorf("pay order: %w", err)
 		}
 		if err := setPaymentStatus(ctx, tx, p, seckill.PaymentSucceeded); err != nil {
+			return "", err
+		}
+		if err := s.emit(ctx, tx, []orderEvent{{orderID: o.ID, typ: seckill.EventOrderPaid, paymentID: p.ID}}); err != nil {
 			return "", err
 		}
 		return seckill.AppliedPaid, nil
@@ -449,6 +458,9 @@ func applyEvent(ctx context.Context, tx bun.Tx, ev seckill.PaymentEvent, o *lock
 		if err != nil {
 			return "", fmt.Errorf("record refund: %w", err)
 		}
+		if err := s.refundEvent(ctx, tx, o.ID, p.ID, seckill.EventOrderRefunded); err != nil {
+			return "", err
+		}
 		p.Status = string(seckill.PaymentRefunded)
 		return seckill.AppliedRefunded, nil
 	case seckill.EventRefundFailed:
@@ -459,6 +471,9 @@ func applyEvent(ctx context.Context, tx bun.Tx, ev seckill.PaymentEvent, o *lock
 			updated_at = now() WHERE id = ?`, refundReason("refused: ", ev.Reason), p.ID).Exec(ctx)
 		if err != nil {
 			return "", fmt.Errorf("record refund failure: %w", err)
+		}
+		if err := s.refundEvent(ctx, tx, o.ID, p.ID, seckill.EventOrderRefundFailed); err != nil {
+			return "", err
 		}
 		p.Status = string(seckill.PaymentRefundFailed)
 		return seckill.AppliedRefundFailed, nil

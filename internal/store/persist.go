@@ -65,6 +65,7 @@ type idTime struct {
 	At     time.Time `bun:"at"`
 	PayBy  time.Time `bun:"pay_by,scanonly"`
 	UserID int64     `bun:"user_id,scanonly"`
+	Amount int64     `bun:"amount,scanonly"` // insertOrders only
 }
 
 // recordedFailure is a row of order_failure as PersistOrders reads it back.
@@ -117,9 +118,9 @@ func (s *Store) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]
 	slices.SortFunc(batch, func(a, b seckill.Admission) int { return cmp.Compare(a.OrderID, b.OrderID) })
 
 	if len(batch) > 0 {
-		got, err := persistBatch(ctx, s.db, batch)
+		got, err := s.persistBatch(ctx, batch)
 		if errors.Is(err, errFallback) {
-			got, err = persistEach(ctx, s.db, batch)
+			got, err = s.persistEach(ctx, batch)
 		}
 		if err != nil {
 			return nil, err
@@ -145,9 +146,9 @@ func validAdmission(a seckill.Admission) bool {
 
 // persistBatch decides every admission of batch (unique, sorted by order id)
 // in one transaction, or returns errFallback having changed nothing.
-func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (map[int64]decision, error) {
+func (s *Store) persistBatch(ctx context.Context, batch []seckill.Admission) (map[int64]decision, error) {
 	var out map[int64]decision
-	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = make(map[int64]decision, len(batch))
 		ids := make([]int64, len(batch))
 		for i, a := range batch {
@@ -223,12 +224,12 @@ func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (m
 					out[r.ID] = created(r)
 				}
 			}
-			recorded, err := recordFailures(ctx, tx, holders, ReasonUserHasOrder)
+			recorded, err := s.recordFailures(ctx, tx, holders, ReasonUserHasOrder)
 			if err != nil {
 				return err
 			}
 			maps.Copy(out, recorded)
-			recorded, err = recordFailures(ctx, tx, conflicts, ReasonConflict)
+			recorded, err = s.recordFailures(ctx, tx, conflicts, ReasonConflict)
 			if err != nil {
 				return err
 			}
@@ -241,11 +242,18 @@ func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (m
 		// several vouchers cannot deadlock. A unit is taken only in the
 		// admission's epoch: a campaign rebuilt since sells it again.
 		take := make(map[epochKey]int64)
+		var fresh []createdOrder
 		for _, a := range batch {
 			if r, ok := inserted[a.OrderID]; ok {
 				take[epochKey{a.VoucherID, seckill.OrderEpoch(a.OrderID)}]++
 				out[a.OrderID] = createdNow(r)
+				fresh = append(fresh, createdOrder{a, r})
 			}
+		}
+		// Every order this batch wrote is CREATED once it commits: its
+		// order.created events go with it, one statement for the batch.
+		if err := s.emitCreated(ctx, tx, fresh); err != nil {
+			return err
 		}
 		keys := slices.SortedFunc(maps.Keys(take), func(x, y epochKey) int {
 			return cmp.Or(cmp.Compare(x.voucherID, y.voucherID), cmp.Compare(x.epoch, y.epoch))
@@ -270,10 +278,10 @@ func persistBatch(ctx context.Context, db *bun.DB, batch []seckill.Admission) (m
 
 // persistEach decides each admission in a transaction of its own, so that
 // one that cannot be persisted does not hold back the others.
-func persistEach(ctx context.Context, db *bun.DB, batch []seckill.Admission) (map[int64]decision, error) {
+func (s *Store) persistEach(ctx context.Context, batch []seckill.Admission) (map[int64]decision, error) {
 	out := make(map[int64]decision, len(batch))
 	for _, a := range batch {
-		d, err := persistOne(ctx, db, a)
+		d, err := s.persistOne(ctx, a)
 		if err != nil {
 			return nil, err
 		}
@@ -282,9 +290,9 @@ func persistEach(ctx context.Context, db *bun.DB, batch []seckill.Admission) (ma
 	return out, nil
 }
 
-func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision, error) {
+func (s *Store) persistOne(ctx context.Context, a seckill.Admission) (decision, error) {
 	var d decision
-	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		ins, err := insertOrders(ctx, tx, []seckill.Admission{a})
 		if sqlState(err) == codeForeignKeyViolation {
 			// No such voucher. order_failure cannot record it either
@@ -319,7 +327,7 @@ func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision,
 				}
 				reason = ReasonConflict
 			}
-			recorded, err := recordFailures(ctx, tx, []seckill.Admission{a}, reason)
+			recorded, err := s.recordFailures(ctx, tx, []seckill.Admission{a}, reason)
 			d = recorded[a.OrderID]
 			return err
 		}
@@ -330,7 +338,7 @@ func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision,
 			return err
 		} else if ok {
 			d = createdNow(ins[0])
-			return nil
+			return s.emitCreated(ctx, tx, []createdOrder{{a, ins[0]}})
 		}
 		reason := ReasonNoStock
 		var current []int64
@@ -348,7 +356,7 @@ func persistOne(ctx context.Context, db *bun.DB, a seckill.Admission) (decision,
 		if err := deleteOrders(ctx, tx, []int64{a.OrderID}); err != nil {
 			return err
 		}
-		recorded, err := recordFailures(ctx, tx, []seckill.Admission{a}, reason)
+		recorded, err := s.recordFailures(ctx, tx, []seckill.Admission{a}, reason)
 		d = recorded[a.OrderID]
 		return err
 	})
@@ -383,7 +391,7 @@ SELECT a.id, a.voucher_id, a.user_id, a.admitted_at, coalesce(p.pay_value, 0),
 FROM a LEFT JOIN p ON p.id = a.voucher_id
 ORDER BY a.n
 ON CONFLICT DO NOTHING
-RETURNING id, created_at AS at, pay_by`
+RETURNING id, created_at AS at, pay_by, amount`
 
 // insertOrders runs insertOrdersSQL for adms.
 func insertOrders(ctx context.Context, db bun.IDB, adms []seckill.Admission) ([]idTime, error) {
@@ -401,8 +409,9 @@ func insertOrders(ctx context.Context, db bun.IDB, adms []seckill.Admission) ([]
 }
 
 // recordFailures records adms (sorted by order id) as failed for reason and
-// returns their decisions; one recorded before keeps its first reason.
-func recordFailures(ctx context.Context, db bun.IDB, adms []seckill.Admission, reason string) (map[int64]decision, error) {
+// returns their decisions; one recorded before keeps its first reason. The
+// failures it records write their order.failed events.
+func (s *Store) recordFailures(ctx context.Context, db bun.IDB, adms []seckill.Admission, reason string) (map[int64]decision, error) {
 	out := make(map[int64]decision, len(adms))
 	if len(adms) == 0 {
 		return out, nil
@@ -420,8 +429,13 @@ func recordFailures(ctx context.Context, db bun.IDB, adms []seckill.Admission, r
 	if err != nil {
 		return nil, fmt.Errorf("insert order failures: %w", err)
 	}
-	for _, r := range ins {
+	recorded := make([]int64, len(ins))
+	for i, r := range ins {
 		out[r.ID] = failed(reason, r.At)
+		recorded[i] = r.ID
+	}
+	if err := s.emitFailed(ctx, db, recorded); err != nil {
+		return nil, err
 	}
 	if len(ins) < len(adms) {
 		fails, err := selectFailures(ctx, db, ids)

@@ -101,6 +101,9 @@ func (s *Store) BeginRefund(ctx context.Context, paymentID string, maxSends int)
 			if err != nil {
 				return fmt.Errorf("fail refund: %w", err)
 			}
+			if err := s.refundEvent(ctx, tx, r.OrderID, paymentID, seckill.EventOrderRefundFailed); err != nil {
+				return err
+			}
 			out.Status = seckill.PaymentRefundFailed
 			return nil
 		}
@@ -136,6 +139,13 @@ func (s *Store) SettleRefund(ctx context.Context, paymentID string, gen int, ok,
 		}
 		if err != nil {
 			return fmt.Errorf("update payment: %w", err)
+		}
+		typ := seckill.EventOrderRefundFailed
+		if ok {
+			typ = seckill.EventOrderRefunded
+		}
+		if err := s.refundEvent(ctx, tx, r.OrderID, paymentID, typ); err != nil {
+			return err
 		}
 		changed = true
 		return nil

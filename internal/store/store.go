@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -71,6 +72,9 @@ func newConnector(dsn string) (c *pgdriver.Connector, err error) {
 // a file per port.
 type Store struct {
 	db *bun.DB
+	// events: changes write their events to the outbox (events.go); off
+	// while no endpoint is enabled, so that the outbox costs nothing then.
+	events atomic.Bool
 }
 
 var (

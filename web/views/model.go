@@ -13,13 +13,14 @@ import (
 type Meta struct {
 	Title string
 	Admin string // the signed-in operator; empty on the login page
-	Nav   string // the active navigation item: NavCampaigns or NavQueues
+	Nav   string // the active navigation item: NavCampaigns, NavQueues or NavEvents
 }
 
 // Navigation items.
 const (
 	NavCampaigns = "campaigns"
 	NavQueues    = "queues"
+	NavEvents    = "events"
 )
 
 // LoginPage is the sign-in form.
@@ -333,4 +334,72 @@ type Check struct {
 	Max     int64
 	AtLeast string
 	Message string
+}
+
+// EventsPage lists the endpoints of order events, with the form that adds
+// one; after an add, the new endpoint's secret, shown this once.
+type EventsPage struct {
+	Meta
+	Rows      []EndpointRow
+	URL       string // the add form's URL field, after an error
+	Error     string
+	NewID     int64
+	NewURL    string
+	NewSecret string
+}
+
+// EndpointRow is one endpoint with its deliveries' numbers.
+type EndpointRow struct {
+	ID          int64
+	URL         string
+	Source      string // env or dashboard
+	Enabled     bool
+	Failures    int
+	NextAttempt time.Time
+	LastError   string
+	LastSuccess time.Time
+	Pending     int64
+	Dead        int64
+	Delivered   int64
+	Oldest      time.Duration
+	Link        string // its deliveries
+	Toggle      string // POST here to enable or disable it; empty for the environment's
+	ToggleText  string
+}
+
+// DeliveriesPage lists one endpoint's deliveries, newest first.
+type DeliveriesPage struct {
+	Meta
+	EndpointID int64
+	URL        string
+	State      string // the filter: "", PENDING, DELIVERED or DEAD
+	Order      string
+	Filters    []Filter
+	Rows       []DeliveryRow
+	More       bool
+	Redeliver  string // POST here
+	Done       string
+	Error      string
+}
+
+// Filter is a link that filters a list.
+type Filter struct {
+	Text    string
+	URL     string
+	Current bool
+}
+
+// DeliveryRow is one event at one endpoint.
+type DeliveryRow struct {
+	ID          string
+	Type        string
+	OrderID     int64
+	Sequence    int
+	OccurredAt  time.Time
+	State       string
+	Attempts    int
+	NextAttempt time.Time
+	LastAttempt time.Time
+	LastStatus  int
+	LastAnswer  string
 }
