@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
 
@@ -106,6 +107,19 @@ func (p *pipeline) exec(ctx context.Context, c redis.Cmdable, calls []pipeCall, 
 	}
 	runScripts(ctx, c, p.script, calls, cmds)
 	for i := range calls {
+		if cmds[i].Err() == nil && cmds[i].Val() == nil {
+			// Neither a reply nor an error: go-redis's cluster pipeline left
+			// one so while the cluster failed over under it (CLUSTERDOWN, in
+			// TestClusterMasterKilled). Whether the script ran is unknown,
+			// as after a timeout: the caller hears UNAVAILABLE, not an
+			// internal error.
+			out[i].err = &unavailableError{op: "admit", err: errNoReply}
+			continue
+		}
 		out[i].res, out[i].err = cmds[i].Slice()
 	}
 }
+
+// errNoReply is a script call that came back with neither a reply nor an
+// error.
+var errNoReply = errors.New("redis: no reply and no error for the script call")

@@ -192,3 +192,34 @@ func (p *pipeline) runSlice(ctx context.Context, keys []string, arg int64) ([]an
 	r := p.run(ctx, keys, arg)
 	return r.res, r.err
 }
+
+// silentHook answers every command and pipeline without sending it: each
+// command is left with neither a reply nor an error, as go-redis's cluster
+// pipeline once left admissions while the cluster failed over.
+type silentHook struct{}
+
+func (silentHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (silentHook) ProcessHook(redis.ProcessHook) redis.ProcessHook {
+	return func(context.Context, redis.Cmder) error { return nil }
+}
+func (silentHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(context.Context, []redis.Cmder) error { return nil }
+}
+
+// TestPipelineNoReply: a call that comes back with neither a reply nor an
+// error may or may not have run: its caller hears UNAVAILABLE (the sale is
+// unavailable for a moment), alone or in a batch, never an internal error.
+func TestPipelineNoReply(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	rdb.AddHook(silentHook{})
+	p := newPipeline(rdb, echoScript, 1, 50, 1000)
+	for _, n := range []int{1, 100} {
+		res, errs := runConcurrently(t, p, "k", n)
+		for i := 1; i <= n; i++ {
+			if res[i] != nil || !errors.Is(errs[i], errUnavailable) {
+				t.Fatalf("%d calls, call %d: %v, %v; want UNAVAILABLE", n, i, res[i], errs[i])
+			}
+		}
+	}
+}
