@@ -90,6 +90,20 @@ func (s *clusterSale) untold() map[string]bool {
 	return codes
 }
 
+// killMasterOfFirst kills -9 the master of the sale's first campaign,
+// marking every campaign it served as affected, and returns it.
+func (s *clusterSale) killMasterOfFirst() *testenv.RedisServer {
+	victim := s.cluster.MasterOf(fmt.Sprintf("seckill:{v%d}:campaign", s.vouchers[0]))
+	affected := map[int64]bool{}
+	for _, v := range s.vouchers {
+		affected[v] = s.cluster.MasterOf(fmt.Sprintf("seckill:{v%d}:campaign", v)) == victim
+	}
+	s.setAffected(affected)
+	s.masterKilled = true
+	victim.Kill()
+	return victim
+}
+
 // setAffected says which campaigns the fault stops; the fault calls it
 // right before it strikes, and the time to resume is counted from then
 // (not from when the fault began to look for its victim).
@@ -382,14 +396,7 @@ func queueState(e *testEnv) string {
 func TestClusterMasterKilled(t *testing.T) {
 	bound := testenv.ClusterNodeTimeout + 8*time.Second
 	cost := saleOnCluster(t, nil, func(s *clusterSale) {
-		victim := s.cluster.MasterOf(fmt.Sprintf("seckill:{v%d}:campaign", s.vouchers[0]))
-		affected := map[int64]bool{}
-		for _, v := range s.vouchers {
-			affected[v] = s.cluster.MasterOf(fmt.Sprintf("seckill:{v%d}:campaign", v)) == victim
-		}
-		s.setAffected(affected)
-		s.masterKilled = true
-		victim.Kill()
+		victim := s.killMasterOfFirst()
 		// Wait until the replica took over, then a little more.
 		time.Sleep(testenv.ClusterNodeTimeout)
 		s.cluster.WaitHealthy(bound)
@@ -417,14 +424,7 @@ func TestClusterMasterKilledBuyersReturn(t *testing.T) {
 	cost := saleOnCluster(t, func(s *clusterSale) {
 		s.after = 15 * time.Second
 	}, func(s *clusterSale) {
-		victim := s.cluster.MasterOf(fmt.Sprintf("seckill:{v%d}:campaign", s.vouchers[0]))
-		affected := map[int64]bool{}
-		for _, v := range s.vouchers {
-			affected[v] = s.cluster.MasterOf(fmt.Sprintf("seckill:{v%d}:campaign", v)) == victim
-		}
-		s.setAffected(affected)
-		s.masterKilled = true
-		victim.Kill()
+		victim := s.killMasterOfFirst()
 		time.Sleep(5 * time.Second)
 		victim.Start() // back as a replica of the node that took over
 		s.cluster.WaitHealthy(30 * time.Second)
