@@ -214,7 +214,7 @@ func (a *App) buildDomain(cfg *config.Config, provider seckill.PaymentProvider) 
 		return err
 	}
 	if a.Life, err = seckill.NewLife(seckill.LifeDeps{Store: a.Metrics.wrapLife(a.Store), Returner: a.Admitter,
-		Orders: a.Purchases, Bus: a.Bus, Refunds: a.Refunds, Auditor: a.Store, Logger: logger,
+		Orders: a.Purchases, Bus: a.Bus, Refunds: a.Refunds, Opener: seckill.NoPaymentOpener{}, Auditor: a.Store, Logger: logger,
 		Currency: cfg.PaymentCurrency}); err != nil {
 		return err
 	}
