@@ -190,7 +190,7 @@ func newPayments(cfg *config.Config, logger *slog.Logger) (payments, error) {
 	switch cfg.PaymentProvider {
 	case config.PaymentStripe:
 		c, err := stripepay.NewClient(stripepay.Options{APIKey: cfg.StripeAPIKey, APIBase: cfg.StripeAPIBase,
-			Timeout: cfg.PaymentRefundTimeout})
+			Timeout: cfg.PaymentRefundTimeout, Logger: logger})
 		if err != nil {
 			return payments{}, err
 		}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -53,6 +54,7 @@ type Options struct {
 	APIBase string
 	// Timeout bounds one call; zero means 10 s.
 	Timeout time.Duration
+	Logger  *slog.Logger // stripe-go's own warnings and errors
 }
 
 // Client calls Stripe's API; it implements seckill.PaymentOpener and
@@ -69,8 +71,8 @@ var (
 // NewClient returns a client of Stripe's API; it refuses to build without
 // an API key.
 func NewClient(opts Options) (*Client, error) {
-	if opts.APIKey == "" {
-		return nil, errors.New("stripepay: an API key is required (STRIPE_API_KEY)")
+	if opts.APIKey == "" || opts.Logger == nil {
+		return nil, errors.New("stripepay: an API key (STRIPE_API_KEY) and a logger are required")
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Second
@@ -79,11 +81,24 @@ func NewClient(opts Options) (*Client, error) {
 	// own would only hide a slow Stripe behind a longer wait.
 	retries := int64(0)
 	cfg := &stripe.BackendConfig{HTTPClient: &http.Client{Timeout: opts.Timeout}, MaxNetworkRetries: &retries,
-		LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelError}}
+		LeveledLogger: slogLogger{opts.Logger}}
 	if opts.APIBase != "" {
 		cfg.URL = stripe.String(opts.APIBase)
 	}
 	return &Client{sc: stripe.NewClient(opts.APIKey, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg)))}, nil
+}
+
+// slogLogger hands stripe-go's log lines to slog; its info and debug lines
+// (one per request) are debug ones here.
+type slogLogger struct{ l *slog.Logger }
+
+func (s slogLogger) Debugf(format string, v ...any) {
+	s.l.Debug("stripe: " + fmt.Sprintf(format, v...))
+}
+func (s slogLogger) Infof(format string, v ...any) { s.l.Debug("stripe: " + fmt.Sprintf(format, v...)) }
+func (s slogLogger) Warnf(format string, v ...any) { s.l.Warn("stripe: " + fmt.Sprintf(format, v...)) }
+func (s slogLogger) Errorf(format string, v ...any) {
+	s.l.Error("stripe: " + fmt.Sprintf(format, v...))
 }
 
 // OpenPayment implements seckill.PaymentOpener: it creates p's

@@ -2,6 +2,7 @@ package stripepay_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -15,7 +16,8 @@ import (
 func newClient(t *testing.T) (*stripepay.Client, *testenv.StripeMock) {
 	t.Helper()
 	mock := testenv.StartStripeMock(t)
-	c, err := stripepay.NewClient(stripepay.Options{APIKey: "sk_test_123", APIBase: mock.URL})
+	c, err := stripepay.NewClient(stripepay.Options{APIKey: "sk_test_123", APIBase: mock.URL,
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func boolString(b bool) string {
 }
 
 func TestNewClientNeedsAKey(t *testing.T) {
-	if _, err := stripepay.NewClient(stripepay.Options{}); err == nil || !strings.Contains(err.Error(), "STRIPE_API_KEY") {
+	if _, err := stripepay.NewClient(stripepay.Options{Logger: slog.New(slog.DiscardHandler)}); err == nil || !strings.Contains(err.Error(), "STRIPE_API_KEY") {
 		t.Errorf("NewClient without a key = %v", err)
 	}
 }
