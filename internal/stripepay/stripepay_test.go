@@ -3,8 +3,10 @@ package stripepay_test
 import (
 	"context"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -129,5 +131,31 @@ func boolString(b bool) string {
 func TestNewClientNeedsAKey(t *testing.T) {
 	if _, err := stripepay.NewClient(stripepay.Options{Logger: slog.New(slog.DiscardHandler)}); err == nil || !strings.Contains(err.Error(), "STRIPE_API_KEY") {
 		t.Errorf("NewClient without a key = %v", err)
+	}
+}
+
+// TestStripeUnreachable: with Stripe away nothing is decided: opening a
+// payment is UNAVAILABLE (the buyer asks again, under the same key) and a
+// refund's send is an error (sent again), never a refusal.
+func TestStripeUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, err := stripepay.NewClient(stripepay.Options{APIKey: "sk_test_123", APIBase: "http://" + addr,
+		Timeout: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.OpenPayment(ctx, seckill.Payment{ID: payID, OrderID: 42, Amount: 100, Currency: "CNY"}); seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
+		t.Errorf("OpenPayment = %v, want UNAVAILABLE", err)
+	}
+	ans, err := c.Refund(ctx, seckill.RefundRequest{PaymentID: payID, OrderID: 42, Amount: 100, Currency: "CNY",
+		Key: seckill.RefundKey(payID, 1)})
+	if err == nil {
+		t.Errorf("Refund = %+v, want an error", ans)
 	}
 }
