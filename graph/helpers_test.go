@@ -226,7 +226,7 @@ func newDomain(tb testing.TB, e *testEnv, logger *slog.Logger) (Domain, *seckill
 		seckill.RefundConfig{ConfirmWait: time.Minute, MaxSends: 1})
 	must(err)
 	life, err := seckill.NewLife(seckill.LifeDeps{Store: noLife{}, Returner: noLife{}, Orders: purchases, Bus: e.bus,
-		Refunds: refunds, Auditor: e.store, Logger: logger})
+		Refunds: refunds, Opener: seckill.NoPaymentOpener{}, Auditor: e.store, Logger: logger})
 	must(err)
 	return Domain{Catalog: catalog, Purchases: purchases, Challenges: challenges, Life: life}, purchases
 }

@@ -18,8 +18,12 @@ func toGraphPayment(p *seckill.Payment) (*model.Payment, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &model.Payment{ID: p.ID, OrderID: formatID(p.OrderID), Amount: amount, Currency: p.Currency,
-		Status: status, PayBy: p.PayBy}, nil
+	out := &model.Payment{ID: p.ID, OrderID: formatID(p.OrderID), Amount: amount, Currency: p.Currency,
+		Status: status, PayBy: p.PayBy}
+	if p.ClientSecret != "" {
+		out.ClientSecret = &p.ClientSecret
+	}
+	return out, nil
 }
 
 // fillGraphOrderPayment sets the fields an order has once it is persisted.

@@ -182,7 +182,7 @@ func roleOf(rel string) (role, bool) {
 		return role{"edge", "graph"}, true
 	case under("web"):
 		return role{"edge", "web"}, true
-	case rel == "jobs", rel == "internal/payhook", rel == "internal/eventhook":
+	case rel == "jobs", rel == "internal/payhook", rel == "internal/stripepay", rel == "internal/eventhook":
 		return role{"edge", rel}, true
 	case under("internal/store"):
 		return role{"adapter", "internal/store"}, true

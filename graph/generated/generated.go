@@ -76,12 +76,13 @@ type ComplexityRoot struct {
 	}
 
 	Payment struct {
-		Amount   func(childComplexity int) int
-		Currency func(childComplexity int) int
-		ID       func(childComplexity int) int
-		OrderID  func(childComplexity int) int
-		PayBy    func(childComplexity int) int
-		Status   func(childComplexity int) int
+		Amount       func(childComplexity int) int
+		ClientSecret func(childComplexity int) int
+		Currency     func(childComplexity int) int
+		ID           func(childComplexity int) int
+		OrderID      func(childComplexity int) int
+		PayBy        func(childComplexity int) int
+		Status       func(childComplexity int) int
 	}
 
 	Query struct {
@@ -352,6 +353,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Payment.Amount(childComplexity), true
+	case "Payment.clientSecret":
+		if e.ComplexityRoot.Payment.ClientSecret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Payment.ClientSecret(childComplexity), true
 	case "Payment.currency":
 		if e.ComplexityRoot.Payment.Currency == nil {
 			break
@@ -901,6 +908,12 @@ type Payment {
   status: PaymentStatus!
   "Pay by then, or the order expires."
   payBy: Time!
+  """
+  What the buyer's app pays with at the provider: with Stripe, the
+  PaymentIntent's client secret (for Stripe.js confirmPayment). Only
+  createPayment answers it; null with the built-in provider.
+  """
+  clientSecret: String
 }
 
 extend type Mutation {
@@ -1205,6 +1218,8 @@ func (ec *executionContext) childFields_Payment(ctx context.Context, field graph
 		return ec.fieldContext_Payment_status(ctx, field)
 	case "payBy":
 		return ec.fieldContext_Payment_payBy(ctx, field)
+	case "clientSecret":
+		return ec.fieldContext_Payment_clientSecret(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Payment", field.Name)
 }
@@ -2425,6 +2440,29 @@ func (ec *executionContext) _Payment_payBy(ctx context.Context, field graphql.Co
 }
 func (ec *executionContext) fieldContext_Payment_payBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Payment", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Payment_clientSecret(ctx context.Context, field graphql.CollectedField, obj *model.Payment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Payment_clientSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientSecret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Payment_clientSecret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Payment", field, false, false, "String")
 }
 
 func (ec *executionContext) _Query_order(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -4935,6 +4973,11 @@ func (ec *executionContext) _Payment(ctx context.Context, sel ast.SelectionSet, 
 		case "payBy":
 			out.Values[i] = ec._Payment_payBy(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "clientSecret":
+			out.Values[i] = ec._Payment_clientSecret(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

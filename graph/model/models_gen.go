@@ -131,6 +131,10 @@ type Payment struct {
 	Status PaymentStatus `json:"status"`
 	// Pay by then, or the order expires.
 	PayBy time.Time `json:"payBy"`
+	// What the buyer's app pays with at the provider: with Stripe, the
+	// PaymentIntent's client secret (for Stripe.js confirmPayment). Only
+	// createPayment answers it; null with the built-in provider.
+	ClientSecret *string `json:"clientSecret,omitempty"`
 }
 
 // A quiz question with the answers it accepts. With `choices` the buyer picks

@@ -22,10 +22,10 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/eventhook"
 	"seckill/internal/obs"
-	"seckill/internal/payhook"
 	"seckill/internal/sampler"
 	"seckill/internal/seckill"
 	"seckill/internal/store"
+	"seckill/internal/stripepay"
 	"seckill/jobs"
 )
 
@@ -63,7 +63,8 @@ type App struct {
 	traceShutdown func(context.Context) error // nil: no tracer provider of ours
 	outcomes      *sampler.OutcomeCounter     // per-campaign outcomes for the dashboard
 	dashboard     *dashboard
-	retiredAt     atomic.Int64 // when reconcileOnce last retired campaigns (Unix ns)
+	stripeHook    *stripepay.Handler // POST /webhooks/stripe; nil unless SECKILL_PAYMENT_PROVIDER=stripe
+	retiredAt     atomic.Int64       // when reconcileOnce last retired campaigns (Unix ns)
 }
 
 // retireEvery is how often the reconciler trims ended campaigns from Redis.
@@ -157,15 +158,20 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 			return nil, fmt.Errorf("SECKILL_AUTH_CLIENT_ID: %w", err)
 		}
 	}
-	var provider seckill.PaymentProvider = seckill.NoPaymentProvider{}
-	if cfg.PaymentRefundURL != "" {
-		provider = payhook.NewRefundClient(cfg.PaymentRefundURL, cfg.PaymentWebhookSecret, cfg.PaymentRefundTimeout)
-	} else {
-		logger.Warn("SECKILL_PAYMENT_REFUND_URL is not set: payments owed back are not refunded through the provider (they stay REFUND_NEEDED and alert after an hour)")
-	}
-	if err := a.buildDomain(cfg, provider); err != nil {
+	pay, err := newPayments(cfg, logger)
+	if err != nil {
 		a.Close()
 		return nil, err
+	}
+	if err := a.buildDomain(cfg, pay); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if cfg.PaymentProvider == config.PaymentStripe {
+		if a.stripeHook, err = stripepay.NewHandler(a.Life, cfg.StripeWebhookSecret, logger); err != nil {
+			a.Close()
+			return nil, err
+		}
 	}
 	a.dashboard = a.newDashboard()
 	a.registerCollectors()
@@ -178,7 +184,7 @@ var bcryptCost = seckill.DefaultBcryptCost
 
 // buildDomain builds the domain's parts over the adapters, with the metrics
 // and traces each port carries.
-func (a *App) buildDomain(cfg *config.Config, provider seckill.PaymentProvider) error {
+func (a *App) buildDomain(cfg *config.Config, pay payments) error {
 	logger := a.Logger
 	admitter := a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes})
 	a.direct = &directPersist{queue: outageEnqueuer{a.Enqueuer, newOutageLog(logger, "enqueue admissions (the reconciler requeues them)")}}
@@ -209,12 +215,12 @@ func (a *App) buildDomain(cfg *config.Config, provider seckill.PaymentProvider) 
 	if err != nil {
 		return err
 	}
-	if a.Refunds, err = seckill.NewRefunds(a.Store, provider, jobs.NewRefundScheduler(a.Queue), a.Store, logger,
+	if a.Refunds, err = seckill.NewRefunds(a.Store, pay.provider, jobs.NewRefundScheduler(a.Queue), a.Store, logger,
 		seckill.RefundConfig{ConfirmWait: cfg.RefundConfirmWait, MaxSends: cfg.RefundMaxSends}); err != nil {
 		return err
 	}
 	if a.Life, err = seckill.NewLife(seckill.LifeDeps{Store: a.Metrics.wrapLife(a.Store), Returner: a.Admitter,
-		Orders: a.Purchases, Bus: a.Bus, Refunds: a.Refunds, Auditor: a.Store, Logger: logger,
+		Orders: a.Purchases, Bus: a.Bus, Refunds: a.Refunds, Opener: pay.opener, Auditor: a.Store, Logger: logger,
 		Currency: cfg.PaymentCurrency}); err != nil {
 		return err
 	}

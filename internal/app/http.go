@@ -17,9 +17,10 @@ import (
 	"seckill/playground"
 )
 
-// Handler returns the HTTP API: /graphql, /webhooks/payments, /playground (when enabled),
-// /healthz, /readyz and /metrics (unless it has an address of its own),
-// and the dashboard under /admin; every request gets an id, a span and its
+// Handler returns the HTTP API: /graphql, /webhooks/payments (and
+// /webhooks/stripe with Stripe), /playground (when enabled), /healthz,
+// /readyz and /metrics (unless it has an address of its own), and the
+// dashboard under /admin; every request gets an id, a span and its
 // request metrics (observe).
 func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
@@ -32,6 +33,10 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	mux.Handle("/graphql", a.shed(gql))
 	// The payment provider's calls; see internal/payhook for the signature.
 	mux.Handle("/webhooks/payments", payhook.NewHandler(a.Life, a.Config.PaymentWebhookSecret, a.Logger))
+	if a.stripeHook != nil {
+		// Stripe's events, signed with Stripe's own scheme (internal/stripepay).
+		mux.Handle("/webhooks/stripe", a.stripeHook)
+	}
 	if a.Config.Playground {
 		pg := playground.Handler("/playground", "/graphql")
 		mux.Handle("GET /playground", pg)

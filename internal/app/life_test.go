@@ -350,7 +350,7 @@ func TestExpiryWhileRedisUnreachable(t *testing.T) {
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer dead.Close()
 	away, err := seckill.NewLife(seckill.LifeDeps{Store: e.app.Store, Returner: admission.New(dead, admission.Options{}),
-		Orders: e.app.Purchases, Bus: e.app.Bus, Refunds: e.app.Refunds, Auditor: e.app.Store, Logger: e.app.Logger})
+		Orders: e.app.Purchases, Bus: e.app.Bus, Refunds: e.app.Refunds, Opener: seckill.NoPaymentOpener{}, Auditor: e.app.Store, Logger: e.app.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"seckill/internal/config"
 	"seckill/internal/payhook"
 	"seckill/internal/seckill"
+	"seckill/internal/stripepay"
 )
 
 // SimulateOptions says which order SimulatePayment pays, where.
@@ -173,4 +174,34 @@ func RunDevProvider(ctx context.Context, cfg *config.Config, opts ProviderOption
 		return fmt.Errorf("payments provider: %w", err)
 	}
 	return nil
+}
+
+// payments are the payment provider's two ports: where payments are opened
+// and where refunds are sent.
+type payments struct {
+	opener   seckill.PaymentOpener
+	provider seckill.PaymentProvider
+}
+
+// newPayments builds the configured payment provider
+// (SECKILL_PAYMENT_PROVIDER): the built-in one, whose refund call is
+// SECKILL_PAYMENT_REFUND_URL (none: refunds are not sent), or Stripe.
+func newPayments(cfg *config.Config, logger *slog.Logger) (payments, error) {
+	switch cfg.PaymentProvider {
+	case config.PaymentStripe:
+		c, err := stripepay.NewClient(stripepay.Options{APIKey: cfg.StripeAPIKey, APIBase: cfg.StripeAPIBase,
+			Timeout: cfg.PaymentRefundTimeout, Logger: logger})
+		if err != nil {
+			return payments{}, err
+		}
+		return payments{opener: c, provider: c}, nil
+	case config.PaymentBuiltin, "":
+		if cfg.PaymentRefundURL == "" {
+			logger.Warn("SECKILL_PAYMENT_REFUND_URL is not set: payments owed back are not refunded through the provider (they stay REFUND_NEEDED and alert after an hour)")
+			return payments{opener: seckill.NoPaymentOpener{}, provider: seckill.NoPaymentProvider{}}, nil
+		}
+		return payments{opener: seckill.NoPaymentOpener{},
+			provider: payhook.NewRefundClient(cfg.PaymentRefundURL, cfg.PaymentWebhookSecret, cfg.PaymentRefundTimeout)}, nil
+	}
+	return payments{}, fmt.Errorf("SECKILL_PAYMENT_PROVIDER: unknown provider %q", cfg.PaymentProvider)
 }

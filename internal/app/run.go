@@ -130,6 +130,9 @@ seckill is running (development mode)
 
 // refundsLine says where payments owed back are refunded.
 func refundsLine(cfg *config.Config) string {
+	if cfg.PaymentProvider == config.PaymentStripe {
+		return "through Stripe's Refunds API (" + cmp.Or(cfg.StripeAPIBase, "https://api.stripe.com") + "); Stripe's events come to POST /webhooks/stripe"
+	}
 	if cfg.PaymentRefundURL == "" {
 		return "not sent: no provider (SECKILL_PAYMENT_REFUND_URL; ./bin/seckill payments provider is one for development)"
 	}

@@ -106,6 +106,16 @@ type Config struct {
 	// PayWindow is how long a buyer has to pay an order, unless its
 	// campaign sets its own.
 	PayWindow time.Duration `env:"SECKILL_PAY_WINDOW"` // seckill.DefaultPayWindow
+	// PaymentProvider names the payment provider: PaymentBuiltin (our own
+	// signed webhook and refund call) or PaymentStripe.
+	PaymentProvider string `env:"SECKILL_PAYMENT_PROVIDER" envDefault:"builtin"`
+	// StripeAPIKey (sk_… or a restricted rk_…) and StripeWebhookSecret
+	// (the webhook endpoint's signing secret, whsec_…) are required with
+	// PaymentStripe; StripeAPIBase points the client at another API (tests:
+	// stripe-mock), empty meaning Stripe's.
+	StripeAPIKey        string `env:"STRIPE_API_KEY"`
+	StripeWebhookSecret string `env:"STRIPE_WEBHOOK_SECRET"`
+	StripeAPIBase       string `env:"STRIPE_API_BASE"`
 	// PaymentCurrency is the ISO 4217 code of every payment.
 	PaymentCurrency string `env:"SECKILL_PAYMENT_CURRENCY"` // seckill.DefaultCurrency
 	// PaymentWebhookSecret signs the payment provider's webhook calls;
@@ -309,6 +319,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	case len(c.PaymentWebhookSecret) < 16:
 		l.errf("SECKILL_PAYMENT_WEBHOOK_SECRET must be at least 16 characters")
 	}
+	l.paymentProvider(c)
 	l.check("SECKILL_PAYMENT_REFUND_URL", c.PaymentRefundURL == "" || isHTTPURL(c.PaymentRefundURL),
 		"must be an http or https URL, not %q", c.PaymentRefundURL)
 	l.check("SECKILL_PAYMENT_REFUND_TIMEOUT", c.PaymentRefundTimeout >= 100*time.Millisecond && c.PaymentRefundTimeout <= time.Minute,
@@ -388,6 +399,44 @@ func (l *loader) auth(c *Config) {
 // OperatorSignInPath is the dashboard's callback path, which
 // SECKILL_AUTH_REDIRECT_URL must end with.
 const OperatorSignInPath = "/admin/login/sso/callback"
+
+// Payment providers, as SECKILL_PAYMENT_PROVIDER names them.
+const (
+	PaymentBuiltin = "builtin"
+	PaymentStripe  = "stripe"
+)
+
+// paymentProvider checks the payment provider's settings: each provider's
+// variables only with that provider, Stripe's keys in their shapes.
+func (l *loader) paymentProvider(c *Config) {
+	switch c.PaymentProvider {
+	case PaymentBuiltin:
+		for _, key := range []string{"STRIPE_API_KEY", "STRIPE_WEBHOOK_SECRET", "STRIPE_API_BASE"} {
+			if l.set(key) {
+				l.errf("%s is for Stripe: set SECKILL_PAYMENT_PROVIDER=stripe too", key)
+			}
+		}
+	case PaymentStripe:
+		l.check("SECKILL_PAYMENT_REFUND_URL", c.PaymentRefundURL == "",
+			"is the built-in provider's refund call: with SECKILL_PAYMENT_PROVIDER=stripe refunds go through Stripe's API; unset it")
+		switch {
+		case c.StripeAPIKey == "":
+			l.errf("STRIPE_API_KEY is required with SECKILL_PAYMENT_PROVIDER=stripe (a secret key, sk_…, or a restricted one, rk_…)")
+		case !strings.HasPrefix(c.StripeAPIKey, "sk_") && !strings.HasPrefix(c.StripeAPIKey, "rk_"):
+			l.errf("STRIPE_API_KEY must be a secret key (sk_…) or a restricted key (rk_…), not a publishable one")
+		}
+		switch {
+		case c.StripeWebhookSecret == "":
+			l.errf("STRIPE_WEBHOOK_SECRET is required with SECKILL_PAYMENT_PROVIDER=stripe: the signing secret of the endpoint for POST /webhooks/stripe (whsec_…)")
+		case !strings.HasPrefix(c.StripeWebhookSecret, "whsec_"):
+			l.errf("STRIPE_WEBHOOK_SECRET must be the endpoint's signing secret, whsec_…")
+		}
+		l.check("STRIPE_API_BASE", c.StripeAPIBase == "" || isHTTPURL(c.StripeAPIBase),
+			"must be an http or https URL (such as stripe-mock's), not %q", c.StripeAPIBase)
+	default:
+		l.errf("SECKILL_PAYMENT_PROVIDER must be %s or %s, not %q", PaymentBuiltin, PaymentStripe, c.PaymentProvider)
+	}
+}
 
 // operatorSignIn checks the dashboard's sign-in through the provider.
 func (l *loader) operatorSignIn(c *Config) {

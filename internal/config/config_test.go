@@ -172,6 +172,14 @@ func TestLoadErrors(t *testing.T) {
 		{"pay window too long", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAY_WINDOW": "25h"}, "SECKILL_PAY_WINDOW must be whole seconds"},
 		{"bad currency", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAYMENT_CURRENCY": "yuan"}, "SECKILL_PAYMENT_CURRENCY must be three capital letters"},
 		{"short webhook secret", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAYMENT_WEBHOOK_SECRET": "short"}, "at least 16"},
+		{"unknown payment provider", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAYMENT_PROVIDER": "paypal"}, "SECKILL_PAYMENT_PROVIDER must be builtin or stripe"},
+		{"stripe without a key", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAYMENT_PROVIDER": "stripe", "STRIPE_WEBHOOK_SECRET": "whsec_x"}, "STRIPE_API_KEY is required"},
+		{"stripe publishable key", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAYMENT_PROVIDER": "stripe", "STRIPE_API_KEY": "pk_test_x", "STRIPE_WEBHOOK_SECRET": "whsec_x"}, "STRIPE_API_KEY must be a secret key"},
+		{"stripe without a webhook secret", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAYMENT_PROVIDER": "stripe", "STRIPE_API_KEY": "sk_test_x"}, "STRIPE_WEBHOOK_SECRET is required"},
+		{"stripe webhook secret shape", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAYMENT_PROVIDER": "stripe", "STRIPE_API_KEY": "sk_test_x", "STRIPE_WEBHOOK_SECRET": "secret"}, "STRIPE_WEBHOOK_SECRET must be the endpoint's signing secret"},
+		{"stripe api base", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAYMENT_PROVIDER": "stripe", "STRIPE_API_KEY": "sk_test_x", "STRIPE_WEBHOOK_SECRET": "whsec_x", "STRIPE_API_BASE": "localhost:12111"}, "STRIPE_API_BASE must be an http"},
+		{"stripe and the built-in refund call", map[string]string{"SECKILL_ENV": "dev", "SECKILL_PAYMENT_PROVIDER": "stripe", "STRIPE_API_KEY": "sk_test_x", "STRIPE_WEBHOOK_SECRET": "whsec_x", "SECKILL_PAYMENT_REFUND_URL": "http://localhost:8090/refunds"}, "SECKILL_PAYMENT_REFUND_URL is the built-in provider's"},
+		{"stripe key without stripe", map[string]string{"SECKILL_ENV": "dev", "STRIPE_API_KEY": "sk_test_x"}, "STRIPE_API_KEY is for Stripe"},
 		{"admin pair", map[string]string{"SECKILL_ENV": "dev", "SECKILL_ADMIN_USER": "root"}, "go together"},
 		{"bad log level", map[string]string{"SECKILL_ENV": "dev", "SECKILL_LOG_LEVEL": "loud"}, "SECKILL_LOG_LEVEL"},
 		{"otlp endpoint not a url", map[string]string{"SECKILL_ENV": "dev", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT must be an http"},
@@ -362,5 +370,18 @@ func TestLoadReadsOnlyGetenv(t *testing.T) {
 	}
 	if c.HTTPAddr != ":9999" || c.RedisTopology() != RedisCluster {
 		t.Fatalf("Load(nil) did not read the process's environment: %s, %s", c.HTTPAddr, c.RedisTopology())
+	}
+}
+
+func TestLoadStripe(t *testing.T) {
+	c := loadDev(t, map[string]string{"SECKILL_PAYMENT_PROVIDER": "stripe", "STRIPE_API_KEY": "sk_test_123",
+		"STRIPE_WEBHOOK_SECRET": "whsec_abc", "STRIPE_API_BASE": "http://127.0.0.1:12111"})
+	got := []string{c.PaymentProvider, c.StripeAPIKey, c.StripeWebhookSecret, c.StripeAPIBase}
+	want := []string{PaymentStripe, "sk_test_123", "whsec_abc", "http://127.0.0.1:12111"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stripe settings (-want +got):\n%s", diff)
+	}
+	if c := loadDev(t, map[string]string{}); c.PaymentProvider != PaymentBuiltin {
+		t.Errorf("default provider = %q, want %q", c.PaymentProvider, PaymentBuiltin)
 	}
 }

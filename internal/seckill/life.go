@@ -24,6 +24,7 @@ type Life struct {
 	orders   OrderReader
 	bus      StatusBus
 	refunds  *Refunds
+	opener   PaymentOpener
 	auditor  Auditor
 	logger   *slog.Logger
 	currency string
@@ -42,6 +43,7 @@ type LifeDeps struct {
 	Orders   OrderReader
 	Bus      StatusBus
 	Refunds  *Refunds
+	Opener   PaymentOpener // NoPaymentOpener for the built-in provider
 	Auditor  Auditor
 	Logger   *slog.Logger
 	// Currency is every payment's (SECKILL_PAYMENT_CURRENCY); empty means
@@ -54,7 +56,7 @@ type LifeDeps struct {
 func NewLife(d LifeDeps) (*Life, error) {
 	if err := required("the order's life", map[string]bool{
 		"Store": d.Store == nil, "Returner": d.Returner == nil, "Orders": d.Orders == nil, "Bus": d.Bus == nil,
-		"Refunds": d.Refunds == nil, "Auditor": d.Auditor == nil, "Logger": d.Logger == nil,
+		"Refunds": d.Refunds == nil, "Opener": d.Opener == nil, "Auditor": d.Auditor == nil, "Logger": d.Logger == nil,
 	}); err != nil {
 		return nil, err
 	}
@@ -66,7 +68,7 @@ func NewLife(d LifeDeps) (*Life, error) {
 		return nil, fmt.Errorf("seckill: currency %q is not an ISO 4217 code", cur)
 	}
 	return &Life{store: d.Store, returner: d.Returner, orders: d.Orders, bus: d.Bus, refunds: d.Refunds,
-		auditor: d.Auditor, logger: d.Logger, currency: cur}, nil
+		opener: d.Opener, auditor: d.Auditor, logger: d.Logger, currency: cur}, nil
 }
 
 // Pay window bounds and defaults.

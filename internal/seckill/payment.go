@@ -62,7 +62,30 @@ type Payment struct {
 	Status    PaymentStatus
 	PayBy     time.Time
 	CreatedAt time.Time
+	// ClientSecret is what the buyer's app needs from the provider to pay
+	// (Stripe's PaymentIntent client secret); CreatePayment answers it,
+	// nothing stores it. Empty with the built-in provider.
+	ClientSecret string
 }
+
+// PaymentOpener hands a payment we opened to the payment provider, so that
+// the buyer's app can pay it there; what became of it comes back through
+// the provider's webhook.
+type PaymentOpener interface {
+	// OpenPayment opens p at the provider, or finds the one opened for it
+	// before (it is idempotent per p.ID), and returns the client secret
+	// the buyer's app pays with. EINVALID for an amount or currency the
+	// provider cannot take; any other error: nothing is decided, the
+	// buyer may ask again.
+	OpenPayment(ctx context.Context, p Payment) (clientSecret string, err error)
+}
+
+// NoPaymentOpener is the PaymentOpener of the built-in provider, which
+// needs nothing but the payment's id.
+type NoPaymentOpener struct{}
+
+// OpenPayment implements PaymentOpener.
+func (NoPaymentOpener) OpenPayment(context.Context, Payment) (string, error) { return "", nil }
 
 // Payment event types, as the provider's webhook sends them.
 const (
@@ -175,7 +198,8 @@ func (r PaymentResult) Paid() bool { return !r.Duplicate && r.Outcome == Applied
 
 // CreatePayment answers what the buyer's app hands to the payment provider
 // for the caller's order awaiting payment: a payment id, the amount, the
-// currency and the time to pay by. Asking again returns the same payment
+// currency and the time to pay by, opened at the provider (PaymentOpener)
+// with its client secret. Asking again returns the same payment
 // while it is open. Someone else's order is ENOTFOUND; an order that is
 // not CREATED, or whose payBy has passed, ECONFLICT saying why.
 func (l *Life) CreatePayment(ctx context.Context, orderID int64) (*Payment, error) {
@@ -201,7 +225,15 @@ func (l *Life) CreatePayment(ctx context.Context, orderID int64) (*Payment, erro
 		}
 		p, err = l.store.CreatePayment(ctx, orderID, userID, l.currency, id)
 	}
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	// Asked again for the same open payment, the provider answers what it
+	// opened the first time: the opener is idempotent per payment id.
+	if p.ClientSecret, err = l.opener.OpenPayment(ctx, *p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // notPersisted explains an order that the order's life did not find
