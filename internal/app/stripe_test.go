@@ -152,7 +152,7 @@ func TestStripePurchasePaid(t *testing.T) {
 
 // TestStripeRefund: a success Stripe confirms for an order cancelled
 // meanwhile is owed back; the worker refunds it through stripe-mock's
-// Refunds API (the PaymentIntent found by our payment id, the refund's key
+// Refunds API (the PaymentIntent createPayment recorded, the refund's key
 // derived from ours), whose answer (succeeded) makes it REFUNDED; Stripe's
 // refund event afterwards changes nothing.
 func TestStripeRefund(t *testing.T) {
@@ -176,8 +176,17 @@ func TestStripeRefund(t *testing.T) {
 		!strings.HasPrefix(r.Form.Get("payment_intent"), "pi_") || r.Form.Get("metadata[seckill_payment_id]") != p.ID {
 		t.Errorf("refund request %+v", r)
 	}
-	if s := mock.Requests("/v1/payment_intents/search"); len(s) != 1 || !strings.Contains(s[0].Form.Get("query"), p.ID) {
-		t.Errorf("search requests %+v", s)
+	// The PaymentIntent createPayment opened is recorded with the payment
+	// and named by the refund: no search.
+	var ref string
+	if err := e.app.DB.NewRaw(`SELECT provider_ref FROM payment WHERE id = ?`, p.ID).Scan(e.ctx, &ref); err != nil || !strings.HasPrefix(ref, "pi_") {
+		t.Fatalf("the payment's provider_ref %q (%v), want the PaymentIntent's id", ref, err)
+	}
+	if r.Form.Get("payment_intent") != ref {
+		t.Errorf("refund of %q, want the recorded %q", r.Form.Get("payment_intent"), ref)
+	}
+	if s := mock.Requests("/v1/payment_intents/search"); len(s) != 0 {
+		t.Errorf("search requests %+v, want none", s)
 	}
 	rf := map[string]any{"id": "re_1", "object": "refund", "amount": 100, "currency": "cny", "status": "succeeded",
 		"metadata": map[string]string{stripepay.MetaPaymentID: p.ID}}

@@ -134,6 +134,9 @@ type OrderLife interface {
 	// it does not hold (or another user's); ECONFLICT, saying why, for an
 	// order not awaiting payment or whose time to pay ran out.
 	CreatePayment(ctx context.Context, orderID, userID int64, currency, newID string) (*Payment, error)
+	// SetPaymentRef records the provider's reference to a payment, once:
+	// a payment that has one keeps it.
+	SetPaymentRef(ctx context.Context, paymentID, ref string) error
 	// ApplyPaymentEvent applies a provider's event once per event id,
 	// under the order's lock:
 	//   - payment.succeeded of a payment not confirmed before (PENDING,

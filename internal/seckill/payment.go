@@ -68,16 +68,25 @@ type Payment struct {
 	ClientSecret string
 }
 
+// Opened is what the provider answers for a payment it opened: the client
+// secret for the buyer's app, and the provider's own reference to the
+// payment (Stripe's PaymentIntent id), which a refund names; either may be
+// empty.
+type Opened struct {
+	ClientSecret string
+	Ref          string
+}
+
 // PaymentOpener hands a payment we opened to the payment provider, so that
 // the buyer's app can pay it there; what became of it comes back through
 // the provider's webhook.
 type PaymentOpener interface {
 	// OpenPayment opens p at the provider, or finds the one opened for it
 	// before (it is idempotent per p.ID), and returns the client secret
-	// the buyer's app pays with. EINVALID for an amount or currency the
-	// provider cannot take; any other error: nothing is decided, the
-	// buyer may ask again.
-	OpenPayment(ctx context.Context, p Payment) (clientSecret string, err error)
+	// the buyer's app pays with and the provider's reference to it.
+	// EINVALID for an amount or currency the provider cannot take; any
+	// other error: nothing is decided, the buyer may ask again.
+	OpenPayment(ctx context.Context, p Payment) (Opened, error)
 }
 
 // NoPaymentOpener is the PaymentOpener of the built-in provider, which
@@ -85,7 +94,7 @@ type PaymentOpener interface {
 type NoPaymentOpener struct{}
 
 // OpenPayment implements PaymentOpener.
-func (NoPaymentOpener) OpenPayment(context.Context, Payment) (string, error) { return "", nil }
+func (NoPaymentOpener) OpenPayment(context.Context, Payment) (Opened, error) { return Opened{}, nil }
 
 // Payment event types, as the provider's webhook sends them.
 const (
@@ -230,9 +239,18 @@ func (l *Life) CreatePayment(ctx context.Context, orderID int64) (*Payment, erro
 	}
 	// Asked again for the same open payment, the provider answers what it
 	// opened the first time: the opener is idempotent per payment id.
-	if p.ClientSecret, err = l.opener.OpenPayment(ctx, *p); err != nil {
+	opened, err := l.opener.OpenPayment(ctx, *p)
+	if err != nil {
 		return nil, err
 	}
+	// The reference is kept for the refund, which names it to the
+	// provider; a refund without one asks the provider to find it.
+	if opened.Ref != "" {
+		if err := l.store.SetPaymentRef(ctx, p.ID, opened.Ref); err != nil {
+			return nil, err
+		}
+	}
+	p.ClientSecret = opened.ClientSecret
 	return p, nil
 }
 

@@ -56,6 +56,9 @@ type RefundRequest struct {
 	Amount    int64 // the whole payment, in minor units
 	Currency  string
 	Key       string // the idempotency key: RefundKey
+	// ProviderRef is the provider's reference to the payment (Opened.Ref),
+	// empty when it answered none.
+	ProviderRef string
 }
 
 // RefundState is where the provider says a refund stands.
@@ -84,15 +87,16 @@ func RefundKey(paymentID string, generation int) string {
 
 // RefundSend is where one payment's refund stands, as a send needs it.
 type RefundSend struct {
-	PaymentID  string
-	OrderID    int64
-	VoucherID  int64
-	Amount     int64
-	Currency   string
-	Status     PaymentStatus
-	Generation int // of the idempotency key (RefundKey)
-	Round      int // operator's retries so far
-	Sends      int // sends in this round, this one included
+	PaymentID   string
+	OrderID     int64
+	VoucherID   int64
+	Amount      int64
+	Currency    string
+	Status      PaymentStatus
+	ProviderRef string // Opened.Ref of the payment, if any
+	Generation  int    // of the idempotency key (RefundKey)
+	Round       int    // operator's retries so far
+	Sends       int    // sends in this round, this one included
 	// Send is set by BeginRefund when the caller is to send the refund now.
 	Send bool
 }
@@ -265,7 +269,7 @@ func (r *Refunds) Send(ctx context.Context, paymentID string, final bool) error 
 		return nil
 	}
 	ans, err := r.provider.Refund(ctx, RefundRequest{PaymentID: st.PaymentID, OrderID: st.OrderID,
-		Amount: st.Amount, Currency: st.Currency, Key: RefundKey(st.PaymentID, st.Generation)})
+		Amount: st.Amount, Currency: st.Currency, Key: RefundKey(st.PaymentID, st.Generation), ProviderRef: st.ProviderRef})
 	if err != nil {
 		reason := truncate("send: "+err.Error(), MaxReasonLen)
 		if nerr := r.store.NoteRefundError(ctx, paymentID, st.Generation, reason); nerr != nil {

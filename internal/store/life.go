@@ -284,6 +284,16 @@ func notPayable(o *lockedOrder) error {
 	return seckill.Errorf(seckill.ECONFLICT, "order %d is %s: only an order awaiting payment can be paid", o.ID, o.Status)
 }
 
+// SetPaymentRef records the provider's reference to a payment; see
+// seckill.OrderLife.
+func (s *Store) SetPaymentRef(ctx context.Context, paymentID, ref string) error {
+	_, err := s.db.NewRaw(`UPDATE payment SET provider_ref = ? WHERE id = ? AND provider_ref IS NULL`, ref, paymentID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("store: set the provider's reference of payment %s: %w", paymentID, err)
+	}
+	return nil
+}
+
 // CreatePayment returns the open payment of an order awaiting payment, or
 // opens one; see seckill.OrderLife.
 func (s *Store) CreatePayment(ctx context.Context, orderID, userID int64, currency, newID string) (*seckill.Payment, error) {

@@ -34,14 +34,16 @@ type refundRow struct {
 	RefundedAt       time.Time `bun:"refunded_at"`
 	RefundError      string    `bun:"refund_error"`
 	RefundRefused    bool      `bun:"refund_refused"`
+	ProviderRef      string    `bun:"provider_ref"`
 }
 
 const refundColumns = `p.id, p.order_id, o.voucher_id, o.user_id, p.amount, p.currency, p.status, p.owed_at,
-	p.refund_generation, p.refund_round, p.refund_sends, p.refund_sent_at, p.refunded_at, p.refund_error, p.refund_refused`
+	p.refund_generation, p.refund_round, p.refund_sends, p.refund_sent_at, p.refunded_at, p.refund_error, p.refund_refused,
+	coalesce(p.provider_ref, '') AS provider_ref`
 
 func (r *refundRow) send() seckill.RefundSend {
 	return seckill.RefundSend{PaymentID: r.ID, OrderID: r.OrderID, VoucherID: r.VoucherID, Amount: r.Amount,
-		Currency: r.Currency, Status: seckill.PaymentStatus(r.Status), Generation: r.RefundGeneration,
+		Currency: r.Currency, Status: seckill.PaymentStatus(r.Status), ProviderRef: r.ProviderRef, Generation: r.RefundGeneration,
 		Round: r.RefundRound, Sends: r.RefundSends}
 }
 

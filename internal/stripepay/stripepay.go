@@ -103,12 +103,13 @@ func (s slogLogger) Errorf(format string, v ...any) {
 
 // OpenPayment implements seckill.PaymentOpener: it creates p's
 // PaymentIntent (or, under the same idempotency key, finds it) and answers
-// its client secret. EINVALID for an amount Stripe cannot take; an error
+// its client secret, with the PaymentIntent's id as the payment's
+// reference (a refund names it). EINVALID for an amount Stripe cannot take; an error
 // of Stripe's API or network is EUNAVAILABLE (the buyer may ask again).
-func (c *Client) OpenPayment(ctx context.Context, p seckill.Payment) (string, error) {
+func (c *Client) OpenPayment(ctx context.Context, p seckill.Payment) (seckill.Opened, error) {
 	amount, currency, err := toStripeAmount(p.Amount, p.Currency)
 	if err != nil {
-		return "", err
+		return seckill.Opened{}, err
 	}
 	params := &stripe.PaymentIntentCreateParams{
 		Amount:   stripe.Int64(amount),
@@ -122,23 +123,24 @@ func (c *Client) OpenPayment(ctx context.Context, p seckill.Payment) (string, er
 	if err != nil {
 		var se *stripe.Error
 		if errors.As(err, &se) && se.Type == stripe.ErrorTypeInvalidRequest && se.HTTPStatusCode == http.StatusBadRequest {
-			return "", seckill.Errorf(seckill.EINVALID, "Stripe refused the payment of %s: %s",
+			return seckill.Opened{}, seckill.Errorf(seckill.EINVALID, "Stripe refused the payment of %s: %s",
 				seckill.FormatAmount(p.Amount, p.Currency), se.Msg)
 		}
 		// The domain error carries the code and the safe message; the
 		// log keeps Stripe's.
-		return "", fmt.Errorf("%w (stripepay: create PaymentIntent for %s: %v)",
+		return seckill.Opened{}, fmt.Errorf("%w (stripepay: create PaymentIntent for %s: %v)",
 			seckill.Errorf(seckill.EUNAVAILABLE, "Stripe could not open the payment now; ask again in a moment"), p.ID, err)
 	}
 	if pi.ClientSecret == "" {
-		return "", fmt.Errorf("stripepay: PaymentIntent %s for %s came without a client secret", pi.ID, p.ID)
+		return seckill.Opened{}, fmt.Errorf("stripepay: PaymentIntent %s for %s came without a client secret", pi.ID, p.ID)
 	}
-	return pi.ClientSecret, nil
+	return seckill.Opened{ClientSecret: pi.ClientSecret, Ref: pi.ID}, nil
 }
 
-// Refund implements seckill.PaymentProvider: it finds the payment's
-// PaymentIntent by our payment id in its metadata (Stripe's search) and
-// refunds it whole under the refund's idempotency key. Stripe's refusal
+// Refund implements seckill.PaymentProvider: it refunds the payment's
+// PaymentIntent, the reference OpenPayment answered (or, for a payment
+// opened without one, the PaymentIntent Stripe's search finds by our
+// payment id in its metadata), whole under the refund's idempotency key. Stripe's refusal
 // (a 4xx about the refund) is RefundRefused; anything else, an
 // unauthorized key included, is an error: nothing was decided.
 func (c *Client) Refund(ctx context.Context, r seckill.RefundRequest) (seckill.RefundAnswer, error) {
@@ -146,9 +148,11 @@ func (c *Client) Refund(ctx context.Context, r seckill.RefundRequest) (seckill.R
 	if err != nil {
 		return seckill.RefundAnswer{State: seckill.RefundRefused, Reason: seckill.ErrorMessage(err)}, nil
 	}
-	pi, err := c.intentOf(ctx, r.PaymentID)
-	if err != nil {
-		return seckill.RefundAnswer{}, err
+	pi := r.ProviderRef
+	if pi == "" {
+		if pi, err = c.intentOf(ctx, r.PaymentID); err != nil {
+			return seckill.RefundAnswer{}, err
+		}
 	}
 	params := &stripe.RefundCreateParams{
 		PaymentIntent: stripe.String(pi),

@@ -50,7 +50,7 @@ func TestOpenPayment(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(mock.Requests("/v1/payment_intents"))
-			secret, err := c.OpenPayment(ctx, seckill.Payment{ID: payID, OrderID: 42, Amount: tc.amount, Currency: tc.currency})
+			opened, err := c.OpenPayment(ctx, seckill.Payment{ID: payID, OrderID: 42, Amount: tc.amount, Currency: tc.currency})
 			reqs := mock.Requests("/v1/payment_intents")[before:]
 			if tc.wantErr != "" {
 				if seckill.ErrorCode(err) != tc.wantErr || !strings.Contains(seckill.ErrorMessage(err), tc.wantMsg) {
@@ -64,8 +64,8 @@ func TestOpenPayment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(secret, "_secret_") {
-				t.Errorf("client secret = %q", secret)
+			if !strings.Contains(opened.ClientSecret, "_secret_") || !strings.HasPrefix(opened.Ref, "pi_") {
+				t.Errorf("opened = %+v, want a client secret and the PaymentIntent's id", opened)
 			}
 			if len(reqs) != 1 {
 				t.Fatalf("%d requests, want 1", len(reqs))
@@ -118,6 +118,18 @@ func TestRefund(t *testing.T) {
 	}
 	if refunds = mock.Requests("/v1/refunds"); len(refunds) != 2 || refunds[1].IdempotencyKey != refunds[0].IdempotencyKey {
 		t.Errorf("second send's key = %+v, want the first's", refunds)
+	}
+
+	// A payment whose PaymentIntent we know is refunded by it, without a
+	// search (Stripe's lags, and is not offered everywhere).
+	searches := len(mock.Requests("/v1/payment_intents/search"))
+	if _, err := c.Refund(context.Background(), seckill.RefundRequest{PaymentID: payID, OrderID: 42, Amount: 1234,
+		Currency: "CNY", Key: key, ProviderRef: "pi_known"}); err != nil {
+		t.Fatal(err)
+	}
+	refunds = mock.Requests("/v1/refunds")
+	if n := len(mock.Requests("/v1/payment_intents/search")); n != searches || refunds[len(refunds)-1].Form.Get("payment_intent") != "pi_known" {
+		t.Errorf("with the reference: %d searches (want %d), refund of %q (want pi_known)", n, searches, refunds[len(refunds)-1].Form.Get("payment_intent"))
 	}
 }
 
