@@ -15,9 +15,11 @@ import (
 	"seckill/internal/clientaddr"
 	"seckill/internal/payhook"
 	"seckill/playground"
+	"seckill/salepage"
 )
 
-// Handler returns the HTTP API: /graphql, /webhooks/payments, /playground (when enabled),
+// Handler returns the HTTP API: /graphql, /webhooks/payments, the sale page
+// /sale/{voucherId} with /time, /playground (when enabled),
 // /healthz, /readyz and /metrics (unless it has an address of its own),
 // and the dashboard under /admin; every request gets an id, a span and its
 // request metrics (observe).
@@ -32,6 +34,10 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	mux.Handle("/graphql", a.shed(gql))
 	// The payment provider's calls; see internal/payhook for the signature.
 	mux.Handle("/webhooks/payments", payhook.NewHandler(a.Life, a.Config.PaymentWebhookSecret, a.Logger))
+	// The buyers' sale page (the same bytes for everyone: a CDN may cache
+	// it) and the clock its countdown follows.
+	mux.Handle("GET /sale/", salepage.Handler("/sale"))
+	mux.Handle("GET /time", salepage.TimeHandler())
 	if a.Config.Playground {
 		pg := playground.Handler("/playground", "/graphql")
 		mux.Handle("GET /playground", pg)

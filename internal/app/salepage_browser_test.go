@@ -1,0 +1,351 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"seckill/internal/config"
+	"seckill/internal/payhook"
+	"seckill/internal/seckill"
+	"seckill/salepage"
+)
+
+// salePageEnv is a running seckill with the dashboard's setup and a
+// headless chromium to open sale pages in.
+type salePageEnv struct {
+	*dashEnv
+	browser context.Context
+}
+
+func newSalePageEnv(t *testing.T) *salePageEnv {
+	t.Helper()
+	chromium := chromiumPath(t)
+	if !salepage.Built() {
+		if os.Getenv("CI") != "" {
+			t.Fatal(strings.TrimSpace(salepage.NotBuilt) + " (make test builds it)")
+		}
+		t.Skip(strings.TrimSpace(salepage.NotBuilt))
+	}
+	e := newDashEnv(t)
+	return &salePageEnv{dashEnv: e, browser: newBrowser(t, chromium)}
+}
+
+// addCampaign creates a campaign through GraphQL as an admin; extra adds
+// fields of AddSeckillVoucherInput (challenge, quiz, powBits).
+func (e *salePageEnv) addCampaign(title string, stock int, begin time.Time, extra map[string]any) int64 {
+	e.t.Helper()
+	in := map[string]any{
+		"shopId": "1", "title": title, "payValue": 100, "actualValue": 500, "stock": stock,
+		"beginTime": begin.UTC().Format(time.RFC3339Nano), "endTime": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+	}
+	for k, v := range extra {
+		in[k] = v
+	}
+	var out struct {
+		Data struct {
+			AddSeckillVoucher struct{ ID string } `json:"addSeckillVoucher"`
+		} `json:"data"`
+		Errors []struct{ Message string } `json:"errors"`
+	}
+	e.graphql(e.userToken(1, true), `mutation($in: AddSeckillVoucherInput!) { addSeckillVoucher(input: $in) { id } }`,
+		map[string]any{"in": in}, &out)
+	if len(out.Errors) > 0 {
+		e.t.Fatalf("addSeckillVoucher: %+v", out.Errors)
+	}
+	id, err := strconv.ParseInt(out.Data.AddSeckillVoucher.ID, 10, 64)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+func (e *salePageEnv) userToken(id int64, admin bool) string {
+	e.t.Helper()
+	tok, err := e.app.Tokens.Issue(id, admin, time.Hour)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tok
+}
+
+func (e *salePageEnv) graphql(token, query string, vars map[string]any, out any) {
+	e.t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequestWithContext(e.ctx, "POST", e.srv.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// pay confirms a payment as the provider would: a signed
+// payment.succeeded to the webhook (what `seckill payments simulate` sends).
+func (e *salePageEnv) pay(paymentID string) {
+	e.t.Helper()
+	ev := seckill.PaymentEvent{ID: fmt.Sprintf("evt_sale_%d", time.Now().UnixNano()), Type: seckill.EventPaymentSucceeded,
+		PaymentID: paymentID, Amount: 100, Currency: "CNY"}
+	body, _ := json.Marshal(ev)
+	req, _ := http.NewRequestWithContext(e.ctx, "POST", e.srv.URL+"/webhooks/payments", bytes.NewReader(body))
+	req.Header.Set(payhook.Header, payhook.Sign([]byte(config.DevWebhookSecret), time.Now(), body))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		e.t.Fatalf("webhook: %s", res.Status)
+	}
+}
+
+// onNewDocument runs src in the tab of ctx before any script of every
+// page it loads.
+func onNewDocument(ctx context.Context, src string) error {
+	if err := chromedp.Do(ctx); err != nil { // the tab, now
+		return err
+	}
+	_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: src})
+	return err
+}
+
+// skewClock is a script that makes the page's clock (Date and Date.now)
+// run off by skew from the real one.
+func skewClock(skew time.Duration) string {
+	return fmt.Sprintf(`(() => {
+		const skew = %d, Real = Date;
+		class Skewed extends Real {
+			constructor(...a) { if (a.length === 0) super(Real.now() + skew); else super(...a); }
+			static now() { return Real.now() + skew; }
+		}
+		window.Date = Skewed;
+	})();`, skew.Milliseconds())
+}
+
+// openSale opens the sale page of voucher in a new tab as the buyer with
+// token (in the URL fragment), its clock off by skew.
+func (e *salePageEnv) openSale(voucher int64, token string, skew time.Duration, before ...chromedp.Action[chromedp.Void]) context.Context {
+	e.t.Helper()
+	ctx, cancel := chromedp.NewContext(e.browser)
+	e.t.Cleanup(cancel)
+	if err := onNewDocument(ctx, skewClock(skew)); err != nil {
+		e.t.Fatal(err)
+	}
+	steps := append(before, chromedp.Navigate(fmt.Sprintf("%s/sale/%d#token=%s", e.srv.URL, voucher, token)))
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		e.t.Fatalf("open the sale page: %v", err)
+	}
+	return ctx
+}
+
+// waitFor polls the JavaScript expression js in the page until it is
+// true, or fails the test after timeout with what the page says.
+func waitFor(t *testing.T, ctx context.Context, timeout time.Duration, what, js string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+			t.Fatalf("timed out after %v waiting for %s (%v); the page says:\n%s", timeout, what, err, msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func evalString(t *testing.T, ctx context.Context, js string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return s
+}
+
+// saleShot saves a screenshot of the page into the test's artifact
+// directory (and SECKILL_SCREENSHOTS, as the dashboard's).
+func saleShot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	screenshots(t, ctx, "sale-"+name)
+}
+
+const (
+	jsStatus  = `(document.body.dataset.status || "")`
+	jsOutcome = `(document.body.dataset.outcome || "")`
+)
+
+// TestSalePageInBrowser buys through the real sale page in headless
+// chromium on a phone-sized screen: with the device's clock two minutes
+// ahead, the countdown and the button follow the server's clock (the
+// button opens at the server's open, not two minutes early); the order
+// reaches CREATED by subscription, is paid (the provider's webhook) and
+// shows PAID. Then a quiz campaign (the buyer picks the answer with the
+// keyboard) and a proof-of-work one (solved in a Web Worker) each buy, and
+// the quiz order is cancelled from the page.
+func TestSalePageInBrowser(t *testing.T) {
+	e := newSalePageEnv(t)
+
+	// The clock: the sale opens in 6 s on the server's clock.
+	const skew = 2 * time.Minute
+	begin := time.Now().Add(6 * time.Second).Truncate(time.Second)
+	v := e.addCampaign("Skewed clock sale", 3, begin, nil)
+	ctx := e.openSale(v, e.userToken(3001, false), skew, chromedp.EmulateViewport(360, 780))
+	waitFor(t, ctx, 15*time.Second, "the page to be ready", `document.body.dataset.ready === "true"`)
+	if off, _ := strconv.Atoi(evalString(t, ctx, `document.body.dataset.offset`)); time.Duration(off)*time.Millisecond > -skew+2*time.Second ||
+		time.Duration(off)*time.Millisecond < -skew-2*time.Second {
+		t.Errorf("the page measured an offset of %d ms from the server, want about %v", off, -skew)
+	}
+	secs, _ := strconv.Atoi(evalString(t, ctx, `document.getElementById("countdown").dataset.seconds`))
+	if left := time.Until(begin); secs < int(left.Seconds())-1 || secs > int(left.Seconds())+2 {
+		t.Errorf("countdown shows %d s, the server opens in %v", secs, left)
+	}
+	if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("buy").disabled`)); !ok {
+		t.Fatal("the buy button is enabled before the open")
+	}
+	saleShot(t, ctx, "countdown")
+	waitFor(t, ctx, 15*time.Second, "the button to open", `!document.getElementById("buy").disabled`)
+	if early := time.Until(begin); early > 300*time.Millisecond {
+		t.Errorf("the button opened %v before the server's open", early)
+	}
+	if late := time.Since(begin); late > 1500*time.Millisecond {
+		t.Errorf("the button opened %v after the server's open", late)
+	}
+	// A keyboard buyer: focus the button and press Enter.
+	if err := chromedp.Do(ctx, chromedp.Focus(css("#buy")), chromedp.KeyEvent("\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 20*time.Second, "CREATED", jsStatus+` === "CREATED"`)
+	saleShot(t, ctx, "created")
+	if err := chromedp.Do(ctx, chromedp.Click(css("#pay"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 10*time.Second, "a payment", `document.body.dataset.paymentId !== undefined`)
+	e.pay(evalString(t, ctx, `document.body.dataset.paymentId`))
+	waitFor(t, ctx, 10*time.Second, "PAID", jsStatus+` === "PAID"`)
+	saleShot(t, ctx, "paid")
+
+	// A quiz, answered with the keyboard, then the order cancelled.
+	quiz := e.addCampaign("Quiz sale", 3, time.Now().Add(-time.Minute), map[string]any{
+		"challenge": "QUIZ", "quiz": []map[string]any{{"question": "2 + 2?", "answers": []string{"four"},
+			"choices": []string{"three", "four", "five", "six"}}},
+	})
+	ctx = e.openSale(quiz, e.userToken(3002, false), 0)
+	waitFor(t, ctx, 15*time.Second, "the quiz", `!document.getElementById("quiz").hidden`)
+	saleShot(t, ctx, "quiz")
+	idx := evalString(t, ctx, `String([...document.querySelectorAll("#quiz-choices input")].findIndex(i => i.value === "four"))`)
+	if err := chromedp.Do(ctx,
+		chromedp.Focus(css("#choice-"+idx)), chromedp.KeyEvent(" "),
+		chromedp.Focus(css("#quiz button")), chromedp.KeyEvent("\r"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 10*time.Second, "the buy button after the answer", `!document.getElementById("buy").disabled`)
+	if err := chromedp.Do(ctx, chromedp.Click(css("#buy"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 20*time.Second, "CREATED after the quiz", jsStatus+` === "CREATED"`)
+	if err := chromedp.Do(ctx, chromedp.Click(css("#cancel"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 10*time.Second, "CANCELLED", jsStatus+` === "CANCELLED"`)
+	saleShot(t, ctx, "cancelled")
+
+	// Proof of work, in the page's Web Worker.
+	pow := e.addCampaign("Proof-of-work sale", 3, time.Now().Add(-time.Minute), map[string]any{
+		"challenge": "PROOF_OF_WORK", "powBits": 12,
+	})
+	ctx = e.openSale(pow, e.userToken(3003, false), 0)
+	waitFor(t, ctx, 20*time.Second, "the proof of work", `!document.getElementById("buy").disabled`)
+	if err := chromedp.Do(ctx, chromedp.Click(css("#buy"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 20*time.Second, "CREATED after the proof of work", jsStatus+` === "CREATED"`)
+	saleShot(t, ctx, "pow")
+}
+
+// TestSalePageFiftyBuyers opens 50 sale pages at once, each its own
+// buyer (its own token in its fragment), on a campaign of 10 units that
+// opens a few seconds later; each buyer presses the button when it opens.
+// Exactly 10 pages show an order, 40 show sold out. The pages are 50
+// frames of one tab (each a document with its own scripts, clock sync and
+// WebSocket): 50 tabs take some 25 s to open on two cores, frames a few.
+func TestSalePageFiftyBuyers(t *testing.T) {
+	e := newSalePageEnv(t)
+	const pages, stock = 50, 10
+	begin := time.Now().Add(10 * time.Second)
+	v := e.addCampaign("Fifty buyers", stock, begin, nil)
+	srcs := make([]string, pages)
+	for i := range srcs {
+		srcs[i] = fmt.Sprintf("/sale/%d#token=%s", v, e.userToken(int64(4000+i), false))
+	}
+	list, _ := json.Marshal(srcs)
+	ctx, cancel := chromedp.NewContext(e.browser)
+	defer cancel()
+	// A page of the server's origin to hold the frames, so the test can
+	// read them; each buyer presses its button as soon as it is enabled.
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/healthz")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		document.body.replaceChildren();
+		for (const src of `+string(list)+`) {
+			const f = document.createElement("iframe");
+			f.src = src; f.width = 360; f.height = 640;
+			document.body.append(f);
+		}
+		setInterval(() => {
+			for (const f of document.querySelectorAll("iframe")) {
+				const b = f.contentDocument && f.contentDocument.getElementById("buy");
+				if (b && !b.disabled && !f.pressed) { f.pressed = true; b.click(); }
+			}
+		}, 20);
+		return true;
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	const frames = `[...document.querySelectorAll("iframe")].map(f => f.contentDocument && f.contentDocument.body && f.contentDocument.body.dataset)`
+	waitFor(t, ctx, time.Until(begin)+10*time.Second, "50 pages ready", frames+`.filter(d => d && d.ready === "true").length === 50`)
+	if wait := time.Until(begin); wait > 0 {
+		t.Logf("%d pages ready %v before the sale", pages, wait.Round(time.Millisecond))
+	} else {
+		// The machine was too slow to open them in time: the pages still
+		// buy (their buttons open at once), but not all at the open.
+		t.Logf("the %d pages took until %v after the open", pages, -wait.Round(time.Millisecond))
+	}
+	waitFor(t, ctx, time.Until(begin)+30*time.Second, "every page to end",
+		frames+`.filter(d => (d.outcome === "ACCEPTED" && d.orderId) || d.outcome === "SOLD_OUT").length === 50`)
+	counts, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](frames+`.reduce((m, d) => (m[d.outcome] = (m[d.outcome] || 0) + 1, m), {})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts["ACCEPTED"] != stock || counts["SOLD_OUT"] != pages-stock {
+		t.Errorf("pages by outcome %v, want %d ACCEPTED (an order) and %d SOLD_OUT", counts, stock, pages-stock)
+	}
+	saleShot(t, ctx, "fifty")
+}
