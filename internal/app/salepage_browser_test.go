@@ -139,16 +139,18 @@ func skewClock(skew time.Duration) string {
 }
 
 // openSale opens the sale page of voucher in a new tab as the buyer with
-// token (in the URL fragment), its clock off by skew.
-func (e *salePageEnv) openSale(voucher int64, token string, skew time.Duration, before ...chromedp.Action[chromedp.Void]) context.Context {
+// token (in the URL fragment), its clock off by skew, the browser's
+// language lang, on a phone's screen (360 px wide).
+func (e *salePageEnv) openSale(voucher int64, token string, skew time.Duration, lang string) context.Context {
 	e.t.Helper()
 	ctx, cancel := chromedp.NewContext(e.browser)
 	e.t.Cleanup(cancel)
-	if err := onNewDocument(ctx, skewClock(skew)); err != nil {
+	script := skewClock(skew) + fmt.Sprintf(`Object.defineProperty(navigator, "language", {get: () => %q});`, lang)
+	if err := onNewDocument(ctx, script); err != nil {
 		e.t.Fatal(err)
 	}
-	steps := append(before, chromedp.Navigate(fmt.Sprintf("%s/sale/%d#token=%s", e.srv.URL, voucher, token)))
-	if err := chromedp.Do(ctx, steps...); err != nil {
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(360, 780),
+		chromedp.Navigate(fmt.Sprintf("%s/sale/%d#token=%s", e.srv.URL, voucher, token))); err != nil {
 		e.t.Fatalf("open the sale page: %v", err)
 	}
 	return ctx
@@ -215,7 +217,7 @@ func TestSalePageInBrowser(t *testing.T) {
 	const skew = 2 * time.Minute
 	begin := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	v := e.addCampaign("Skewed clock sale", 3, begin, nil)
-	ctx := e.openSale(v, e.userToken(3001, false), skew, chromedp.EmulateViewport(360, 780))
+	ctx := e.openSale(v, e.userToken(3001, false), skew, "en-US")
 	waitFor(t, ctx, 15*time.Second, "the page to be ready", `document.body.dataset.ready === "true"`)
 	if off, _ := strconv.Atoi(evalString(t, ctx, `document.body.dataset.offset`)); time.Duration(off)*time.Millisecond > -skew+2*time.Second ||
 		time.Duration(off)*time.Millisecond < -skew-2*time.Second {
@@ -227,6 +229,9 @@ func TestSalePageInBrowser(t *testing.T) {
 	}
 	if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("buy").disabled`)); !ok {
 		t.Fatal("the buy button is enabled before the open")
+	}
+	if u := evalString(t, ctx, `location.href`); strings.Contains(u, "token") {
+		t.Errorf("the token stays in the address bar: %s", u)
 	}
 	saleShot(t, ctx, "countdown")
 	waitFor(t, ctx, 15*time.Second, "the button to open", `!document.getElementById("buy").disabled`)
@@ -255,7 +260,7 @@ func TestSalePageInBrowser(t *testing.T) {
 		"challenge": "QUIZ", "quiz": []map[string]any{{"question": "2 + 2?", "answers": []string{"four"},
 			"choices": []string{"three", "four", "five", "six"}}},
 	})
-	ctx = e.openSale(quiz, e.userToken(3002, false), 0)
+	ctx = e.openSale(quiz, e.userToken(3002, false), 0, "en-GB")
 	waitFor(t, ctx, 15*time.Second, "the quiz", `!document.getElementById("quiz").hidden`)
 	saleShot(t, ctx, "quiz")
 	idx := evalString(t, ctx, `String([...document.querySelectorAll("#quiz-choices input")].findIndex(i => i.value === "four"))`)
@@ -280,13 +285,19 @@ func TestSalePageInBrowser(t *testing.T) {
 	pow := e.addCampaign("Proof-of-work sale", 3, time.Now().Add(-time.Minute), map[string]any{
 		"challenge": "PROOF_OF_WORK", "powBits": 12,
 	})
-	ctx = e.openSale(pow, e.userToken(3003, false), 0)
+	ctx = e.openSale(pow, e.userToken(3003, false), 0, "zh-CN")
 	waitFor(t, ctx, 20*time.Second, "the proof of work", `!document.getElementById("buy").disabled`)
 	if err := chromedp.Do(ctx, chromedp.Click(css("#buy"))); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, 20*time.Second, "CREATED after the proof of work", jsStatus+` === "CREATED"`)
-	saleShot(t, ctx, "pow")
+	// A browser in Chinese gets the page in Chinese.
+	for sel, want := range map[string]string{"#buy": "立即抢购", "#order-status": "订单已创建", "#pay": "去付款"} {
+		if got := evalString(t, ctx, `document.querySelector("`+sel+`").textContent`); !strings.Contains(got, want) {
+			t.Errorf("in Chinese, %s says %q, want %q", sel, got, want)
+		}
+	}
+	saleShot(t, ctx, "pow-zh")
 }
 
 // TestSalePageFiftyBuyers opens 50 sale pages at once, each its own

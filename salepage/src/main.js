@@ -140,12 +140,16 @@ async function loadCampaign() {
 async function refreshStock() {
   for (;;) {
     await sleep(jitter(5));
-    try {
-      const d = await gql(`query($id: ID!) { voucher(id: $id) { seckill { stock remaining } } }`, { id: voucherId });
-      const s = d.voucher && d.voucher.seckill;
-      if (s) $('left').textContent = `${s.remaining} ${t('of')} ${s.stock}`;
-    } catch (e) { /* the next round */ }
+    await refreshStockOnce();
   }
+}
+
+async function refreshStockOnce() {
+  try {
+    const d = await gql(`query($id: ID!) { voucher(id: $id) { seckill { stock remaining } } }`, { id: voucherId });
+    const s = d.voucher && d.voucher.seckill;
+    if (s) $('left').textContent = `${s.remaining} ${t('of')} ${s.stock}`;
+  } catch (e) { /* the next round */ }
 }
 
 // --- countdown and button -------------------------------------------------
@@ -317,6 +321,7 @@ async function buy() {
           bought = true;
           say(t('ACCEPTED'), 'ok');
           follow(r.orderId);
+          refreshStockOnce();
           return;
         case 'RATE_LIMITED': case 'TRY_AGAIN': case 'NOT_STARTED':
           say(t(o, s), 'wait');
@@ -334,6 +339,7 @@ async function buy() {
         case 'SOLD_OUT': case 'ENDED':
           bought = true; // nothing more to buy here
           say(t(o), 'final');
+          refreshStockOnce();
           return;
         case 'ALREADY_PURCHASED':
           bought = true;
@@ -382,7 +388,7 @@ function follow(orderId) {
         document.body.dataset.status = ev.status;
         $('order-status').textContent = t(ev.status);
         $('order-status').dataset.status = ev.status;
-        say(t(ev.status), ev.status === 'PAID' || ev.status === 'CREATED' ? 'ok' : 'info');
+        say(''); // the order's card says it
         const open = ev.status === 'CREATED';
         show('pay', open);
         show('cancel', open);
