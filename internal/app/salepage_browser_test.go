@@ -207,7 +207,8 @@ const (
 // ahead, the countdown and the button follow the server's clock (the
 // button opens at the server's open, not two minutes early); the order
 // reaches CREATED by subscription, is paid (the provider's webhook) and
-// shows PAID. Then a quiz campaign (the buyer picks the answer with the
+// shows PAID. A page in a frame gets its token by postMessage from its
+// parent only, and buys. Then a quiz campaign (the buyer picks the answer with the
 // keyboard) and a proof-of-work one (solved in a Web Worker) each buy, and
 // the quiz order is cancelled from the page.
 func TestSalePageInBrowser(t *testing.T) {
@@ -254,6 +255,51 @@ func TestSalePageInBrowser(t *testing.T) {
 	e.pay(evalString(t, ctx, `document.body.dataset.paymentId`))
 	waitFor(t, ctx, 10*time.Second, "PAID", jsStatus+` === "PAID"`)
 	saleShot(t, ctx, "paid")
+
+	// The token by postMessage from the app that frames the page (here a
+	// page of the same origin, so that the test can look into the frame).
+	// A message from anyone but the parent is ignored.
+	app, cancelApp := chromedp.NewContext(e.browser)
+	defer cancelApp()
+	if err := chromedp.Do(app, chromedp.Navigate(e.srv.URL+"/healthz")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(app, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		document.body.replaceChildren();
+		const f = document.createElement("iframe");
+		f.id = "sale"; f.src = "/sale/%d"; f.width = 360; f.height = 700;
+		document.body.append(f);
+		return true;
+	})()`, v))); err != nil {
+		t.Fatal(err)
+	}
+	const frame = `document.getElementById("sale").contentDocument`
+	waitFor(t, app, 15*time.Second, "the framed page", frame+`.body.dataset.ready === "true"`)
+	if got := evalString(t, app, frame+`.getElementById("message").textContent`); !strings.Contains(got, "did not get your buyer token") {
+		t.Errorf("without a token the page says %q", got)
+	}
+	// Not the parent: a sibling frame.
+	if _, err := chromedp.Run(app, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		const other = document.createElement("iframe");
+		document.body.append(other);
+		other.contentWindow.eval('parent.document.getElementById("sale").contentWindow.postMessage({type: "seckill:token", token: %q}, "*")');
+		return true;
+	})()`, e.userToken(3005, false)))); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if ok, _ := chromedp.Run(app, chromedp.Evaluate[bool](frame+`.getElementById("buy").disabled`)); !ok {
+		t.Error("the page took a token from a window other than its parent")
+	}
+	if _, err := chromedp.Run(app, chromedp.Evaluate[bool](fmt.Sprintf(
+		`document.getElementById("sale").contentWindow.postMessage({type: "seckill:token", token: %q}, location.origin), true`, e.userToken(3004, false)))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, app, 10*time.Second, "the button with the token", `!`+frame+`.getElementById("buy").disabled`)
+	if _, err := chromedp.Run(app, chromedp.Evaluate[bool](frame+`.getElementById("buy").click(), true`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, app, 20*time.Second, "CREATED in the frame", frame+`.body.dataset.status === "CREATED"`)
 
 	// A quiz, answered with the keyboard, then the order cancelled.
 	quiz := e.addCampaign("Quiz sale", 3, time.Now().Add(-time.Minute), map[string]any{
