@@ -309,17 +309,33 @@ func TestSalePageInBrowser(t *testing.T) {
 	ctx = e.openSale(quiz, e.userToken(3002, false), 0, "en-GB")
 	waitFor(t, ctx, 15*time.Second, "the quiz", `!document.getElementById("quiz").hidden`)
 	saleShot(t, ctx, "quiz")
-	idx := evalString(t, ctx, `String([...document.querySelectorAll("#quiz-choices input")].findIndex(i => i.value === "four"))`)
-	if err := chromedp.Do(ctx,
-		chromedp.Focus(css("#choice-"+idx)), chromedp.KeyEvent(" "),
-		chromedp.Focus(css("#quiz button")), chromedp.KeyEvent("\r"),
-	); err != nil {
-		t.Fatal(err)
+	answerQuiz := func(choice string) {
+		t.Helper()
+		idx := evalString(t, ctx, `String([...document.querySelectorAll("#quiz-choices input")].findIndex(i => i.value === "`+choice+`"))`)
+		if err := chromedp.Do(ctx,
+			chromedp.Focus(css("#choice-"+idx)), chromedp.KeyEvent(" "),
+			chromedp.Focus(css("#quiz button")), chromedp.KeyEvent("\r"),
+		); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, 10*time.Second, "the buy button after the answer", `!document.getElementById("buy").disabled`)
+		if err := chromedp.Do(ctx, chromedp.Click(css("#buy"))); err != nil {
+			t.Fatal(err)
+		}
 	}
-	waitFor(t, ctx, 10*time.Second, "the buy button after the answer", `!document.getElementById("buy").disabled`)
-	if err := chromedp.Do(ctx, chromedp.Click(css("#buy"))); err != nil {
-		t.Fatal(err)
+	// A wrong answer: the page says so, and asks a new question only after
+	// the wait the server gave (retryAfter, 2 s).
+	answerQuiz("three")
+	waitFor(t, ctx, 10*time.Second, "the wrong answer", jsOutcome+` === "CHALLENGE_WRONG"`)
+	wrongAt := time.Now()
+	if got := evalString(t, ctx, `document.getElementById("message").textContent`); !strings.Contains(got, "wrong") || !strings.Contains(got, "2 s") {
+		t.Errorf("after a wrong answer the page says %q", got)
 	}
+	waitFor(t, ctx, 10*time.Second, "a new question", `!document.getElementById("quiz").hidden`)
+	if waited := time.Since(wrongAt); waited < 1800*time.Millisecond {
+		t.Errorf("a new question came %v after the wrong answer, before the 2 s wait", waited)
+	}
+	answerQuiz("four")
 	waitFor(t, ctx, 20*time.Second, "CREATED after the quiz", jsStatus+` === "CREATED"`)
 	if err := chromedp.Do(ctx, chromedp.Click(css("#cancel"))); err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ let challenge = null; // {kind, token, ...}
 let answer = null; // {token, solution} ready to send
 let bought = false;
 let buying = false;
+let autoBuy = false; // the buyer pressed Buy and a new challenge was needed
 let ws = null;
 
 const serverNow = () => Date.now() + offset;
@@ -174,6 +175,10 @@ function tick() {
     btn.disabled = true;
   }
   btn.dataset.open = String(now >= campaign.begin && now < campaign.end);
+  // A challenge about to expire is replaced before it is refused.
+  if (challenge && challenge.expiresAt && !buying && !bought && now > Date.parse(challenge.expiresAt) - 5000) {
+    newChallenge(1);
+  }
   // Fetch the challenge as soon as the server hands it out (shortly before
   // the open), so that it is solved when the sale opens.
   if (campaign.challenge !== 'NONE' && token && !bought && !challenge && !fetchingChallenge && now < campaign.end) {
@@ -209,6 +214,7 @@ async function getChallenge() {
 }
 
 function newChallenge(waitSeconds) {
+  if (worker) { worker.terminate(); worker = null; }
   challenge = null;
   answer = null;
   challengeNotBefore = serverNow() + (waitSeconds ? jitter(waitSeconds) : 0);
@@ -250,6 +256,7 @@ function showQuiz() {
     $('challenge-note').textContent = t('quizReady');
     show('quiz', false);
     tick0();
+    answerReady();
   };
 }
 
@@ -274,9 +281,16 @@ function solvePoW() {
       worker.terminate();
       worker = null;
       tick0();
+      answerReady();
     }
   };
   worker.postMessage({ token: tok, bits: challenge.bits });
+}
+
+// answerReady goes on with a purchase the buyer already pressed Buy for,
+// when it needed a new challenge (expired, used, not theirs).
+function answerReady() {
+  if (autoBuy && !bought) { autoBuy = false; buy(); }
 }
 
 // tick0 updates the button at once (tick runs once a second).
@@ -333,8 +347,10 @@ async function buy() {
           newChallenge(s);
           return;
         case 'CHALLENGE_REQUIRED': case 'CHALLENGE_EXPIRED': case 'CHALLENGE_NOT_YOURS': case 'CHALLENGE_USED':
+          // A new challenge, and the purchase goes on once it is answered.
           say(t(o), 'error');
           newChallenge(0);
+          autoBuy = true;
           return;
         case 'SOLD_OUT': case 'ENDED':
           bought = true; // nothing more to buy here
