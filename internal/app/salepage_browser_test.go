@@ -144,8 +144,16 @@ func skewClock(skew time.Duration) string {
 func (e *salePageEnv) openSale(voucher int64, token string, skew time.Duration, lang string) context.Context {
 	e.t.Helper()
 	ctx, cancel := chromedp.NewContext(e.browser)
-	e.t.Cleanup(cancel)
-	script := skewClock(skew) + fmt.Sprintf(`Object.defineProperty(navigator, "language", {get: () => %q});`, lang)
+	e.t.Cleanup(func() {
+		// The page never needs what its Content-Security-Policy forbids.
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__violations || []`)); err == nil && len(v) > 0 {
+			e.t.Errorf("CSP violations: %v", v)
+		}
+		cancel()
+	})
+	script := skewClock(skew) + fmt.Sprintf(`Object.defineProperty(navigator, "language", {get: () => %q});`, lang) +
+		`window.__violations = [];
+		document.addEventListener("securitypolicyviolation", e => window.__violations.push(e.violatedDirective + " " + e.blockedURI));`
 	if err := onNewDocument(ctx, script); err != nil {
 		e.t.Fatal(err)
 	}
@@ -213,6 +221,16 @@ const (
 // the quiz order is cancelled from the page.
 func TestSalePageInBrowser(t *testing.T) {
 	e := newSalePageEnv(t)
+
+	// The page as a CDN sees it: public, short-lived, no cookie; its
+	// assets immutable.
+	res := e.get("/sale/1")
+	if res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != salepage.PageCache || len(res.Header.Values("Set-Cookie")) > 0 {
+		t.Errorf("GET /sale/1: %s, Cache-Control %q, Set-Cookie %q", res.Status, res.Header.Get("Cache-Control"), res.Header.Values("Set-Cookie"))
+	}
+	if res := e.get("/time"); res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("GET /time: %s, Cache-Control %q", res.Status, res.Header.Get("Cache-Control"))
+	}
 
 	// The clock: the sale opens in 6 s on the server's clock.
 	const skew = 2 * time.Minute
