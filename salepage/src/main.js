@@ -154,6 +154,9 @@ async function refreshStockOnce() {
 }
 
 // --- countdown and button -------------------------------------------------
+let resyncAt = Infinity; // set when the first tick runs
+let resyncedBeforeOpen = false;
+const resyncLead = 15000 + Math.random() * 10000;
 function two(n) { return String(n).padStart(2, '0'); }
 
 function tick() {
@@ -175,6 +178,14 @@ function tick() {
     btn.disabled = true;
   }
   btn.dataset.open = String(now >= campaign.begin && now < campaign.end);
+  // Measure the clock again shortly before the open (the device's clock may
+  // have been stepped since the page loaded), each page at its own moment
+  // 15 to 25 s before, and every 10 minutes while the page waits.
+  if (now < campaign.begin && (now >= resyncAt || (!resyncedBeforeOpen && campaign.begin - now < resyncLead))) {
+    resyncedBeforeOpen = resyncedBeforeOpen || campaign.begin - now < resyncLead;
+    resyncAt = now + 600000;
+    syncClock();
+  }
   // A challenge about to expire is replaced before it is refused.
   if (challenge && challenge.expiresAt && !buying && !bought && now > Date.parse(challenge.expiresAt) - 5000) {
     newChallenge(1);
@@ -481,6 +492,9 @@ async function start() {
   }
   if (token) say('');
   document.body.dataset.ready = 'true';
+  resyncAt = serverNow() + 600000;
+  // Loaded shortly before the open: the clock was just measured.
+  resyncedBeforeOpen = campaign.begin - serverNow() < resyncLead;
   tick();
   refreshStock();
 }
