@@ -195,6 +195,10 @@ func evalString(t *testing.T, ctx context.Context, js string) string {
 // directory (and SECKILL_SCREENSHOTS, as the dashboard's).
 func saleShot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	// Every page is looked at on a phone: nothing wider than its 360 px.
+	if wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`innerWidth <= 360 && document.documentElement.scrollWidth > innerWidth`)); err != nil || wide {
+		t.Errorf("%s: wider than the phone's screen (%v)", name, err)
+	}
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
@@ -203,6 +207,9 @@ func saleShot(t *testing.T, ctx context.Context, name string) {
 		t.Fatal(err)
 	}
 	screenshots(t, ctx, "sale-"+name)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(360, 780)); err != nil { // screenshots leaves it wide
+		t.Fatal(err)
+	}
 }
 
 const (

@@ -119,7 +119,3 @@ export function t(key, ...args) {
   const m = table[key] ?? en[key] ?? key;
   return typeof m === 'function' ? m(...args) : m;
 }
-
-// keys lists every key, so a test can check both languages have them all.
-export const keys = Object.keys(en);
-export const missingZh = keys.filter((k) => !(k in zh));
