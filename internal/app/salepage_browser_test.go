@@ -304,6 +304,15 @@ func TestSalePageInBrowser(t *testing.T) {
 	e.pay(evalString(t, ctx, `document.body.dataset.paymentId`))
 	waitFor(t, ctx, 10*time.Second, "PAID", jsStatus+` === "PAID"`)
 	saleShot(t, ctx, "paid")
+	// Loaded again, the page shows the buyer's order, not a buy button.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"),
+		chromedp.Navigate(fmt.Sprintf("%s/sale/%d#token=%s", e.srv.URL, v, e.userToken(3001, false)))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 10*time.Second, "PAID after a reload", jsStatus+` === "PAID"`)
+	if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("buy").disabled`)); !ok {
+		t.Error("the buy button is enabled for a buyer who holds an order")
+	}
 
 	// The token by postMessage from the app that frames the page (here a
 	// page of the same origin, so that the test can look into the frame).

@@ -371,6 +371,7 @@ async function buy() {
         case 'ALREADY_PURCHASED':
           bought = true;
           say(t(o), 'final');
+          findOrder();
           return;
         default: // PAUSED and anything newer
           say(t(o) === o ? r.message : t(o), 'error');
@@ -464,6 +465,21 @@ async function cancel(orderId) {
   }
 }
 
+// findOrder follows the buyer's live order for this voucher, if any, so
+// that a reload (or a second device) shows it instead of a buy button.
+async function findOrder() {
+  if (!token) return;
+  try {
+    const d = await gql(`query { myOrders { id voucherId status } }`, {}, true);
+    const o = d.myOrders.find((o) => o.voucherId === voucherId && ['QUEUED', 'CREATED', 'PAID'].includes(o.status));
+    if (o && document.body.dataset.orderId !== o.id) {
+      bought = true;
+      tick0();
+      follow(o.id);
+    }
+  } catch (e) { /* the buy button stays; the purchase would say ALREADY_PURCHASED */ }
+}
+
 // --- start ------------------------------------------------------------------
 let started = false;
 async function start() {
@@ -471,6 +487,7 @@ async function start() {
     say(t('noToken'), 'error');
   } else if (started) {
     say('');
+    findOrder();
   }
   if (started) return;
   started = true;
@@ -491,6 +508,7 @@ async function start() {
     }
   }
   if (token) say('');
+  await findOrder();
   document.body.dataset.ready = 'true';
   resyncAt = serverNow() + 600000;
   // Loaded shortly before the open: the clock was just measured.
