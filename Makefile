@@ -154,13 +154,13 @@ playground/dist/assets/playground.js: playground/node_modules/.package-lock.json
 ## salepage/package-lock.json) into salepage/dist/assets under content-hashed
 ## names, which the binary embeds (build output: never committed); as the
 ## playground, npm ci runs only when the lock file changed.
-salepage: salepage/dist/.built
+salepage: salepage/dist/assets/.built
 
 salepage/node_modules/.package-lock.json: salepage/package-lock.json
 	@command -v npm >/dev/null || { echo "make salepage needs Node.js 20 and npm (Debian: apt-get install nodejs npm)"; exit 1; }
 	cd salepage && npm ci --no-audit --no-fund
 
-salepage/dist/.built: salepage/node_modules/.package-lock.json salepage/build.mjs $(wildcard salepage/src/*)
+salepage/dist/assets/.built: salepage/node_modules/.package-lock.json salepage/build.mjs $(wildcard salepage/src/*)
 	cd salepage && node build.mjs
 	@touch $@
 
@@ -287,4 +287,4 @@ bench-compare: build
 		--fsync-dir .run $(BENCH_ARGS)
 
 clean:
-	rm -rf bin playground/dist/assets salepage/dist/assets salepage/dist/.built
+	rm -rf bin playground/dist/assets salepage/dist/assets

@@ -2,7 +2,8 @@
 // its proof-of-work Web Worker (src/pow.js) into dist/assets, each file named
 // by a hash of its content, so the server can cache them for a year. The
 // worker is built first and its name handed to the page as a constant. Run
-// by `make salepage` (after npm ci); the output is never committed.
+// by `make salepage` (after npm ci), which then stamps dist/assets/.built, so
+// that removing the assets builds them again; the output is never committed.
 import { build } from 'esbuild';
 import { rmSync } from 'node:fs';
 import { basename } from 'node:path';

@@ -37,7 +37,7 @@ func TestNotBuilt(t *testing.T) {
 func TestBuilt(t *testing.T) {
 	h := newHandler(fstest.MapFS{
 		"dist/README.md":            {Data: []byte("placeholder")},
-		"dist/.built":               {Data: nil},
+		"dist/assets/.built":        {Data: nil}, // make's stamp: not served
 		"dist/assets/sale-AB12.js":  {Data: []byte("console.log(1)")},
 		"dist/assets/sale-CD34.css": {Data: []byte("body{}")},
 		"dist/assets/pow-EF56.js":   {Data: []byte("onmessage=null")},
@@ -84,7 +84,7 @@ func TestBuilt(t *testing.T) {
 			t.Errorf("GET %s: %d %q %q", path, res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Cache-Control"))
 		}
 	}
-	for _, path := range []string{"/sale/", "/sale/abc", "/sale/42/x", "/sale/assets/README.md", "/sale/assets/../README.md", "/sale/assets/sale-XX.js"} {
+	for _, path := range []string{"/sale/", "/sale/abc", "/sale/42/x", "/sale/assets/README.md", "/sale/assets/../README.md", "/sale/assets/sale-XX.js", "/sale/assets/.built"} {
 		if res, _ := get(t, h, path); res.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s: %d, want 404", path, res.StatusCode)
 		}

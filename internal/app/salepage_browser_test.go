@@ -285,7 +285,7 @@ func TestSalePageInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		opened := time.UnixMilli(int64(ms))
-		if d := opened.Sub(begin); d < -300*time.Millisecond || d > 1500*time.Millisecond {
+		if d := opened.Sub(begin); d < -300*time.Millisecond || d > 2*time.Second { // late: a loaded machine
 			t.Errorf("the page whose clock is %s opened its button %v from the server's open", name, d)
 		} else {
 			t.Logf("the page whose clock is %s opened its button %v after the server's open", name, d.Round(time.Millisecond))
