@@ -56,7 +56,7 @@ OUTPUT_SYNC = $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
 
 GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
 
-.PHONY: run stop test $(TEST_SUITES) test-cluster-suites test-model build playground generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
+.PHONY: run stop test $(TEST_SUITES) test-cluster-suites test-model build playground salepage generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
 
 # Where make run's development payment provider listens.
 PROVIDER_ADDR ?= 127.0.0.1:8090
@@ -93,7 +93,7 @@ run: build services
 ## package on a single Redis; internal/app's fault tests on their own servers,
 ## in two suites; the Redis suites again on a local cluster), and the slowest
 ## ten tests
-test: test-services playground vet
+test: test-services playground salepage vet
 	$(GO) mod tidy -diff
 	$(MAKE) --no-print-directory check-generate
 	$(MAKE) --no-print-directory check-deploy
@@ -134,7 +134,7 @@ check-deploy:
 	scripts/promtool.sh
 
 ## build: bin/seckill (the service) and bin/seckill-bench (the load test)
-build: playground
+build: playground salepage
 	$(GO) build -o bin/ ./cmd/seckill ./cmd/seckill-bench
 
 ## playground: bundle GraphiQL from the npm packages pinned in
@@ -149,6 +149,20 @@ playground/node_modules/.package-lock.json: playground/package-lock.json
 
 playground/dist/assets/playground.js: playground/node_modules/.package-lock.json playground/build.mjs $(wildcard playground/src/*)
 	cd playground && node build.mjs
+
+## salepage: bundle the buyers' sale page (salepage/src, with graphql-ws from
+## salepage/package-lock.json) into salepage/dist/assets under content-hashed
+## names, which the binary embeds (build output: never committed); as the
+## playground, npm ci runs only when the lock file changed.
+salepage: salepage/dist/assets/.built
+
+salepage/node_modules/.package-lock.json: salepage/package-lock.json
+	@command -v npm >/dev/null || { echo "make salepage needs Node.js 20 and npm (Debian: apt-get install nodejs npm)"; exit 1; }
+	cd salepage && npm ci --no-audit --no-fund
+
+salepage/dist/assets/.built: salepage/node_modules/.package-lock.json salepage/build.mjs $(wildcard salepage/src/*)
+	cd salepage && node build.mjs
+	@touch $@
 
 ## test-cluster: the admission and end-to-end suites on the local Redis Cluster,
 ##   which it starts when it is not running and then stops again (unless another
@@ -200,12 +214,12 @@ check-generate:
 	fi; echo "generated code is current"
 
 vet:
-	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.run/*' -not -path './playground/node_modules/*')); \
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.run/*' -not -path './playground/node_modules/*' -not -path './salepage/node_modules/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 fmt:
-	gofmt -w $$(find . -name '*.go' -not -path './.run/*' -not -path './playground/node_modules/*')
+	gofmt -w $$(find . -name '*.go' -not -path './.run/*' -not -path './playground/node_modules/*' -not -path './salepage/node_modules/*')
 
 ## bench: Go benchmarks of the admission path and the batch writer
 bench: test-services
@@ -273,4 +287,4 @@ bench-compare: build
 		--fsync-dir .run $(BENCH_ARGS)
 
 clean:
-	rm -rf bin playground/dist/assets
+	rm -rf bin playground/dist/assets salepage/dist/assets

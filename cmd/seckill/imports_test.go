@@ -21,7 +21,7 @@ import (
 //   - domain, internal/seckill: the standard library and golang.org/x only;
 //     its tests also its test doubles and the test libraries (go-cmp, rapid).
 //   - test doubles, internal/seckill/seckilltest: the domain too, no more.
-//   - edges (graph..., web..., jobs, internal/payhook, internal/eventhook) and adapters
+//   - edges (graph..., web..., jobs, internal/payhook, internal/eventhook, salepage) and adapters
 //     (internal/store..., internal/admission): the domain, their own
 //     folder's packages, the shared libraries, third-party modules; never
 //     another edge or adapter, the wiring, the bench or the test doubles.
@@ -182,7 +182,7 @@ func roleOf(rel string) (role, bool) {
 		return role{"edge", "graph"}, true
 	case under("web"):
 		return role{"edge", "web"}, true
-	case rel == "jobs", rel == "internal/payhook", rel == "internal/stripepay", rel == "internal/eventhook":
+	case rel == "jobs", rel == "internal/payhook", rel == "internal/stripepay", rel == "internal/eventhook", rel == "salepage":
 		return role{"edge", rel}, true
 	case under("internal/store"):
 		return role{"adapter", "internal/store"}, true

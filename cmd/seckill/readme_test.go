@@ -108,6 +108,14 @@ func TestREADMEExamples(t *testing.T) {
 		t.Errorf("GET %s: %v %v", link, res, err)
 	}
 
+	// The sale page's link: a campaign, and a token in the fragment.
+	sale := regexp.MustCompile(`http://\S+/sale/\d+#token=ey\S+`).FindAllString(text, -1)
+	if len(sale) == 0 {
+		t.Errorf("no sale page link in the output")
+	} else if res, err := http.Get(sale[len(sale)-1]); err != nil || res.StatusCode == http.StatusNotFound {
+		t.Errorf("GET %s: %v %v", sale[len(sale)-1], res, err)
+	}
+
 	// The banner's commands, as printed.
 	cmds := map[string]string{}
 	for _, line := range strings.Split(srv.banner(t), "\n") {

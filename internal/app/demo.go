@@ -33,7 +33,8 @@ type DemoOptions struct {
 // Demo creates a campaign that is on sale from now on, through the running
 // server's GraphQL API as an admin (user 1), and writes to out a shell
 // script that uses it as a buyer: buy one unit, query the order, and a
-// playground link that follows it by subscription. The script holds the
+// playground link that follows it by subscription; and a link to the sale
+// page as a second buyer. The script holds the
 // real ids and a real token, so it works as printed, on any day: paste it
 // into a shell or pipe it to sh. Tokens are signed with cfg's secret, so
 // the server must share it (in development: SECKILL_ENV=dev for both).
@@ -54,6 +55,12 @@ func Demo(ctx context.Context, cfg *config.Config, opts DemoOptions, out io.Writ
 	if err != nil {
 		return err
 	}
+	// The sale page's buyer is another one, so that the script's purchase
+	// does not make the page say ALREADY_PURCHASED.
+	pageBuyer, err := tokens.Issue(opts.Buyer+1, false, 24*time.Hour)
+	if err != nil {
+		return err
+	}
 
 	begin := time.Now().UTC().Truncate(time.Second)
 	end := begin.Add(opts.Duration)
@@ -70,7 +77,7 @@ func Demo(ctx context.Context, cfg *config.Config, opts DemoOptions, out io.Writ
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	writeDemoScript(out, base.String(), created.AddSeckillVoucher.ID, title, opts, end, buyer)
+	writeDemoScript(out, base.String(), created.AddSeckillVoucher.ID, title, opts, end, buyer, pageBuyer)
 	return nil
 }
 
@@ -113,7 +120,7 @@ func demoGraphQL(ctx context.Context, endpoint, token, query string, vars map[st
 	return json.Unmarshal(answer.Data, data)
 }
 
-func writeDemoScript(w io.Writer, base, voucher, title string, opts DemoOptions, end time.Time, token string) {
+func writeDemoScript(w io.Writer, base, voucher, title string, opts DemoOptions, end time.Time, token, pageToken string) {
 	post := func(body string) string {
 		return `curl -s "$URL" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d ` + body
 	}
@@ -150,11 +157,15 @@ echo
 
 # Follow the order by subscription (WebSocket) in the playground:
 echo "%[10]s/playground#%[11]s$ORDER%[12]s"
+
+# Buy as user %[14]d on the sale page, in a browser (the token is in the
+# fragment, which the browser never sends to a server):
+echo "%[10]s/sale/%[1]s#token=%[13]s"
 `, voucher, title, opts.Stock, end.Format(time.RFC3339), opts.Buyer,
 		shellQuote(base+"/graphql"), shellQuote(token),
 		post(shellQuote(string(buy))),
 		post(shellQuote(before)+`"$ORDER"`+shellQuote(after)),
-		base, follow, url.QueryEscape(`"}`))
+		base, follow, url.QueryEscape(`"}`), pageToken, opts.Buyer+1)
 }
 
 // shellQuote quotes s for a POSIX shell.

@@ -15,12 +15,14 @@ import (
 	"seckill/internal/clientaddr"
 	"seckill/internal/payhook"
 	"seckill/playground"
+	"seckill/salepage"
 )
 
 // Handler returns the HTTP API: /graphql, /webhooks/payments (and
-// /webhooks/stripe with Stripe), /playground (when enabled), /healthz,
-// /readyz and /metrics (unless it has an address of its own), and the
-// dashboard under /admin; every request gets an id, a span and its
+// /webhooks/stripe with Stripe), the sale page /sale/{voucherId} with
+// /time, /playground (when enabled), /healthz, /readyz and /metrics
+// (unless it has an address of its own), and the dashboard under /admin;
+// every request gets an id, a span and its
 // request metrics (observe).
 func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
@@ -37,6 +39,10 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 		// Stripe's events, signed with Stripe's own scheme (internal/stripepay).
 		mux.Handle("/webhooks/stripe", a.stripeHook)
 	}
+	// The buyers' sale page (the same bytes for everyone: a CDN may cache
+	// it) and the clock its countdown follows.
+	mux.Handle("GET /sale/", salepage.Handler("/sale"))
+	mux.Handle("GET /time", salepage.TimeHandler())
 	if a.Config.Playground {
 		pg := playground.Handler("/playground", "/graphql")
 		mux.Handle("GET /playground", pg)

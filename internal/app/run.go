@@ -121,7 +121,8 @@ seckill is running (development mode)
   User token (user 1001, 24h):
     %[3]s
   More tokens        %[5]s./bin/seckill token --user 1002   (--admin for an admin)
-  A sale to try      %[5]s./bin/seckill demo%[6]s
+  A sale to try      %[5]s./bin/seckill demo%[6]s   (it prints the sale page's link too)
+  Sale page          http://%[1]s/sale/VOUCHER_ID#token=%[3]s
   Pay an order       %[5]s%[8]s./bin/seckill payments simulate --order ORDER_ID%[6]s   (--fail: a failed payment)
   Refunds            %[9]s
 `, host, admin, user, dashboardLogin(a.Config), cliEnv(a.Config), demoURL(host), cmp.Or(a.Config.MetricsAddr, host), webhookEnv(a.Config),

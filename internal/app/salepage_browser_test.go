@@ -1,0 +1,482 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"seckill/internal/config"
+	"seckill/internal/payhook"
+	"seckill/internal/seckill"
+	"seckill/salepage"
+)
+
+// salePageEnv is a running seckill with the dashboard's setup and a
+// headless chromium to open sale pages in.
+type salePageEnv struct {
+	*dashEnv
+	browser context.Context
+}
+
+func newSalePageEnv(t *testing.T) *salePageEnv {
+	t.Helper()
+	chromium := chromiumPath(t)
+	if !salepage.Built() {
+		if os.Getenv("CI") != "" {
+			t.Fatal(strings.TrimSpace(salepage.NotBuilt) + " (make test builds it)")
+		}
+		t.Skip(strings.TrimSpace(salepage.NotBuilt))
+	}
+	e := newDashEnv(t)
+	return &salePageEnv{dashEnv: e, browser: newBrowser(t, chromium)}
+}
+
+// addCampaign creates a campaign through GraphQL as an admin; extra adds
+// fields of AddSeckillVoucherInput (challenge, quiz, powBits).
+func (e *salePageEnv) addCampaign(title string, stock int, begin time.Time, extra map[string]any) int64 {
+	e.t.Helper()
+	in := map[string]any{
+		"shopId": "1", "title": title, "payValue": 100, "actualValue": 500, "stock": stock,
+		"beginTime": begin.UTC().Format(time.RFC3339Nano), "endTime": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+	}
+	for k, v := range extra {
+		in[k] = v
+	}
+	var out struct {
+		Data struct {
+			AddSeckillVoucher struct{ ID string } `json:"addSeckillVoucher"`
+		} `json:"data"`
+		Errors []struct{ Message string } `json:"errors"`
+	}
+	e.graphql(e.userToken(1, true), `mutation($in: AddSeckillVoucherInput!) { addSeckillVoucher(input: $in) { id } }`,
+		map[string]any{"in": in}, &out)
+	if len(out.Errors) > 0 {
+		e.t.Fatalf("addSeckillVoucher: %+v", out.Errors)
+	}
+	id, err := strconv.ParseInt(out.Data.AddSeckillVoucher.ID, 10, 64)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+func (e *salePageEnv) userToken(id int64, admin bool) string {
+	e.t.Helper()
+	tok, err := e.app.Tokens.Issue(id, admin, time.Hour)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tok
+}
+
+func (e *salePageEnv) graphql(token, query string, vars map[string]any, out any) {
+	e.t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequestWithContext(e.ctx, "POST", e.srv.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// pay confirms a payment as the provider would: a signed
+// payment.succeeded to the webhook (what `seckill payments simulate` sends).
+func (e *salePageEnv) pay(paymentID string) {
+	e.t.Helper()
+	ev := seckill.PaymentEvent{ID: fmt.Sprintf("evt_sale_%d", time.Now().UnixNano()), Type: seckill.EventPaymentSucceeded,
+		PaymentID: paymentID, Amount: 100, Currency: "CNY"}
+	body, _ := json.Marshal(ev)
+	req, _ := http.NewRequestWithContext(e.ctx, "POST", e.srv.URL+"/webhooks/payments", bytes.NewReader(body))
+	req.Header.Set(payhook.Header, payhook.Sign([]byte(config.DevWebhookSecret), time.Now(), body))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		e.t.Fatalf("webhook: %s", res.Status)
+	}
+}
+
+// onNewDocument runs src in the tab of ctx before any script of every
+// page it loads.
+func onNewDocument(ctx context.Context, src string) error {
+	if err := chromedp.Do(ctx); err != nil { // the tab, now
+		return err
+	}
+	_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: src})
+	return err
+}
+
+// skewClock is a script that makes the page's clock (Date and Date.now)
+// run off by skew from the real one.
+func skewClock(skew time.Duration) string {
+	return fmt.Sprintf(`(() => {
+		const skew = %d, Real = Date;
+		class Skewed extends Real {
+			constructor(...a) { if (a.length === 0) super(Real.now() + skew); else super(...a); }
+			static now() { return Real.now() + skew; }
+		}
+		window.Date = Skewed;
+	})();`, skew.Milliseconds())
+}
+
+// openSale opens the sale page of voucher in a new tab as the buyer with
+// token (in the URL fragment), its clock off by skew, the browser's
+// language lang, on a phone's screen (360 px wide).
+func (e *salePageEnv) openSale(voucher int64, token string, skew time.Duration, lang string) context.Context {
+	e.t.Helper()
+	ctx, cancel := chromedp.NewContext(e.browser)
+	e.t.Cleanup(func() {
+		// The page never needs what its Content-Security-Policy forbids.
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__violations || []`)); err == nil && len(v) > 0 {
+			e.t.Errorf("CSP violations: %v", v)
+		}
+		cancel()
+	})
+	script := skewClock(skew) + fmt.Sprintf(`Object.defineProperty(navigator, "language", {get: () => %q});`, lang) +
+		`window.__violations = [];
+		document.addEventListener("securitypolicyviolation", e => window.__violations.push(e.violatedDirective + " " + e.blockedURI));`
+	if err := onNewDocument(ctx, script); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(360, 780),
+		chromedp.Navigate(fmt.Sprintf("%s/sale/%d#token=%s", e.srv.URL, voucher, token))); err != nil {
+		e.t.Fatalf("open the sale page: %v", err)
+	}
+	return ctx
+}
+
+// waitFor polls the JavaScript expression js in the page until it is
+// true, or fails the test after timeout with what the page says.
+func waitFor(t *testing.T, ctx context.Context, timeout time.Duration, what, js string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+			t.Fatalf("timed out after %v waiting for %s (%v); the page says:\n%s", timeout, what, err, msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func evalString(t *testing.T, ctx context.Context, js string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return s
+}
+
+// saleShot saves a screenshot of the page into the test's artifact
+// directory (and SECKILL_SCREENSHOTS, as the dashboard's).
+func saleShot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	// Every page is looked at on a phone: nothing wider than its 360 px.
+	if wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`innerWidth <= 360 && document.documentElement.scrollWidth > innerWidth`)); err != nil || wide {
+		t.Errorf("%s: wider than the phone's screen (%v)", name, err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	screenshots(t, ctx, "sale-"+name)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(360, 780)); err != nil { // screenshots leaves it wide
+		t.Fatal(err)
+	}
+}
+
+const (
+	jsStatus  = `(document.body.dataset.status || "")`
+	jsOutcome = `(document.body.dataset.outcome || "")`
+)
+
+// TestSalePageInBrowser buys through the real sale page in headless
+// chromium on a phone-sized screen: on two pages, one whose clock is two
+// minutes ahead and one three minutes behind, the countdown and the button
+// follow the server's clock (each button opens within a few hundred ms of
+// the server's open, not minutes early or late); the first page's order
+// reaches CREATED by subscription, is paid (the provider's webhook) and
+// shows PAID. A page in a frame gets its token by postMessage from its
+// parent only, and buys. Then a quiz campaign (the buyer picks the answer with the
+// keyboard) and a proof-of-work one (solved in a Web Worker) each buy, and
+// the quiz order is cancelled from the page.
+func TestSalePageInBrowser(t *testing.T) {
+	e := newSalePageEnv(t)
+
+	// The page as a CDN sees it: public, short-lived, no cookie; its
+	// assets immutable.
+	res := e.get("/sale/1")
+	if res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != salepage.PageCache || len(res.Header.Values("Set-Cookie")) > 0 {
+		t.Errorf("GET /sale/1: %s, Cache-Control %q, Set-Cookie %q", res.Status, res.Header.Get("Cache-Control"), res.Header.Values("Set-Cookie"))
+	}
+	if res := e.get("/time"); res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("GET /time: %s, Cache-Control %q", res.Status, res.Header.Get("Cache-Control"))
+	}
+
+	// The clock: the sale opens in 6 s on the server's clock.
+	const skew = 2 * time.Minute
+	begin := time.Now().Add(6 * time.Second).Truncate(time.Second)
+	v := e.addCampaign("Skewed clock sale", 3, begin, nil)
+	ctx := e.openSale(v, e.userToken(3001, false), skew, "en-US")
+	// A second buyer whose clock is three minutes behind.
+	behind := e.openSale(v, e.userToken(3006, false), -3*time.Minute, "en-US")
+	// Each page records when its button opens, on the real clock
+	// (performance.timeOrigin is not skewed).
+	const watchOpen = `(() => {
+		const b = document.getElementById("buy");
+		new MutationObserver(() => { if (!b.disabled && !window.__openedAt) window.__openedAt = performance.timeOrigin + performance.now(); })
+			.observe(b, {attributes: true});
+		return true;
+	})()`
+	for _, c := range []context.Context{ctx, behind} {
+		waitFor(t, c, 15*time.Second, "the page to be ready", `document.body.dataset.ready === "true"`)
+		if _, err := chromedp.Run(c, chromedp.Evaluate[bool](watchOpen)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for c, want := range map[context.Context]time.Duration{ctx: -skew, behind: 3 * time.Minute} {
+		if off, _ := strconv.Atoi(evalString(t, c, `document.body.dataset.offset`)); time.Duration(off)*time.Millisecond > want+2*time.Second ||
+			time.Duration(off)*time.Millisecond < want-2*time.Second {
+			t.Errorf("the page measured an offset of %d ms from the server, want about %v", off, want)
+		}
+		secs, _ := strconv.Atoi(evalString(t, c, `document.getElementById("countdown").dataset.seconds`))
+		if left := time.Until(begin); secs < int(left.Seconds())-1 || secs > int(left.Seconds())+2 {
+			t.Errorf("countdown shows %d s, the server opens in %v", secs, left)
+		}
+		if ok, _ := chromedp.Run(c, chromedp.Evaluate[bool](`document.getElementById("buy").disabled`)); !ok {
+			t.Fatal("the buy button is enabled before the open")
+		}
+	}
+	if u := evalString(t, ctx, `location.href`); strings.Contains(u, "token") {
+		t.Errorf("the token stays in the address bar: %s", u)
+	}
+	saleShot(t, ctx, "countdown")
+	for name, c := range map[string]context.Context{"ahead": ctx, "behind": behind} {
+		waitFor(t, c, 15*time.Second, "the button to open", `window.__openedAt !== undefined`)
+		ms, err := chromedp.Run(c, chromedp.Evaluate[float64](`window.__openedAt`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened := time.UnixMilli(int64(ms))
+		if d := opened.Sub(begin); d < -300*time.Millisecond || d > 2*time.Second { // late: a loaded machine
+			t.Errorf("the page whose clock is %s opened its button %v from the server's open", name, d)
+		} else {
+			t.Logf("the page whose clock is %s opened its button %v after the server's open", name, d.Round(time.Millisecond))
+		}
+	}
+	// A keyboard buyer: focus the button and press Enter.
+	if err := chromedp.Do(ctx, chromedp.Focus(css("#buy")), chromedp.KeyEvent("\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 20*time.Second, "CREATED", jsStatus+` === "CREATED"`)
+	saleShot(t, ctx, "created")
+	if err := chromedp.Do(ctx, chromedp.Click(css("#pay"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 10*time.Second, "a payment", `document.body.dataset.paymentId !== undefined`)
+	e.pay(evalString(t, ctx, `document.body.dataset.paymentId`))
+	waitFor(t, ctx, 10*time.Second, "PAID", jsStatus+` === "PAID"`)
+	saleShot(t, ctx, "paid")
+	// Loaded again, the page shows the buyer's order, not a buy button.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"),
+		chromedp.Navigate(fmt.Sprintf("%s/sale/%d#token=%s", e.srv.URL, v, e.userToken(3001, false)))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 10*time.Second, "PAID after a reload", jsStatus+` === "PAID"`)
+	if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("buy").disabled`)); !ok {
+		t.Error("the buy button is enabled for a buyer who holds an order")
+	}
+
+	// The token by postMessage from the app that frames the page (here a
+	// page of the same origin, so that the test can look into the frame).
+	// A message from anyone but the parent is ignored.
+	app, cancelApp := chromedp.NewContext(e.browser)
+	defer cancelApp()
+	if err := chromedp.Do(app, chromedp.Navigate(e.srv.URL+"/healthz")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(app, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		document.body.replaceChildren();
+		const f = document.createElement("iframe");
+		f.id = "sale"; f.src = "/sale/%d"; f.width = 360; f.height = 700;
+		document.body.append(f);
+		return true;
+	})()`, v))); err != nil {
+		t.Fatal(err)
+	}
+	const frame = `document.getElementById("sale").contentDocument`
+	waitFor(t, app, 15*time.Second, "the framed page", frame+`.body.dataset.ready === "true"`)
+	if got := evalString(t, app, frame+`.getElementById("message").textContent`); !strings.Contains(got, "did not get your buyer token") {
+		t.Errorf("without a token the page says %q", got)
+	}
+	// Not the parent: a sibling frame.
+	if _, err := chromedp.Run(app, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		const other = document.createElement("iframe");
+		document.body.append(other);
+		other.contentWindow.eval('parent.document.getElementById("sale").contentWindow.postMessage({type: "seckill:token", token: %q}, "*")');
+		return true;
+	})()`, e.userToken(3005, false)))); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if ok, _ := chromedp.Run(app, chromedp.Evaluate[bool](frame+`.getElementById("buy").disabled`)); !ok {
+		t.Error("the page took a token from a window other than its parent")
+	}
+	if _, err := chromedp.Run(app, chromedp.Evaluate[bool](fmt.Sprintf(
+		`document.getElementById("sale").contentWindow.postMessage({type: "seckill:token", token: %q}, location.origin), true`, e.userToken(3004, false)))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, app, 10*time.Second, "the button with the token", `!`+frame+`.getElementById("buy").disabled`)
+	if _, err := chromedp.Run(app, chromedp.Evaluate[bool](frame+`.getElementById("buy").click(), true`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, app, 20*time.Second, "CREATED in the frame", frame+`.body.dataset.status === "CREATED"`)
+
+	// A quiz, answered with the keyboard, then the order cancelled.
+	quiz := e.addCampaign("Quiz sale", 3, time.Now().Add(-time.Minute), map[string]any{
+		"challenge": "QUIZ", "quiz": []map[string]any{{"question": "2 + 2?", "answers": []string{"four"},
+			"choices": []string{"three", "four", "five", "six"}}},
+	})
+	ctx = e.openSale(quiz, e.userToken(3002, false), 0, "en-GB")
+	waitFor(t, ctx, 15*time.Second, "the quiz", `!document.getElementById("quiz").hidden`)
+	saleShot(t, ctx, "quiz")
+	answerQuiz := func(choice string) {
+		t.Helper()
+		idx := evalString(t, ctx, `String([...document.querySelectorAll("#quiz-choices input")].findIndex(i => i.value === "`+choice+`"))`)
+		if err := chromedp.Do(ctx,
+			chromedp.Focus(css("#choice-"+idx)), chromedp.KeyEvent(" "),
+			chromedp.Focus(css("#quiz button")), chromedp.KeyEvent("\r"),
+		); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, 10*time.Second, "the buy button after the answer", `!document.getElementById("buy").disabled`)
+		if err := chromedp.Do(ctx, chromedp.Click(css("#buy"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A wrong answer: the page says so, and asks a new question only after
+	// the wait the server gave (retryAfter, 2 s).
+	answerQuiz("three")
+	waitFor(t, ctx, 10*time.Second, "the wrong answer", jsOutcome+` === "CHALLENGE_WRONG"`)
+	wrongAt := time.Now()
+	if got := evalString(t, ctx, `document.getElementById("message").textContent`); !strings.Contains(got, "wrong") || !strings.Contains(got, "2 s") {
+		t.Errorf("after a wrong answer the page says %q", got)
+	}
+	waitFor(t, ctx, 10*time.Second, "a new question", `!document.getElementById("quiz").hidden`)
+	if waited := time.Since(wrongAt); waited < 1800*time.Millisecond {
+		t.Errorf("a new question came %v after the wrong answer, before the 2 s wait", waited)
+	}
+	answerQuiz("four")
+	waitFor(t, ctx, 20*time.Second, "CREATED after the quiz", jsStatus+` === "CREATED"`)
+	if err := chromedp.Do(ctx, chromedp.Click(css("#cancel"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 10*time.Second, "CANCELLED", jsStatus+` === "CANCELLED"`)
+	saleShot(t, ctx, "cancelled")
+
+	// Proof of work, in the page's Web Worker.
+	pow := e.addCampaign("Proof-of-work sale", 3, time.Now().Add(-time.Minute), map[string]any{
+		"challenge": "PROOF_OF_WORK", "powBits": 12,
+	})
+	ctx = e.openSale(pow, e.userToken(3003, false), 0, "zh-CN")
+	waitFor(t, ctx, 20*time.Second, "the proof of work", `!document.getElementById("buy").disabled`)
+	if err := chromedp.Do(ctx, chromedp.Click(css("#buy"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 20*time.Second, "CREATED after the proof of work", jsStatus+` === "CREATED"`)
+	// A browser in Chinese gets the page in Chinese.
+	for sel, want := range map[string]string{"#buy": "立即抢购", "#order-status": "订单已创建", "#pay": "去付款"} {
+		if got := evalString(t, ctx, `document.querySelector("`+sel+`").textContent`); !strings.Contains(got, want) {
+			t.Errorf("in Chinese, %s says %q, want %q", sel, got, want)
+		}
+	}
+	saleShot(t, ctx, "pow-zh")
+}
+
+// TestSalePageFiftyBuyers opens 50 sale pages at once, each its own
+// buyer (its own token in its fragment), on a campaign of 10 units that
+// opens a few seconds later; each buyer presses the button when it opens.
+// Exactly 10 pages show an order, 40 show sold out. The pages are 50
+// frames of one tab (each a document with its own scripts, clock sync and
+// WebSocket): 50 tabs take some 25 s to open on two cores, frames a few.
+func TestSalePageFiftyBuyers(t *testing.T) {
+	e := newSalePageEnv(t)
+	const pages, stock = 50, 10
+	begin := time.Now().Add(10 * time.Second)
+	v := e.addCampaign("Fifty buyers", stock, begin, nil)
+	srcs := make([]string, pages)
+	for i := range srcs {
+		srcs[i] = fmt.Sprintf("/sale/%d#token=%s", v, e.userToken(int64(4000+i), false))
+	}
+	list, _ := json.Marshal(srcs)
+	ctx, cancel := chromedp.NewContext(e.browser)
+	defer cancel()
+	// A page of the server's origin to hold the frames, so the test can
+	// read them; each buyer presses its button as soon as it is enabled.
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/healthz")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		document.body.replaceChildren();
+		for (const src of `+string(list)+`) {
+			const f = document.createElement("iframe");
+			f.src = src; f.width = 360; f.height = 640;
+			document.body.append(f);
+		}
+		setInterval(() => {
+			for (const f of document.querySelectorAll("iframe")) {
+				const b = f.contentDocument && f.contentDocument.getElementById("buy");
+				if (b && !b.disabled && !f.pressed) { f.pressed = true; b.click(); }
+			}
+		}, 20);
+		return true;
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	const frames = `[...document.querySelectorAll("iframe")].map(f => f.contentDocument && f.contentDocument.body && f.contentDocument.body.dataset)`
+	waitFor(t, ctx, time.Until(begin)+10*time.Second, "50 pages ready", frames+`.filter(d => d && d.ready === "true").length === 50`)
+	if wait := time.Until(begin); wait > 0 {
+		t.Logf("%d pages ready %v before the sale", pages, wait.Round(time.Millisecond))
+	} else {
+		// The machine was too slow to open them in time: the pages still
+		// buy (their buttons open at once), but not all at the open.
+		t.Logf("the %d pages took until %v after the open", pages, -wait.Round(time.Millisecond))
+	}
+	waitFor(t, ctx, time.Until(begin)+30*time.Second, "every page to end",
+		frames+`.filter(d => (d.outcome === "ACCEPTED" && d.orderId) || d.outcome === "SOLD_OUT").length === 50`)
+	counts, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](frames+`.reduce((m, d) => (m[d.outcome] = (m[d.outcome] || 0) + 1, m), {})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts["ACCEPTED"] != stock || counts["SOLD_OUT"] != pages-stock {
+		t.Errorf("pages by outcome %v, want %d ACCEPTED (an order) and %d SOLD_OUT", counts, stock, pages-stock)
+	}
+	saleShot(t, ctx, "fifty")
+}

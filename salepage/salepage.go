@@ -1,0 +1,209 @@
+// Package salepage serves the buyer's sale page, GET /sale/{voucherId}:
+// one HTML for every campaign and every buyer (the page's script reads the
+// voucher id from the path and asks the GraphQL API for everything else),
+// so a CDN may cache it, and a bundle built from the npm packages pinned in
+// package-lock.json (make salepage) whose file names carry a hash of their
+// content, so they are cached for a year. The bundle is build output, never
+// committed; without it the page says how to build it. The page loads
+// nothing from another site and runs under a Content-Security-Policy that
+// allows only its own files. It is not framed-restricted: the host
+// platform's app may embed it and hand it the buyer's token by postMessage.
+package salepage
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed all:dist
+var dist embed.FS
+
+// NotBuilt is the answer while the bundle is missing.
+const NotBuilt = "sale page assets not built: run make salepage\n"
+
+// PageCache is how long a browser or CDN may keep the page: short, so a new
+// build reaches buyers within a minute; the page holds nothing per user.
+const PageCache = "public, max-age=60"
+
+// AssetCache is for the content-hashed assets: a new build has new names.
+const AssetCache = "public, max-age=31536000, immutable"
+
+// contentPolicy lets the page load only its own script, stylesheet and
+// worker (no inline script or style) and talk to its own origin only.
+const contentPolicy = "default-src 'self'; script-src 'self'; worker-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'"
+
+var page = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>seckill</title>
+<link rel="stylesheet" href="{{.Prefix}}/assets/{{.CSS}}">
+<script defer src="{{.Prefix}}/assets/{{.JS}}"></script>
+</head>
+<body>
+<main>
+<section id="campaign" hidden>
+<h1 id="title"></h1>
+<p class="sub" id="subtitle"></p>
+<dl>
+<dt data-i18n="price">Price</dt><dd><span class="price" id="price"></span> <span id="worth"></span></dd>
+<dt data-i18n="left">Left</dt><dd id="left" data-testid="left"></dd>
+<dt data-i18n="window">On sale</dt><dd id="window"></dd>
+</dl>
+</section>
+<div id="countdown" data-testid="countdown" role="timer" aria-live="off"></div>
+<p id="skew" data-testid="skew"></p>
+<form id="quiz" class="card" hidden data-testid="quiz">
+<p><strong data-i18n="quiz">Answer to buy</strong></p>
+<p id="quiz-question" data-testid="quiz-question"></p>
+<div id="quiz-choices"></div>
+<input id="quiz-text" type="text" autocomplete="off" aria-labelledby="quiz-question" hidden>
+<p><button type="submit">OK</button></p>
+</form>
+<progress id="pow" hidden data-testid="pow"></progress>
+<p id="challenge-note" class="note" data-testid="challenge-note" aria-live="polite"></p>
+<button id="buy" type="button" disabled data-testid="buy">Buy now</button>
+<div id="message" data-testid="message" role="status" aria-live="polite">Loading the sale…</div>
+<section id="order" class="card" hidden data-testid="order">
+<p><span data-i18n="order">Order</span> <code id="order-id" data-testid="order-id"></code></p>
+<p id="order-status" data-testid="order-status"></p>
+<p id="order-payby" class="note"></p>
+<p class="note"><code id="payment-id" data-testid="payment-id"></code></p>
+<div class="actions">
+<button id="pay" type="button" hidden data-testid="pay">Pay</button>
+<button id="cancel" type="button" hidden data-testid="cancel">Cancel order</button>
+</div>
+</section>
+</main>
+<noscript>This page needs JavaScript.</noscript>
+</body>
+</html>
+`))
+
+// asset is one embedded file of the bundle.
+type asset struct {
+	body        []byte
+	contentType string
+}
+
+// Built reports whether the bundle was embedded: without it the page
+// answers NotBuilt.
+func Built() bool {
+	_, _, ok := entries(dist)
+	return ok
+}
+
+// entries finds the page's script and stylesheet (sale-<hash>.js, .css).
+func entries(fsys fs.FS) (js, css string, ok bool) {
+	names, _ := fs.Glob(fsys, "dist/assets/sale-*.js")
+	if len(names) == 1 {
+		js = path.Base(names[0])
+	}
+	names, _ = fs.Glob(fsys, "dist/assets/sale-*.css")
+	if len(names) == 1 {
+		css = path.Base(names[0])
+	}
+	return js, css, js != "" && css != ""
+}
+
+// Handler serves the page at prefix+"/{voucherId}" and the bundle under
+// prefix+"/assets/"; mount it for prefix+"/".
+func Handler(prefix string) http.Handler {
+	return newHandler(dist, prefix)
+}
+
+func newHandler(fsys fs.FS, prefix string) http.Handler {
+	js, css, built := entries(fsys)
+	assets := map[string]*asset{}
+	var html []byte
+	if built {
+		files, _ := fs.ReadDir(fsys, "dist/assets")
+		for _, f := range files {
+			var ctype string
+			switch path.Ext(f.Name()) {
+			case ".js":
+				ctype = "text/javascript; charset=utf-8"
+			case ".css":
+				ctype = "text/css; charset=utf-8"
+			default:
+				continue
+			}
+			b, err := fs.ReadFile(fsys, "dist/assets/"+f.Name())
+			if err != nil {
+				panic("salepage: " + err.Error())
+			}
+			assets[f.Name()] = &asset{body: b, contentType: ctype}
+		}
+		var buf bytes.Buffer
+		if err := page.Execute(&buf, map[string]string{"Prefix": prefix, "JS": js, "CSS": css}); err != nil {
+			panic("salepage: page template: " + err.Error())
+		}
+		html = buf.Bytes()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hdr := w.Header()
+		hdr.Set("X-Content-Type-Options", "nosniff")
+		hdr.Set("Referrer-Policy", "same-origin")
+		rest, ok := strings.CutPrefix(r.URL.Path, prefix+"/")
+		switch {
+		case !ok:
+			http.NotFound(w, r)
+		case strings.HasPrefix(rest, "assets/"):
+			a := assets[strings.TrimPrefix(rest, "assets/")]
+			if a == nil {
+				http.NotFound(w, r)
+				return
+			}
+			hdr.Set("Content-Type", a.contentType)
+			hdr.Set("Cache-Control", AssetCache)
+			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
+		case isID(rest):
+			if !built {
+				hdr.Set("Content-Type", "text/plain; charset=utf-8")
+				hdr.Set("Cache-Control", "no-store")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(NotBuilt))
+				return
+			}
+			hdr.Set("Content-Security-Policy", contentPolicy)
+			hdr.Set("Cache-Control", PageCache)
+			hdr.Set("Content-Type", "text/html; charset=utf-8")
+			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(html))
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// isID reports whether s is a voucher id: 1 to 19 digits.
+func isID(s string) bool {
+	if len(s) == 0 || len(s) > 19 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// TimeHandler answers the server's clock, {"now": Unix milliseconds},
+// never cached: the page measures its offset from it.
+func TimeHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		now := time.Now().UnixMilli()
+		_, _ = w.Write([]byte(`{"now":` + strconv.FormatInt(now, 10) + "}\n"))
+	})
+}

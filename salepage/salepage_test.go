@@ -1,0 +1,99 @@
+package salepage
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	res := rec.Result()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(b)
+}
+
+func TestNotBuilt(t *testing.T) {
+	h := newHandler(fstest.MapFS{"dist/README.md": {Data: []byte("placeholder")}}, "/sale")
+	if res, body := get(t, h, "/sale/42"); res.StatusCode != http.StatusServiceUnavailable || body != NotBuilt {
+		t.Errorf("without a bundle: %d %q, want 503 %q", res.StatusCode, body, NotBuilt)
+	}
+	if res, _ := get(t, h, "/sale/assets/sale-AAAA.js"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("asset without a bundle: %d", res.StatusCode)
+	}
+}
+
+// TestBuilt checks what makes the page cacheable by a CDN: the same bytes
+// for every campaign, no cookie, a short public max-age; and the
+// content-hashed assets cached for a year.
+func TestBuilt(t *testing.T) {
+	h := newHandler(fstest.MapFS{
+		"dist/README.md":            {Data: []byte("placeholder")},
+		"dist/assets/.built":        {Data: nil}, // make's stamp: not served
+		"dist/assets/sale-AB12.js":  {Data: []byte("console.log(1)")},
+		"dist/assets/sale-CD34.css": {Data: []byte("body{}")},
+		"dist/assets/pow-EF56.js":   {Data: []byte("onmessage=null")},
+	}, "/sale")
+
+	res, first := get(t, h, "/sale/42")
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Fatalf("page: %d %q", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	if got := res.Header.Get("Cache-Control"); got != PageCache {
+		t.Errorf("page Cache-Control %q, want %q", got, PageCache)
+	}
+	if res.Header.Get("Set-Cookie") != "" {
+		t.Errorf("page sets a cookie")
+	}
+	csp := res.Header.Get("Content-Security-Policy")
+	for _, want := range []string{"script-src 'self';", "worker-src 'self';", "connect-src 'self';"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "unsafe") {
+		t.Errorf("CSP %q allows something unsafe", csp)
+	}
+	if strings.Contains(first, "<script>") || strings.Contains(first, "<style") || strings.Contains(first, "style=") {
+		t.Errorf("page has inline script or style:\n%s", first)
+	}
+	for _, want := range []string{`src="/sale/assets/sale-AB12.js"`, `href="/sale/assets/sale-CD34.css"`} {
+		if !strings.Contains(first, want) {
+			t.Errorf("page lacks %s:\n%s", want, first)
+		}
+	}
+	if _, other := get(t, h, "/sale/7"); other != first {
+		t.Errorf("the page differs between campaigns")
+	}
+
+	for path, ctype := range map[string]string{
+		"/sale/assets/sale-AB12.js":  "text/javascript; charset=utf-8",
+		"/sale/assets/sale-CD34.css": "text/css; charset=utf-8",
+		"/sale/assets/pow-EF56.js":   "text/javascript; charset=utf-8",
+	} {
+		res, _ := get(t, h, path)
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != ctype || res.Header.Get("Cache-Control") != AssetCache {
+			t.Errorf("GET %s: %d %q %q", path, res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Cache-Control"))
+		}
+	}
+	for _, path := range []string{"/sale/", "/sale/abc", "/sale/42/x", "/sale/assets/README.md", "/sale/assets/../README.md", "/sale/assets/sale-XX.js", "/sale/assets/.built"} {
+		if res, _ := get(t, h, path); res.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", path, res.StatusCode)
+		}
+	}
+}
+
+func TestTime(t *testing.T) {
+	res, body := get(t, TimeHandler(), "/time")
+	if res.Header.Get("Cache-Control") != "no-store" || !strings.HasPrefix(body, `{"now":1`) {
+		t.Errorf("/time: %q %q", res.Header.Get("Cache-Control"), body)
+	}
+}

@@ -1,0 +1,521 @@
+// The sale page: one HTML for every campaign (the voucher id is read from
+// the path) and everything per buyer from the GraphQL API, with the buyer's
+// token from the URL fragment (#token=…, which never reaches a server) or a
+// postMessage from the embedding app ({type: "seckill:token", token}).
+//
+// The countdown runs on the server's clock: the page samples GET /time a
+// few times and keeps the offset of the sample with the shortest round
+// trip, so the buy button opens at the server's moment whatever the
+// device's clock says. The challenge (quiz, or proof of work in a Web
+// Worker) is done before the open, so the purchase is the only request at
+// the open. Retryable answers wait retryAfter plus jitter.
+import { createClient } from 'graphql-ws';
+import { t, lang } from './i18n.js';
+import './sale.css';
+
+const $ = (id) => document.getElementById(id);
+const voucherId = decodeURIComponent(location.pathname.split('/').filter(Boolean).pop() || '');
+const base = location.pathname.replace(/\/sale\/[^/]*$/, '');
+const endpoint = base + '/graphql';
+
+let token = '';
+let offset = 0; // server clock minus device clock, ms
+let campaign = null;
+let challenge = null; // {kind, token, ...}
+let answer = null; // {token, solution} ready to send
+let bought = false;
+let buying = false;
+let autoBuy = false; // the buyer pressed Buy and a new challenge was needed
+let ws = null;
+
+const serverNow = () => Date.now() + offset;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// jitter spreads retries so buyers told to wait the same time do not come
+// back in the same millisecond: s seconds plus up to half a second more.
+const jitter = (s) => Math.max(0, s) * 1000 + Math.random() * 500;
+
+function show(id, on) { $(id).hidden = !on; }
+function say(text, kind) {
+  const el = $('message');
+  el.textContent = text;
+  el.dataset.kind = kind || 'info';
+}
+
+// --- the token -------------------------------------------------------------
+function tokenFromFragment() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  const tok = p.get('token');
+  if (tok) {
+    // Out of the address bar, history and screenshots.
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+  return tok || '';
+}
+
+window.addEventListener('message', (ev) => {
+  // Only the app that embeds this page (its parent frame) hands a token.
+  if (ev.source !== window.parent || window.parent === window) return;
+  const d = ev.data;
+  if (d && d.type === 'seckill:token' && typeof d.token === 'string' && d.token) {
+    token = d.token;
+    if (ws) { ws.dispose(); ws = null; }
+    start();
+  }
+});
+
+// --- the server's clock -----------------------------------------------------
+async function syncClock() {
+  let best = null;
+  for (let i = 0; i < 5; i++) {
+    try {
+      const t0 = Date.now();
+      const p0 = performance.now();
+      const res = await fetch(base + '/time', { cache: 'no-store' });
+      const body = await res.json();
+      const rtt = performance.now() - p0;
+      // The device clock at the midpoint of the round trip.
+      const mid = t0 + rtt / 2;
+      if (!best || rtt < best.rtt) best = { rtt, offset: body.now - mid };
+    } catch (e) { /* a lost sample: the others decide */ }
+  }
+  if (best) offset = best.offset;
+  const off = Math.round(offset / 1000);
+  $('skew').textContent = Math.abs(off) >= 2 ? t('clockOff', off > 0 ? '-' + off : '+' + -off) : '';
+  document.body.dataset.offset = String(Math.round(offset));
+}
+
+// --- GraphQL ----------------------------------------------------------------
+class APIError extends Error {
+  constructor(code, message, retryAfter) { super(message); this.code = code; this.retryAfter = retryAfter; }
+}
+
+async function gql(query, variables, auth) {
+  let res;
+  try {
+    res = await fetch(endpoint, {
+      method: 'POST',
+      headers: Object.assign({ 'Content-Type': 'application/json' }, auth && token ? { Authorization: 'Bearer ' + token } : {}),
+      body: JSON.stringify({ query, variables }),
+    });
+  } catch (e) {
+    throw new APIError('NETWORK', String(e), 1);
+  }
+  let body = null;
+  try { body = await res.json(); } catch (e) { /* below */ }
+  const err = body && body.errors && body.errors[0];
+  if (err) {
+    const ext = err.extensions || {};
+    const retry = ext.retryAfter ?? (res.headers.get('Retry-After') ? Number(res.headers.get('Retry-After')) : undefined);
+    throw new APIError(ext.code || 'INTERNAL', err.message, retry);
+  }
+  if (!res.ok || !body) throw new APIError(res.status >= 500 ? 'UNAVAILABLE' : 'INTERNAL', res.statusText, 1);
+  return body.data;
+}
+
+function errorText(e) {
+  if (!(e instanceof APIError)) return t('INTERNAL');
+  return t(e.code, e.retryAfter ?? 1);
+}
+
+// --- the campaign ------------------------------------------------------------
+const money = (minor) => (lang === 'zh' ? '¥' : 'CNY ') + (minor / 100).toFixed(2);
+const when = (d) => d.toLocaleString(lang === 'zh' ? 'zh-CN' : 'en', { dateStyle: 'medium', timeStyle: 'short' });
+
+async function loadCampaign() {
+  const data = await gql(`query($id: ID!) { voucher(id: $id) { title subTitle payValue actualValue
+    seckill { stock remaining beginTime endTime status challenge powBits } } }`, { id: voucherId });
+  const v = data.voucher;
+  if (!v || !v.seckill) throw new APIError('NOT_FOUND', 'no campaign', 0);
+  campaign = { ...v.seckill, begin: Date.parse(v.seckill.beginTime), end: Date.parse(v.seckill.endTime) };
+  $('title').textContent = v.title;
+  document.title = v.title;
+  $('subtitle').textContent = v.subTitle || '';
+  $('price').textContent = money(v.payValue);
+  $('worth').textContent = v.actualValue > v.payValue ? t('worth') + ' ' + money(v.actualValue) : '';
+  $('left').textContent = `${v.seckill.remaining} ${t('of')} ${v.seckill.stock}`;
+  $('window').textContent = `${when(new Date(campaign.begin))} – ${when(new Date(campaign.end))}`;
+  show('campaign', true);
+}
+
+// refreshStock updates what is left now and then, spread out by jitter.
+async function refreshStock() {
+  for (;;) {
+    await sleep(jitter(5));
+    await refreshStockOnce();
+  }
+}
+
+async function refreshStockOnce() {
+  try {
+    const d = await gql(`query($id: ID!) { voucher(id: $id) { seckill { stock remaining } } }`, { id: voucherId });
+    const s = d.voucher && d.voucher.seckill;
+    if (s) $('left').textContent = `${s.remaining} ${t('of')} ${s.stock}`;
+  } catch (e) { /* the next round */ }
+}
+
+// --- countdown and button -------------------------------------------------
+let resyncAt = Infinity; // set when the first tick runs
+let resyncedBeforeOpen = false;
+const resyncLead = 15000 + Math.random() * 10000;
+function two(n) { return String(n).padStart(2, '0'); }
+
+function tick() {
+  const now = serverNow();
+  const btn = $('buy');
+  const cd = $('countdown');
+  if (now < campaign.begin) {
+    const s = Math.ceil((campaign.begin - now) / 1000);
+    const d = Math.floor(s / 86400);
+    cd.textContent = `${t('opensIn')} ${d ? d + 'd ' : ''}${two(Math.floor(s / 3600) % 24)}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}`;
+    cd.dataset.seconds = String(s);
+    btn.disabled = true;
+  } else if (now < campaign.end) {
+    cd.textContent = t('open');
+    cd.dataset.seconds = '0';
+    btn.disabled = bought || buying || !token || (campaign.challenge !== 'NONE' && !answer);
+  } else {
+    cd.textContent = t('closed');
+    btn.disabled = true;
+  }
+  btn.dataset.open = String(now >= campaign.begin && now < campaign.end);
+  // Measure the clock again shortly before the open (the device's clock may
+  // have been stepped since the page loaded), each page at its own moment
+  // 15 to 25 s before, and every 10 minutes while the page waits.
+  if (now < campaign.begin && (now >= resyncAt || (!resyncedBeforeOpen && campaign.begin - now < resyncLead))) {
+    resyncedBeforeOpen = resyncedBeforeOpen || campaign.begin - now < resyncLead;
+    resyncAt = now + 600000;
+    syncClock();
+  }
+  // A challenge about to expire is replaced before it is refused.
+  if (challenge && challenge.expiresAt && !buying && !bought && now > Date.parse(challenge.expiresAt) - 5000) {
+    newChallenge(1);
+  }
+  // Fetch the challenge as soon as the server hands it out (shortly before
+  // the open), so that it is solved when the sale opens.
+  if (campaign.challenge !== 'NONE' && token && !bought && !challenge && !fetchingChallenge && now < campaign.end) {
+    getChallenge();
+  }
+  // Wake up at the next whole second of the server's clock.
+  setTimeout(tick, 1000 - (serverNow() % 1000) + 5);
+}
+
+// --- the challenge ----------------------------------------------------------
+let fetchingChallenge = false;
+let challengeNotBefore = 0;
+let worker = null;
+
+async function getChallenge() {
+  if (serverNow() < challengeNotBefore) return;
+  fetchingChallenge = true;
+  try {
+    const d = await gql(`query($id: ID!) { seckillChallenge(voucherId: $id) { kind token question choices bits expiresAt } }`, { id: voucherId }, true);
+    challenge = d.seckillChallenge;
+    answer = null;
+    if (challenge.kind === 'QUIZ') showQuiz();
+    else if (challenge.kind === 'PROOF_OF_WORK') solvePoW();
+    else answer = { none: true };
+  } catch (e) {
+    // CONFLICT: not handed out yet; ask again a few seconds later.
+    if (e.code !== 'CONFLICT') say(errorText(e), 'error');
+    challengeNotBefore = serverNow() + jitter(e.retryAfter ?? 2);
+    if (e.code === 'CONFLICT') $('challenge-note').textContent = t('challengeSoon');
+  } finally {
+    fetchingChallenge = false;
+  }
+}
+
+function newChallenge(waitSeconds) {
+  if (worker) { worker.terminate(); worker = null; }
+  challenge = null;
+  answer = null;
+  challengeNotBefore = serverNow() + (waitSeconds ? jitter(waitSeconds) : 0);
+  show('quiz', false);
+}
+
+function showQuiz() {
+  const form = $('quiz');
+  $('quiz-question').textContent = challenge.question;
+  const box = $('quiz-choices');
+  box.replaceChildren();
+  if (challenge.choices && challenge.choices.length) {
+    challenge.choices.forEach((c, i) => {
+      const label = document.createElement('label');
+      const input = document.createElement('input');
+      input.type = 'radio';
+      input.name = 'choice';
+      input.value = c;
+      input.id = 'choice-' + i;
+      input.required = true;
+      label.append(input, ' ', c);
+      box.append(label);
+    });
+    show('quiz-text', false);
+    $('quiz-text').required = false;
+  } else {
+    show('quiz-text', true);
+    $('quiz-text').value = '';
+    $('quiz-text').required = true;
+  }
+  $('challenge-note').textContent = '';
+  show('quiz', true);
+  form.onsubmit = (ev) => {
+    ev.preventDefault();
+    const picked = form.querySelector('input[name=choice]:checked');
+    const solution = picked ? picked.value : $('quiz-text').value;
+    if (!solution.trim()) return;
+    answer = { token: challenge.token, solution };
+    $('challenge-note').textContent = t('quizReady');
+    show('quiz', false);
+    tick0();
+    answerReady();
+  };
+}
+
+function solvePoW() {
+  if (worker) worker.terminate();
+  worker = new Worker(base + '/sale/assets/' + __POW_WORKER__);
+  const prog = $('pow');
+  show('pow', true);
+  prog.removeAttribute('value');
+  const expected = 2 ** (challenge.bits || 1);
+  const tok = challenge.token;
+  worker.onmessage = (ev) => {
+    if (ev.data.progress) {
+      prog.max = expected;
+      prog.value = Math.min(ev.data.progress, expected * 0.99);
+      $('challenge-note').textContent = t('powWorking', ev.data.progress);
+    } else if (ev.data.solution !== undefined && challenge && challenge.token === tok) {
+      answer = { token: tok, solution: ev.data.solution };
+      prog.max = 1;
+      prog.value = 1;
+      $('challenge-note').textContent = t('powDone');
+      worker.terminate();
+      worker = null;
+      tick0();
+      answerReady();
+    }
+  };
+  worker.postMessage({ token: tok, bits: challenge.bits });
+}
+
+// answerReady goes on with a purchase the buyer already pressed Buy for,
+// when it needed a new challenge (expired, used, not theirs).
+function answerReady() {
+  if (autoBuy && !bought) { autoBuy = false; buy(); }
+}
+
+// tick0 updates the button at once (tick runs once a second).
+function tick0() {
+  const now = serverNow();
+  $('buy').disabled = !(now >= campaign.begin && now < campaign.end) || bought || buying || !token ||
+    (campaign.challenge !== 'NONE' && !answer);
+}
+
+// --- the purchase -----------------------------------------------------------
+async function buy() {
+  if (buying || bought) return;
+  buying = true;
+  tick0();
+  say(t('buying'));
+  try {
+    for (;;) {
+      const vars = { id: voucherId };
+      let q = `mutation($id: ID!) { seckill(voucherId: $id) { outcome orderId message retryAfter } }`;
+      if (answer && answer.token) {
+        vars.answer = { token: answer.token, solution: answer.solution };
+        q = `mutation($id: ID!, $answer: ChallengeAnswer) { seckill(voucherId: $id, answer: $answer) { outcome orderId message retryAfter } }`;
+      }
+      let r;
+      try {
+        r = (await gql(q, vars, true)).seckill;
+      } catch (e) {
+        if (e.code === 'UNAVAILABLE' || e.code === 'NETWORK') {
+          const s = e.retryAfter ?? 1;
+          say(errorText(e), 'wait');
+          await sleep(jitter(s));
+          continue;
+        }
+        say(errorText(e), 'error');
+        return;
+      }
+      const o = r.outcome;
+      document.body.dataset.outcome = o;
+      const s = r.retryAfter ?? 1;
+      switch (o) {
+        case 'ACCEPTED':
+          bought = true;
+          say(t('ACCEPTED'), 'ok');
+          follow(r.orderId);
+          refreshStockOnce();
+          return;
+        case 'RATE_LIMITED': case 'TRY_AGAIN': case 'NOT_STARTED':
+          say(t(o, s), 'wait');
+          await sleep(jitter(s));
+          continue;
+        case 'CHALLENGE_WRONG':
+          // The token is spent; a new question after the wait.
+          say(t(o, s), 'error');
+          newChallenge(s);
+          return;
+        case 'CHALLENGE_REQUIRED': case 'CHALLENGE_EXPIRED': case 'CHALLENGE_NOT_YOURS': case 'CHALLENGE_USED':
+          // A new challenge, and the purchase goes on once it is answered.
+          say(t(o), 'error');
+          newChallenge(0);
+          autoBuy = true;
+          return;
+        case 'SOLD_OUT': case 'ENDED':
+          bought = true; // nothing more to buy here
+          say(t(o), 'final');
+          refreshStockOnce();
+          return;
+        case 'ALREADY_PURCHASED':
+          bought = true;
+          say(t(o), 'final');
+          findOrder();
+          return;
+        default: // PAUSED and anything newer
+          say(t(o) === o ? r.message : t(o), 'error');
+          return;
+      }
+    }
+  } finally {
+    buying = false;
+    tick0();
+  }
+}
+
+// --- the order, live --------------------------------------------------------
+function socket() {
+  if (ws) return ws;
+  const url = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + endpoint;
+  ws = createClient({
+    url,
+    connectionParams: () => ({ Authorization: 'Bearer ' + token }),
+    // 4401/4403 (no or bad token) are final; anything else is retried
+    // with the client's randomised backoff.
+    shouldRetry: (e) => !(e && (e.code === 4401 || e.code === 4403)),
+    retryAttempts: 10,
+  });
+  return ws;
+}
+
+function follow(orderId) {
+  $('order-id').textContent = orderId;
+  show('order', true);
+  document.body.dataset.orderId = orderId;
+  socket().subscribe(
+    { query: `subscription($id: ID!) { orderStatus(orderId: $id) { orderId status at reason } }`, variables: { id: orderId } },
+    {
+      next: ({ data, errors }) => {
+        if (errors && errors.length) {
+          const code = (errors[0].extensions || {}).code || 'INTERNAL';
+          say(t(code, 1), 'error');
+          return;
+        }
+        const ev = data.orderStatus;
+        document.body.dataset.status = ev.status;
+        $('order-status').textContent = t(ev.status);
+        $('order-status').dataset.status = ev.status;
+        say(''); // the order's card says it
+        const open = ev.status === 'CREATED';
+        show('pay', open);
+        show('cancel', open);
+        if (open) loadOrder(orderId);
+      },
+      error: (e) => {
+        const code = e && (e.code === 4401 || e.code === 4403) ? 'UNAUTHENTICATED' : 'NETWORK';
+        say(t(code, 1), 'error');
+      },
+      complete: () => { show('pay', false); show('cancel', false); },
+    });
+  $('pay').onclick = () => pay(orderId);
+  $('cancel').onclick = () => cancel(orderId);
+}
+
+async function loadOrder(orderId) {
+  try {
+    const d = await gql(`query($id: ID!) { order(id: $id) { amount payBy } }`, { id: orderId }, true);
+    const o = d.order;
+    if (o && o.payBy) $('order-payby').textContent = `${t('payBy')} ${when(new Date(o.payBy))} · ${money(o.amount)}`;
+  } catch (e) { /* the status still shows */ }
+}
+
+async function pay(orderId) {
+  $('pay').disabled = true;
+  try {
+    const d = await gql(`mutation($id: ID!) { createPayment(orderId: $id) { id amount currency status payBy } }`, { id: orderId }, true);
+    document.body.dataset.paymentId = d.createPayment.id;
+    $('payment-id').textContent = d.createPayment.id;
+    say(t('paying'), 'info');
+  } catch (e) {
+    say(errorText(e), 'error');
+  } finally {
+    $('pay').disabled = false;
+  }
+}
+
+async function cancel(orderId) {
+  $('cancel').disabled = true;
+  try {
+    await gql(`mutation($id: ID!) { cancelOrder(orderId: $id) { id status } }`, { id: orderId }, true);
+  } catch (e) {
+    say(errorText(e), 'error');
+  } finally {
+    $('cancel').disabled = false;
+  }
+}
+
+// findOrder follows the buyer's live order for this voucher, if any, so
+// that a reload (or a second device) shows it instead of a buy button.
+async function findOrder() {
+  if (!token) return;
+  try {
+    const d = await gql(`query { myOrders { id voucherId status } }`, {}, true);
+    const o = d.myOrders.find((o) => o.voucherId === voucherId && ['QUEUED', 'CREATED', 'PAID'].includes(o.status));
+    if (o && document.body.dataset.orderId !== o.id) {
+      bought = true;
+      tick0();
+      follow(o.id);
+    }
+  } catch (e) { /* the buy button stays; the purchase would say ALREADY_PURCHASED */ }
+}
+
+// --- start ------------------------------------------------------------------
+let started = false;
+async function start() {
+  if (!token) {
+    say(t('noToken'), 'error');
+  } else if (started) {
+    say('');
+    findOrder();
+  }
+  if (started) return;
+  started = true;
+  document.documentElement.lang = lang === 'zh' ? 'zh-CN' : 'en';
+  $('buy').textContent = t('buy');
+  $('pay').textContent = t('pay');
+  $('cancel').textContent = t('cancel');
+  for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
+  $('buy').onclick = buy;
+  for (;;) {
+    try {
+      await Promise.all([syncClock(), loadCampaign()]);
+      break;
+    } catch (e) {
+      if (e.code === 'NOT_FOUND') { say(t('notFound'), 'error'); return; }
+      say(errorText(e), 'wait');
+      await sleep(jitter(e.retryAfter ?? 2));
+    }
+  }
+  if (token) say('');
+  await findOrder();
+  document.body.dataset.ready = 'true';
+  resyncAt = serverNow() + 600000;
+  // Loaded shortly before the open: the clock was just measured.
+  resyncedBeforeOpen = campaign.begin - serverNow() < resyncLead;
+  tick();
+  refreshStock();
+}
+
+token = tokenFromFragment();
+start();
