@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -386,5 +387,25 @@ func TestSubscriptionOtherUsersOrder(t *testing.T) {
 	m := c.next()
 	if !strings.Contains(string(m.Payload), `"code":"`+seckill.ENOTFOUND+`"`) {
 		t.Errorf("another user's order: %s %s", m.Type, m.Payload)
+	}
+}
+
+// TestWebSocketInitUnavailable: a token that cannot be checked for now
+// closes the socket with 1013 (Try Again Later), not 4403: the client's
+// token is not bad, and it should connect again.
+func TestWebSocketInitUnavailable(t *testing.T) {
+	e := &testEnv{srv: httptest.NewServer(NewHandler(Domain{}, unavailableTokens{}, Options{}))}
+	t.Cleanup(e.srv.Close)
+	for _, sub := range []string{"graphql-transport-ws", "graphql-ws"} {
+		t.Run(sub, func(t *testing.T) {
+			c, _, err := e.dialWS(t, sub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.send(wsMessage{Type: "connection_init", Payload: initPayload("x.y.z")})
+			if got := c.closeStatus(); got != CloseTryAgain {
+				t.Errorf("close code = %d, want %d", got, CloseTryAgain)
+			}
+		})
 	}
 }
