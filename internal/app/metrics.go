@@ -67,7 +67,7 @@ func NewMetrics() *Metrics {
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}),
 		Reconciled: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_reconciled_total", Help: "Stale admissions re-enqueued by the reconciler.",
+			Name: "seckill_reconciled_total", Help: "Stale admissions the reconciler re-enqueued, persisted itself (pending too long) or recorded after Redis lost them.",
 		}),
 		Rewarmed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "seckill_rewarmed_campaigns_total", Help: "Campaigns rebuilt into Redis from Postgres, in a new epoch (Redis lost them, restarted or failed over).",
