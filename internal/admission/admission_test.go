@@ -179,9 +179,14 @@ func shardOf(t *testing.T, cc *redis.ClusterClient, key string) []string {
 // master is promoted back at cleanup.
 func promoteReplica(t *testing.T, cc *redis.ClusterClient, key string, before func(replica string)) string {
 	t.Helper()
+	// A master demoted by an earlier test's failover back is listed as a
+	// replica only once it has reconnected; CI saw it missing for a moment.
 	nodes := shardOf(t, cc, key)
-	if len(nodes) < 2 {
-		t.Fatalf("the shard of %s has no replica: %v", key, nodes)
+	for deadline := time.Now().Add(30 * time.Second); len(nodes) < 2; nodes = shardOf(t, cc, key) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the shard of %s has had no replica for 30 s: %v", key, nodes)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	oldMaster, replica := nodes[0], nodes[1]
 	before(replica)
