@@ -63,6 +63,7 @@ func toNewSeckillVoucher(in model.AddSeckillVoucherInput) (seckill.NewSeckillVou
 		Brake:       derefInt(in.Brake),
 		PayWindow:   toPayWindow(in.PayWindowSeconds),
 		Shards:      derefInt(in.Shards),
+		Room:        toWaitingRoom(in.WaitingRoom),
 	}, nil
 }
 
@@ -180,7 +181,8 @@ func toGraphCampaign(c *seckill.Campaign, now time.Time) (*model.SeckillCampaign
 	}
 	out := &model.SeckillCampaign{BeginTime: c.BeginTime, EndTime: c.EndTime, Status: status,
 		Challenge: kind, Brake: int32(c.Brake), Shards: int32(c.ShardCount()),
-		PayWindowSeconds: int32(c.PayWindow / time.Second)} // at most a day
+		PayWindowSeconds: int32(c.PayWindow / time.Second), // at most a day
+		WaitingRoom:      toGraphWaitingRoom(c)}
 	if c.Challenge == seckill.ChallengePoW {
 		b := int32(c.PoWBits)
 		out.PowBits = &b

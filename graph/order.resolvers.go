@@ -12,12 +12,12 @@ import (
 )
 
 // Seckill is the resolver for the seckill field.
-func (r *mutationResolver) Seckill(ctx context.Context, voucherID string, answer *model.ChallengeAnswer) (*model.SeckillResult, error) {
+func (r *mutationResolver) Seckill(ctx context.Context, voucherID string, answer *model.ChallengeAnswer, pass *string) (*model.SeckillResult, error) {
 	id, err := parseID("voucherId", voucherID)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.Purchases.PurchaseWith(ctx, id, toChallengeAnswer(answer))
+	res, err := r.Purchases.PurchaseWith(ctx, id, toChallengeAnswer(answer), deref(pass))
 	if err != nil {
 		return nil, err
 	}

@@ -89,7 +89,7 @@ var fastPathHonours = map[string]string{
 func newPurchasePath(es graphql.ExecutableSchema, r *Resolver, opts Options, next http.Handler) *purchasePath {
 	return &purchasePath{
 		resolve: func(ctx context.Context, voucherID string) (*model.SeckillResult, error) {
-			return r.Mutation().Seckill(ctx, voucherID, nil) // a plain purchase has no answer
+			return r.Mutation().Seckill(ctx, voucherID, nil, nil) // a plain purchase has no answer and no pass
 		},
 		schema:  es.Schema(),
 		plans:   lru.New[*purchasePlan](1000),

@@ -442,7 +442,7 @@ func TestPurchaseFastPathNoResult(t *testing.T) {
 	gql.SetErrorPresenter(presentError(log))
 	p := newPurchasePath(schema, &Resolver{}, opts, gql)
 	p.resolve = func(ctx context.Context, id string) (*model.SeckillResult, error) {
-		return nilMutation{}.Seckill(ctx, id, nil)
+		return nilMutation{}.Seckill(ctx, id, nil, nil)
 	}
 	served := false
 	p.onServe = func() { served = true }
@@ -471,7 +471,7 @@ func (r nilRoot) Mutation() generated.MutationResolver { return nilMutation{} }
 
 type nilMutation struct{ generated.MutationResolver }
 
-func (nilMutation) Seckill(context.Context, string, *model.ChallengeAnswer) (*model.SeckillResult, error) {
+func (nilMutation) Seckill(context.Context, string, *model.ChallengeAnswer, *string) (*model.SeckillResult, error) {
 	return nil, nil
 }
 

@@ -20,6 +20,7 @@ type Domain struct {
 	Purchases  Purchases
 	Challenges Challenges
 	Life       Life
+	Rooms      Rooms
 }
 
 // Catalog reads and creates vouchers (seckill.Catalog).
@@ -40,7 +41,7 @@ type Purchases interface {
 	Purchase(ctx context.Context, voucherID int64) (seckill.PurchaseResult, error)
 	// PurchaseWith is Purchase with the answer to the campaign's challenge
 	// (nil: none given).
-	PurchaseWith(ctx context.Context, voucherID int64, answer *seckill.ChallengeAnswer) (seckill.PurchaseResult, error)
+	PurchaseWith(ctx context.Context, voucherID int64, answer *seckill.ChallengeAnswer, pass string) (seckill.PurchaseResult, error)
 	// Order returns an order the caller may see. EUNAUTHENTICATED, ENOTFOUND.
 	Order(ctx context.Context, id int64) (*seckill.Order, error)
 	// MyOrders returns the caller's orders, newest first. EUNAUTHENTICATED.
@@ -55,6 +56,18 @@ type Challenges interface {
 	// Challenge hands the caller a challenge for a campaign.
 	// EUNAUTHENTICATED, ENOTFOUND, ECONFLICT (too early, or ended).
 	Challenge(ctx context.Context, voucherID int64) (*seckill.Challenge, error)
+}
+
+// Rooms runs the campaigns' waiting rooms (seckill.Rooms).
+type Rooms interface {
+	// Join puts the caller in a campaign's waiting room (or finds them
+	// there) and answers their ticket. EUNAUTHENTICATED, ENOTFOUND,
+	// ECONFLICT (no room, not open yet, ended, sold out).
+	Join(ctx context.Context, voucherID int64) (*seckill.RoomTicket, error)
+	// Status says where a ticket's holder stands. EINVALID (ticket).
+	Status(ctx context.Context, voucherID int64, ticket string) (seckill.RoomStatus, error)
+	// Watch streams it until a final state or ctx ends.
+	Watch(ctx context.Context, voucherID int64, ticket string) (<-chan seckill.RoomStatus, error)
 }
 
 // Life pays and cancels orders (seckill.Life).
@@ -75,6 +88,7 @@ var (
 	_ Purchases  = (*seckill.Purchases)(nil)
 	_ Challenges = (*seckill.Challenges)(nil)
 	_ Life       = (*seckill.Life)(nil)
+	_ Rooms      = (*seckill.Rooms)(nil)
 )
 
 // Resolver is the root resolver; its fields are its dependencies.

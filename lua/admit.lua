@@ -12,7 +12,8 @@
 -- KEYS[4] -> <p>seckill:{v<voucher>}:pending_at zset: seq scored by admitted_ms
 -- KEYS[5] -> <p>seckill:{v<voucher>}:guard      hash: challenge ("NONE", "QUIZ",
 --                                               "PROOF_OF_WORK"), brake (admissions a second,
---                                               0: none); absent: neither
+--                                               0: none), room ("1": a purchase needs a
+--                                               waiting room's pass); absent: none of them
 -- KEYS[6] -> <p>seckill:{v<voucher>}:limit:<user>  the user's GCRA state (a TAT in microseconds)
 -- KEYS[7] -> <p>seckill:{v<voucher>}:used:<nonce>  set while the ticket's token is used
 -- KEYS[8] -> <p>seckill:{v<voucher>}:brake      the brake's GCRA state
@@ -41,6 +42,10 @@
 -- ARGV[12] -> optional: "1" when the caller does not know yet how many stock
 --            shards the campaign has and sent the purchase to shard 0 (KEYS
 --            are shard 0's); absent or "0" otherwise
+-- ARGV[13] -> optional: the purchase's waiting-room pass, as the caller
+--            checked it: "VALID" (signed for this user and campaign, not
+--            expired), "EXPIRED" (theirs, past its time); absent or "" for
+--            none (or one not theirs)
 --
 -- Returns:
 --   {0, id, admitted_ms}   accepted: one unit taken, the user recorded as a
@@ -65,6 +70,10 @@
 --                          again in wait_ms; checked before anything is taken
 --                          from the limits and before the ticket is looked at,
 --                          so it takes no attempt and spends no token
+--   {14}                   the campaign has a waiting room and ARGV[13] is not
+--                          "VALID" or "EXPIRED"; checked after the limits, before
+--                          the challenge
+--   {15}                   the same with ARGV[13] "EXPIRED"
 --   {9}                    the campaign asks for a challenge and none was given
 --   {10, wait_ms}          the answer was wrong: its token is spent, and the
 --                          user may try again in wait_ms (absent when ARGV[9]
@@ -110,6 +119,10 @@ if ARGV[8] ~= '1' and ARGV[8] ~= '0' then
 end
 if ARGV[12] ~= nil and ARGV[12] ~= '1' and ARGV[12] ~= '0' then
   return redis.error_reply('ERR admit: ARGV[12] must be 1 or 0 when given')
+end
+local pass = ARGV[13] or ''
+if pass ~= '' and pass ~= 'VALID' and pass ~= 'EXPIRED' then
+  return redis.error_reply('ERR admit: ARGV[13] pass must be "", VALID or EXPIRED')
 end
 local solved = ARGV[8] == '1'
 local wait_base, wait_max, wait_keep = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
@@ -195,7 +208,7 @@ end
 -- A user waiting after a wrong answer is refused before anything is taken
 -- or spent. A campaign without a challenge reads no more than before: its
 -- guard is read anyway.
-local g = redis.call('HMGET', KEYS[5], 'challenge', 'brake')
+local g = redis.call('HMGET', KEYS[5], 'challenge', 'brake', 'room')
 local challenge = g[1] or 'NONE'
 local wrongs = 0
 if challenge ~= 'NONE' then
@@ -219,6 +232,12 @@ local function refuse(reply)
 end
 if addr_tat then
   gcra_take(KEYS[9], now_us, addr_tat)
+end
+if g[3] == '1' and pass ~= 'VALID' then
+  if pass == 'EXPIRED' then
+    return refuse({15})
+  end
+  return refuse({14})
 end
 if ticket == 'REFUSED' then
   return refuse({10})

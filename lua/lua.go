@@ -96,6 +96,10 @@ var (
 	Live = script("live.lua")
 	// Admit decides one purchase atomically.
 	Admit = script("admit.lua")
+	// RoomJoin numbers a buyer who joins a waiting room, once.
+	RoomJoin = script("room_join.lua")
+	// RoomCounts reads a waiting room's counts of joiners.
+	RoomCounts = script("room_counts.lua")
 	// Warm installs a campaign unless Redis holds it already.
 	Warm = script("warm.lua")
 	// Release gives a failed admission's unit and buyer slot back, once.

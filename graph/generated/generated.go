@@ -51,7 +51,8 @@ type ComplexityRoot struct {
 		AddSeckillVoucher func(childComplexity int, input model.AddSeckillVoucherInput) int
 		CancelOrder       func(childComplexity int, orderID string) int
 		CreatePayment     func(childComplexity int, orderID string) int
-		Seckill           func(childComplexity int, voucherID string, answer *model.ChallengeAnswer) int
+		JoinWaitingRoom   func(childComplexity int, voucherID string) int
+		Seckill           func(childComplexity int, voucherID string, answer *model.ChallengeAnswer, pass *string) int
 	}
 
 	Order struct {
@@ -91,6 +92,7 @@ type ComplexityRoot struct {
 		SeckillChallenge func(childComplexity int, voucherID string) int
 		Voucher          func(childComplexity int, id string) int
 		Vouchers         func(childComplexity int, first *int32, after *string) int
+		WaitingRoom      func(childComplexity int, voucherID string, ticket string) int
 	}
 
 	SeckillCampaign struct {
@@ -105,6 +107,7 @@ type ComplexityRoot struct {
 		Sold             func(childComplexity int) int
 		Status           func(childComplexity int) int
 		Stock            func(childComplexity int) int
+		WaitingRoom      func(childComplexity int) int
 	}
 
 	SeckillResult struct {
@@ -115,7 +118,8 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		OrderStatus func(childComplexity int, orderID string) int
+		OrderStatus       func(childComplexity int, orderID string) int
+		WaitingRoomStatus func(childComplexity int, voucherID string, ticket string) int
 	}
 
 	Voucher struct {
@@ -129,6 +133,30 @@ type ComplexityRoot struct {
 		Title       func(childComplexity int) int
 		Type        func(childComplexity int) int
 	}
+
+	WaitingRoom struct {
+		AdmitPerSecond     func(childComplexity int) int
+		OpensAt            func(childComplexity int) int
+		OpensSecondsBefore func(childComplexity int) int
+		PassSeconds        func(childComplexity int) int
+	}
+
+	WaitingRoomStatus struct {
+		EstimatedWaitSeconds func(childComplexity int) int
+		Joined               func(childComplexity int) int
+		Pass                 func(childComplexity int) int
+		PassExpiresAt        func(childComplexity int) int
+		Place                func(childComplexity int) int
+		Position             func(childComplexity int) int
+		State                func(childComplexity int) int
+		TurnAt               func(childComplexity int) int
+	}
+
+	WaitingRoomTicket struct {
+		JoinedBeforeOpen func(childComplexity int) int
+		Status           func(childComplexity int) int
+		Ticket           func(childComplexity int) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
@@ -136,10 +164,11 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type MutationResolver interface {
-	Seckill(ctx context.Context, voucherID string, answer *model.ChallengeAnswer) (*model.SeckillResult, error)
+	Seckill(ctx context.Context, voucherID string, answer *model.ChallengeAnswer, pass *string) (*model.SeckillResult, error)
 	CreatePayment(ctx context.Context, orderID string) (*model.Payment, error)
 	CancelOrder(ctx context.Context, orderID string) (*model.Order, error)
 	AddSeckillVoucher(ctx context.Context, input model.AddSeckillVoucherInput) (*model.Voucher, error)
+	JoinWaitingRoom(ctx context.Context, voucherID string) (*model.WaitingRoomTicket, error)
 }
 type OrderResolver interface {
 	Payments(ctx context.Context, obj *model.Order) ([]*model.Payment, error)
@@ -150,9 +179,11 @@ type QueryResolver interface {
 	Voucher(ctx context.Context, id string) (*model.Voucher, error)
 	Vouchers(ctx context.Context, first *int32, after *string) ([]*model.Voucher, error)
 	SeckillChallenge(ctx context.Context, voucherID string) (*model.Challenge, error)
+	WaitingRoom(ctx context.Context, voucherID string, ticket string) (*model.WaitingRoomStatus, error)
 }
 type SubscriptionResolver interface {
 	OrderStatus(ctx context.Context, orderID string) (<-chan *model.OrderStatusEvent, error)
+	WaitingRoomStatus(ctx context.Context, voucherID string, ticket string) (<-chan *model.WaitingRoomStatus, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -243,6 +274,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreatePayment(childComplexity, args["orderId"].(string)), true
+	case "Mutation.joinWaitingRoom":
+		if e.ComplexityRoot.Mutation.JoinWaitingRoom == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_joinWaitingRoom_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.JoinWaitingRoom(childComplexity, args["voucherId"].(string)), true
 	case "Mutation.seckill":
 		if e.ComplexityRoot.Mutation.Seckill == nil {
 			break
@@ -253,7 +295,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.Seckill(childComplexity, args["voucherId"].(string), args["answer"].(*model.ChallengeAnswer)), true
+		return e.ComplexityRoot.Mutation.Seckill(childComplexity, args["voucherId"].(string), args["answer"].(*model.ChallengeAnswer), args["pass"].(*string)), true
 
 	case "Order.amount":
 		if e.ComplexityRoot.Order.Amount == nil {
@@ -440,6 +482,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Vouchers(childComplexity, args["first"].(*int32), args["after"].(*string)), true
+	case "Query.waitingRoom":
+		if e.ComplexityRoot.Query.WaitingRoom == nil {
+			break
+		}
+
+		args, err := ec.field_Query_waitingRoom_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.WaitingRoom(childComplexity, args["voucherId"].(string), args["ticket"].(string)), true
 
 	case "SeckillCampaign.beginTime":
 		if e.ComplexityRoot.SeckillCampaign.BeginTime == nil {
@@ -507,6 +560,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SeckillCampaign.Stock(childComplexity), true
+	case "SeckillCampaign.waitingRoom":
+		if e.ComplexityRoot.SeckillCampaign.WaitingRoom == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SeckillCampaign.WaitingRoom(childComplexity), true
 
 	case "SeckillResult.message":
 		if e.ComplexityRoot.SeckillResult.Message == nil {
@@ -544,6 +603,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.OrderStatus(childComplexity, args["orderId"].(string)), true
+	case "Subscription.waitingRoomStatus":
+		if e.ComplexityRoot.Subscription.WaitingRoomStatus == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_waitingRoomStatus_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.WaitingRoomStatus(childComplexity, args["voucherId"].(string), args["ticket"].(string)), true
 
 	case "Voucher.actualValue":
 		if e.ComplexityRoot.Voucher.ActualValue == nil {
@@ -600,6 +670,99 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Voucher.Type(childComplexity), true
 
+	case "WaitingRoom.admitPerSecond":
+		if e.ComplexityRoot.WaitingRoom.AdmitPerSecond == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoom.AdmitPerSecond(childComplexity), true
+	case "WaitingRoom.opensAt":
+		if e.ComplexityRoot.WaitingRoom.OpensAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoom.OpensAt(childComplexity), true
+	case "WaitingRoom.opensSecondsBefore":
+		if e.ComplexityRoot.WaitingRoom.OpensSecondsBefore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoom.OpensSecondsBefore(childComplexity), true
+	case "WaitingRoom.passSeconds":
+		if e.ComplexityRoot.WaitingRoom.PassSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoom.PassSeconds(childComplexity), true
+
+	case "WaitingRoomStatus.estimatedWaitSeconds":
+		if e.ComplexityRoot.WaitingRoomStatus.EstimatedWaitSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoomStatus.EstimatedWaitSeconds(childComplexity), true
+	case "WaitingRoomStatus.joined":
+		if e.ComplexityRoot.WaitingRoomStatus.Joined == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoomStatus.Joined(childComplexity), true
+	case "WaitingRoomStatus.pass":
+		if e.ComplexityRoot.WaitingRoomStatus.Pass == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoomStatus.Pass(childComplexity), true
+	case "WaitingRoomStatus.passExpiresAt":
+		if e.ComplexityRoot.WaitingRoomStatus.PassExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoomStatus.PassExpiresAt(childComplexity), true
+	case "WaitingRoomStatus.place":
+		if e.ComplexityRoot.WaitingRoomStatus.Place == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoomStatus.Place(childComplexity), true
+	case "WaitingRoomStatus.position":
+		if e.ComplexityRoot.WaitingRoomStatus.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoomStatus.Position(childComplexity), true
+	case "WaitingRoomStatus.state":
+		if e.ComplexityRoot.WaitingRoomStatus.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoomStatus.State(childComplexity), true
+	case "WaitingRoomStatus.turnAt":
+		if e.ComplexityRoot.WaitingRoomStatus.TurnAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoomStatus.TurnAt(childComplexity), true
+
+	case "WaitingRoomTicket.joinedBeforeOpen":
+		if e.ComplexityRoot.WaitingRoomTicket.JoinedBeforeOpen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoomTicket.JoinedBeforeOpen(childComplexity), true
+	case "WaitingRoomTicket.status":
+		if e.ComplexityRoot.WaitingRoomTicket.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoomTicket.Status(childComplexity), true
+	case "WaitingRoomTicket.ticket":
+		if e.ComplexityRoot.WaitingRoomTicket.Ticket == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WaitingRoomTicket.Ticket(childComplexity), true
+
 	}
 	return 0, false
 }
@@ -612,6 +775,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AddSeckillVoucherInput", ec.unmarshalInputAddSeckillVoucherInput),
 			graphql.NewInputUnmarshaler("ChallengeAnswer", ec.unmarshalInputChallengeAnswer),
 			graphql.NewInputUnmarshaler("QuizQuestionInput", ec.unmarshalInputQuizQuestionInput),
+			graphql.NewInputUnmarshaler("WaitingRoomInput", ec.unmarshalInputWaitingRoomInput),
 		)
 	}
 	first := true
@@ -731,6 +895,10 @@ enum SeckillOutcome {
   CHALLENGE_NOT_YOURS
   "The challenge was used already (each is good for one answer, right or wrong); get a new one."
   CHALLENGE_USED
+  "The sale lets buyers in through its waiting room, and the purchase came without a pass of yours: join with ` + "`" + `joinWaitingRoom` + "`" + ` and buy with the pass ` + "`" + `waitingRoomStatus` + "`" + ` gives at your turn. A pass forged, another user's or another sale's is the same as none."
+  PASS_REQUIRED
+  "Your pass is yours, but your turn is over: a pass lasts ` + "`" + `passSeconds` + "`" + ` from your turn."
+  PASS_EXPIRED
   "Units are left, but are on their way to where your purchase is decided (a campaign of several shards); try again after ` + "`" + `retryAfter` + "`" + `. Never answered when nothing is left."
   TRY_AGAIN
 }
@@ -815,9 +983,10 @@ extend type Mutation {
   Tries to buy one unit of a seckill voucher. Needs a token. NOT_FOUND when
   there is no such campaign. When the campaign asks for a challenge, pass the
   answer to one from ` + "`" + `seckillChallenge` + "`" + `: without it the outcome is
-  CHALLENGE_REQUIRED.
+  CHALLENGE_REQUIRED. When it has a waiting room, pass the pass your turn
+  gave (at most 256 characters): without one the outcome is PASS_REQUIRED.
   """
-  seckill(voucherId: ID!, answer: ChallengeAnswer): SeckillResult!
+  seckill(voucherId: ID!, answer: ChallengeAnswer, pass: String): SeckillResult!
 }
 
 extend type Subscription {
@@ -1049,6 +1218,8 @@ type SeckillCampaign {
   brake: Int!
   "Redis stock shards the campaign sells from (1: one hash tag, as every campaign before)."
   shards: Int!
+  "The waiting room buyers go through; null when there is none."
+  waitingRoom: WaitingRoom
 }
 
 "Something a shop sells."
@@ -1111,6 +1282,8 @@ input AddSeckillVoucherInput {
   shards so that the campaign sells out exactly. Fixed at creation.
   """
   shards: Int
+  "A waiting room that buyers go through (see ` + "`" + `joinWaitingRoom` + "`" + `); none when absent. Fixed at creation."
+  waitingRoom: WaitingRoomInput
 }
 
 extend type Query {
@@ -1135,6 +1308,113 @@ extend type Mutation {
   Admins only: UNAUTHENTICATED without a token, FORBIDDEN for other users.
   """
   addSeckillVoucher(input: AddSeckillVoucherInput!): Voucher!
+}
+`, BuiltIn: false},
+	{Name: "../waitingroom.graphqls", Input: `"""
+A campaign's waiting room. Buyers join it from ` + "`" + `opensAt` + "`" + ` (before the sale);
+at the sale's begin everyone who joined before it is put in a random order
+(joining early gives no edge), and later joiners queue behind them in
+arrival order. Turns come at ` + "`" + `admitPerSecond` + "`" + `: the buyer at place p has
+their turn at beginTime + p / admitPerSecond, and a pass, valid for
+` + "`" + `passSeconds` + "`" + ` from then, that ` + "`" + `seckill` + "`" + ` requires.
+"""
+type WaitingRoom {
+  "How long before the sale's beginTime buyers may join, in seconds."
+  opensSecondsBefore: Int!
+  "When buyers may begin to join: beginTime less opensSecondsBefore."
+  opensAt: Time!
+  "Turns that come a second."
+  admitPerSecond: Int!
+  "How long a pass lasts from its buyer's turn, in seconds."
+  passSeconds: Int!
+}
+
+"A campaign's waiting room. Every rule is checked; a violation is INVALID_INPUT naming ` + "`" + `waitingRoom.<field>` + "`" + `."
+input WaitingRoomInput {
+  "1 to 86400: how long before beginTime buyers may join."
+  opensSecondsBefore: Int!
+  "1 to 1000000 turns a second: what the sale's stock and the servers behind it carry."
+  admitPerSecond: Int!
+  "10 to 3600: how long a pass lasts from its buyer's turn; 60 when absent."
+  passSeconds: Int
+}
+
+"Where you stand in a waiting room."
+enum WaitingRoomState {
+  "The sale has not begun: your place is drawn at the open (joining early gives no edge)."
+  BEFORE_OPEN
+  "In line: see ` + "`" + `position` + "`" + ` and ` + "`" + `estimatedWaitSeconds` + "`" + `."
+  WAITING
+  "Your turn: buy with ` + "`" + `pass` + "`" + ` before ` + "`" + `passExpiresAt` + "`" + `."
+  YOUR_TURN
+  "Your turn came and its pass expired."
+  MISSED
+  "Nothing is left: the line is closed."
+  SOLD_OUT
+  "The sale is over."
+  ENDED
+}
+
+"What a waiting room tells one buyer."
+type WaitingRoomStatus {
+  "Where you stand."
+  state: WaitingRoomState!
+  "Buyers ahead of you whose turn has not come; null before the open."
+  position: Int
+  "Your place in line counted from 0 (the first turn); null before the open."
+  place: Int
+  "How many have joined the room."
+  joined: Int!
+  "Seconds until your turn (before the open: until the open), rounded up; null once it has come."
+  estimatedWaitSeconds: Int
+  "When your turn comes or came; before the open, the open. Null when the line is closed."
+  turnAt: Time
+  "YOUR_TURN: the pass to give ` + "`" + `seckill` + "`" + `, yours only."
+  pass: String
+  "YOUR_TURN: when the pass stops being accepted."
+  passExpiresAt: Time
+}
+
+"Your place in a waiting room."
+type WaitingRoomTicket {
+  "Signed, bound to you and the campaign; give it to ` + "`" + `waitingRoomStatus` + "`" + `. Joining again answers the same place."
+  ticket: String!
+  "Whether you joined before the sale opened (your place is drawn at the open) or after (you queue in arrival order)."
+  joinedBeforeOpen: Boolean!
+  "Where you stand now."
+  status: WaitingRoomStatus!
+}
+
+extend type Query {
+  """
+  Where the holder of ` + "`" + `ticket` + "`" + ` stands in a campaign's waiting room. Needs
+  the token of the user the ticket was given to: INVALID_INPUT (field
+  ` + "`" + `ticket` + "`" + `) for another's, another campaign's or a forged one. Subscribe to
+  ` + "`" + `waitingRoomStatus` + "`" + ` rather than asking again and again.
+  """
+  waitingRoom(voucherId: ID!, ticket: String!): WaitingRoomStatus!
+}
+
+extend type Mutation {
+  """
+  Joins a campaign's waiting room, from ` + "`" + `waitingRoom.opensAt` + "`" + ` until the sale
+  ends, and answers your ticket; joining again answers the same place (one
+  ticket per user and campaign). Needs a token. NOT_FOUND; CONFLICT for a
+  campaign without a room, before the room opens, after the sale and once
+  it sold out.
+  """
+  joinWaitingRoom(voucherId: ID!): WaitingRoomTicket!
+}
+
+extend type Subscription {
+  """
+  Streams where the holder of ` + "`" + `ticket` + "`" + ` stands: at once, then as the line
+  moves (about every second, and at the moments your turn comes and ends).
+  It completes at MISSED, SOLD_OUT or ENDED: when the stock is gone everyone
+  in line hears SOLD_OUT within about a second. Errors as the query
+  ` + "`" + `waitingRoom` + "`" + `.
+  """
+  waitingRoomStatus(voucherId: ID!, ticket: String!): WaitingRoomStatus!
 }
 `, BuiltIn: false},
 }
@@ -1246,6 +1526,8 @@ func (ec *executionContext) childFields_SeckillCampaign(ctx context.Context, fie
 		return ec.fieldContext_SeckillCampaign_brake(ctx, field)
 	case "shards":
 		return ec.fieldContext_SeckillCampaign_shards(ctx, field)
+	case "waitingRoom":
+		return ec.fieldContext_SeckillCampaign_waitingRoom(ctx, field)
 	case "payWindowSeconds":
 		return ec.fieldContext_SeckillCampaign_payWindowSeconds(ctx, field)
 	}
@@ -1288,6 +1570,54 @@ func (ec *executionContext) childFields_Voucher(ctx context.Context, field graph
 		return ec.fieldContext_Voucher_seckill(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Voucher", field.Name)
+}
+
+func (ec *executionContext) childFields_WaitingRoom(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "opensSecondsBefore":
+		return ec.fieldContext_WaitingRoom_opensSecondsBefore(ctx, field)
+	case "opensAt":
+		return ec.fieldContext_WaitingRoom_opensAt(ctx, field)
+	case "admitPerSecond":
+		return ec.fieldContext_WaitingRoom_admitPerSecond(ctx, field)
+	case "passSeconds":
+		return ec.fieldContext_WaitingRoom_passSeconds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WaitingRoom", field.Name)
+}
+
+func (ec *executionContext) childFields_WaitingRoomStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "state":
+		return ec.fieldContext_WaitingRoomStatus_state(ctx, field)
+	case "position":
+		return ec.fieldContext_WaitingRoomStatus_position(ctx, field)
+	case "place":
+		return ec.fieldContext_WaitingRoomStatus_place(ctx, field)
+	case "joined":
+		return ec.fieldContext_WaitingRoomStatus_joined(ctx, field)
+	case "estimatedWaitSeconds":
+		return ec.fieldContext_WaitingRoomStatus_estimatedWaitSeconds(ctx, field)
+	case "turnAt":
+		return ec.fieldContext_WaitingRoomStatus_turnAt(ctx, field)
+	case "pass":
+		return ec.fieldContext_WaitingRoomStatus_pass(ctx, field)
+	case "passExpiresAt":
+		return ec.fieldContext_WaitingRoomStatus_passExpiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WaitingRoomStatus", field.Name)
+}
+
+func (ec *executionContext) childFields_WaitingRoomTicket(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "ticket":
+		return ec.fieldContext_WaitingRoomTicket_ticket(ctx, field)
+	case "joinedBeforeOpen":
+		return ec.fieldContext_WaitingRoomTicket_joinedBeforeOpen(ctx, field)
+	case "status":
+		return ec.fieldContext_WaitingRoomTicket_status(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WaitingRoomTicket", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1448,6 +1778,20 @@ func (ec *executionContext) field_Mutation_createPayment_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_joinWaitingRoom_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "voucherId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["voucherId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_seckill_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1467,6 +1811,14 @@ func (ec *executionContext) field_Mutation_seckill_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["answer"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "pass",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["pass"] = arg2
 	return args, nil
 }
 
@@ -1548,6 +1900,28 @@ func (ec *executionContext) field_Query_vouchers_args(ctx context.Context, rawAr
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_waitingRoom_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "voucherId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["voucherId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "ticket",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ticket"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Subscription_orderStatus_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1559,6 +1933,28 @@ func (ec *executionContext) field_Subscription_orderStatus_args(ctx context.Cont
 		return nil, err
 	}
 	args["orderId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_waitingRoomStatus_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "voucherId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["voucherId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "ticket",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ticket"] = arg1
 	return args, nil
 }
 
@@ -1784,7 +2180,7 @@ func (ec *executionContext) _Mutation_seckill(ctx context.Context, field graphql
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().Seckill(ctx, fc.Args["voucherId"].(string), fc.Args["answer"].(*model.ChallengeAnswer))
+			return ec.Resolvers.Mutation().Seckill(ctx, fc.Args["voucherId"].(string), fc.Args["answer"].(*model.ChallengeAnswer), fc.Args["pass"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.SeckillResult) graphql.Marshaler {
@@ -1944,6 +2340,50 @@ func (ec *executionContext) fieldContext_Mutation_addSeckillVoucher(ctx context.
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_addSeckillVoucher_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_joinWaitingRoom(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_joinWaitingRoom(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().JoinWaitingRoom(ctx, fc.Args["voucherId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WaitingRoomTicket) graphql.Marshaler {
+			return ec.marshalNWaitingRoomTicket2ᚖseckillᚋgraphᚋmodelᚐWaitingRoomTicket(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_joinWaitingRoom(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WaitingRoomTicket(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_joinWaitingRoom_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -2673,6 +3113,50 @@ func (ec *executionContext) fieldContext_Query_seckillChallenge(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_waitingRoom(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_waitingRoom(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().WaitingRoom(ctx, fc.Args["voucherId"].(string), fc.Args["ticket"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WaitingRoomStatus) graphql.Marshaler {
+			return ec.marshalNWaitingRoomStatus2ᚖseckillᚋgraphᚋmodelᚐWaitingRoomStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_waitingRoom(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WaitingRoomStatus(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_waitingRoom_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2979,6 +3463,38 @@ func (ec *executionContext) fieldContext_SeckillCampaign_shards(_ context.Contex
 	return graphql.NewScalarFieldContext("SeckillCampaign", field, false, false, "Int")
 }
 
+func (ec *executionContext) _SeckillCampaign_waitingRoom(ctx context.Context, field graphql.CollectedField, obj *model.SeckillCampaign) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SeckillCampaign_waitingRoom(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WaitingRoom, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WaitingRoom) graphql.Marshaler {
+			return ec.marshalOWaitingRoom2ᚖseckillᚋgraphᚋmodelᚐWaitingRoom(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SeckillCampaign_waitingRoom(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SeckillCampaign",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WaitingRoom(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SeckillCampaign_payWindowSeconds(ctx context.Context, field graphql.CollectedField, obj *model.SeckillCampaign) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3132,6 +3648,50 @@ func (ec *executionContext) fieldContext_Subscription_orderStatus(ctx context.Co
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_orderStatus_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_waitingRoomStatus(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_waitingRoomStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().WaitingRoomStatus(ctx, fc.Args["voucherId"].(string), fc.Args["ticket"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WaitingRoomStatus) graphql.Marshaler {
+			return ec.marshalNWaitingRoomStatus2ᚖseckillᚋgraphᚋmodelᚐWaitingRoomStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_waitingRoomStatus(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WaitingRoomStatus(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_waitingRoomStatus_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -3349,6 +3909,360 @@ func (ec *executionContext) fieldContext_Voucher_seckill(_ context.Context, fiel
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_SeckillCampaign(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WaitingRoom_opensSecondsBefore(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoom) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoom_opensSecondsBefore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OpensSecondsBefore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int32) graphql.Marshaler {
+			return ec.marshalNInt2int32(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoom_opensSecondsBefore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoom", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WaitingRoom_opensAt(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoom) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoom_opensAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OpensAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoom_opensAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoom", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WaitingRoom_admitPerSecond(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoom) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoom_admitPerSecond(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AdmitPerSecond, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int32) graphql.Marshaler {
+			return ec.marshalNInt2int32(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoom_admitPerSecond(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoom", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WaitingRoom_passSeconds(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoom) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoom_passSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PassSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int32) graphql.Marshaler {
+			return ec.marshalNInt2int32(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoom_passSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoom", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WaitingRoomStatus_state(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoomStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoomStatus_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.WaitingRoomState) graphql.Marshaler {
+			return ec.marshalNWaitingRoomState2seckillᚋgraphᚋmodelᚐWaitingRoomState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoomStatus_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoomStatus", field, false, false, "WaitingRoomState")
+}
+
+func (ec *executionContext) _WaitingRoomStatus_position(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoomStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoomStatus_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int32) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint32(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoomStatus_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoomStatus", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WaitingRoomStatus_place(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoomStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoomStatus_place(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Place, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int32) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint32(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoomStatus_place(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoomStatus", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WaitingRoomStatus_joined(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoomStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoomStatus_joined(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Joined, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int32) graphql.Marshaler {
+			return ec.marshalNInt2int32(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoomStatus_joined(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoomStatus", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WaitingRoomStatus_estimatedWaitSeconds(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoomStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoomStatus_estimatedWaitSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EstimatedWaitSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int32) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint32(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoomStatus_estimatedWaitSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoomStatus", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WaitingRoomStatus_turnAt(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoomStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoomStatus_turnAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TurnAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoomStatus_turnAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoomStatus", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WaitingRoomStatus_pass(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoomStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoomStatus_pass(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pass, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoomStatus_pass(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoomStatus", field, false, false, "String")
+}
+
+func (ec *executionContext) _WaitingRoomStatus_passExpiresAt(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoomStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoomStatus_passExpiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PassExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoomStatus_passExpiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoomStatus", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WaitingRoomTicket_ticket(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoomTicket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoomTicket_ticket(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ticket, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoomTicket_ticket(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoomTicket", field, false, false, "String")
+}
+
+func (ec *executionContext) _WaitingRoomTicket_joinedBeforeOpen(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoomTicket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoomTicket_joinedBeforeOpen(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JoinedBeforeOpen, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoomTicket_joinedBeforeOpen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WaitingRoomTicket", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _WaitingRoomTicket_status(ctx context.Context, field graphql.CollectedField, obj *model.WaitingRoomTicket) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WaitingRoomTicket_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.WaitingRoomStatus) graphql.Marshaler {
+			return ec.marshalNWaitingRoomStatus2ᚖseckillᚋgraphᚋmodelᚐWaitingRoomStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WaitingRoomTicket_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WaitingRoomTicket",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WaitingRoomStatus(ctx, field)
 		},
 	}
 	return fc, nil
@@ -4438,7 +5352,7 @@ func (ec *executionContext) unmarshalInputAddSeckillVoucherInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"shopId", "title", "subTitle", "rules", "payValue", "actualValue", "stock", "beginTime", "endTime", "challenge", "powBits", "quiz", "brake", "shards", "payWindowSeconds"}
+	fieldsInOrder := [...]string{"shopId", "title", "subTitle", "rules", "payValue", "actualValue", "stock", "beginTime", "endTime", "challenge", "powBits", "quiz", "brake", "shards", "waitingRoom", "payWindowSeconds"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -4543,6 +5457,13 @@ func (ec *executionContext) unmarshalInputAddSeckillVoucherInput(ctx context.Con
 				return it, err
 			}
 			it.Shards = data
+		case "waitingRoom":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("waitingRoom"))
+			data, err := ec.unmarshalOWaitingRoomInput2ᚖseckillᚋgraphᚋmodelᚐWaitingRoomInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WaitingRoom = data
 		case "payWindowSeconds":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("payWindowSeconds"))
 			data, err := ec.unmarshalOInt2ᚖint32(ctx, v)
@@ -4672,6 +5593,62 @@ func UnmarshalQuizQuestionInput(ctx context.Context, raw any) (model.QuizQuestio
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputWaitingRoomInput(ctx context.Context, obj any) (model.WaitingRoomInput, error) {
+	var it model.WaitingRoomInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"opensSecondsBefore", "admitPerSecond", "passSeconds"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "opensSecondsBefore":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("opensSecondsBefore"))
+			data, err := ec.unmarshalNInt2int32(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OpensSecondsBefore = data
+		case "admitPerSecond":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("admitPerSecond"))
+			data, err := ec.unmarshalNInt2int32(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AdmitPerSecond = data
+		case "passSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("passSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint32(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PassSeconds = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalWaitingRoomInput unmarshals raw into the WaitingRoomInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalWaitingRoomInput(ctx context.Context, raw any) (model.WaitingRoomInput, error) {
+	var out model.WaitingRoomInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "WaitingRoomInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -4781,6 +5758,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "addSeckillVoucher":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_addSeckillVoucher(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "joinWaitingRoom":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_joinWaitingRoom(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -5046,6 +6030,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_seckillChallenge(ctx, field)
 				})
+		case "waitingRoom":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_waitingRoom(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -5138,6 +6128,11 @@ func (ec *executionContext) _SeckillCampaign(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "waitingRoom":
+			out.Values[i] = ec._SeckillCampaign_waitingRoom(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "payWindowSeconds":
 			out.Values[i] = ec._SeckillCampaign_payWindowSeconds(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -5223,6 +6218,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "orderStatus":
 		return ec._Subscription_orderStatus(ctx, fields[0])
+	case "waitingRoomStatus":
+		return ec._Subscription_waitingRoomStatus(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
@@ -5282,6 +6279,165 @@ func (ec *executionContext) _Voucher(ctx context.Context, sel ast.SelectionSet, 
 		case "seckill":
 			out.Values[i] = ec._Voucher_seckill(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var waitingRoomImplementors = []string{"WaitingRoom"}
+
+func (ec *executionContext) _WaitingRoom(ctx context.Context, sel ast.SelectionSet, obj *model.WaitingRoom) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, waitingRoomImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WaitingRoom")
+		case "opensSecondsBefore":
+			out.Values[i] = ec._WaitingRoom_opensSecondsBefore(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "opensAt":
+			out.Values[i] = ec._WaitingRoom_opensAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "admitPerSecond":
+			out.Values[i] = ec._WaitingRoom_admitPerSecond(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "passSeconds":
+			out.Values[i] = ec._WaitingRoom_passSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var waitingRoomStatusImplementors = []string{"WaitingRoomStatus"}
+
+func (ec *executionContext) _WaitingRoomStatus(ctx context.Context, sel ast.SelectionSet, obj *model.WaitingRoomStatus) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, waitingRoomStatusImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WaitingRoomStatus")
+		case "state":
+			out.Values[i] = ec._WaitingRoomStatus_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "position":
+			out.Values[i] = ec._WaitingRoomStatus_position(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "place":
+			out.Values[i] = ec._WaitingRoomStatus_place(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "joined":
+			out.Values[i] = ec._WaitingRoomStatus_joined(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "estimatedWaitSeconds":
+			out.Values[i] = ec._WaitingRoomStatus_estimatedWaitSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "turnAt":
+			out.Values[i] = ec._WaitingRoomStatus_turnAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pass":
+			out.Values[i] = ec._WaitingRoomStatus_pass(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "passExpiresAt":
+			out.Values[i] = ec._WaitingRoomStatus_passExpiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var waitingRoomTicketImplementors = []string{"WaitingRoomTicket"}
+
+func (ec *executionContext) _WaitingRoomTicket(ctx context.Context, sel ast.SelectionSet, obj *model.WaitingRoomTicket) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, waitingRoomTicketImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WaitingRoomTicket")
+		case "ticket":
+			out.Values[i] = ec._WaitingRoomTicket_ticket(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "joinedBeforeOpen":
+			out.Values[i] = ec._WaitingRoomTicket_joinedBeforeOpen(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._WaitingRoomTicket_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -5928,6 +7084,32 @@ func (ec *executionContext) marshalNVoucherType2seckillᚋgraphᚋmodelᚐVouche
 	return v
 }
 
+func (ec *executionContext) unmarshalNWaitingRoomState2seckillᚋgraphᚋmodelᚐWaitingRoomState(ctx context.Context, v any) (model.WaitingRoomState, error) {
+	var res model.WaitingRoomState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWaitingRoomState2seckillᚋgraphᚋmodelᚐWaitingRoomState(ctx context.Context, sel ast.SelectionSet, v model.WaitingRoomState) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNWaitingRoomStatus2ᚖseckillᚋgraphᚋmodelᚐWaitingRoomStatus(ctx context.Context, sel ast.SelectionSet, v *model.WaitingRoomStatus) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WaitingRoomStatus!")
+		return graphql.Null
+	}
+	return ec._WaitingRoomStatus(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWaitingRoomTicket2ᚖseckillᚋgraphᚋmodelᚐWaitingRoomTicket(ctx context.Context, sel ast.SelectionSet, v *model.WaitingRoomTicket) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WaitingRoomTicket!")
+		return graphql.Null
+	}
+	return ec._WaitingRoomTicket(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {
 	return ec.___Directive(ctx, sel, &v)
 }
@@ -6266,6 +7448,21 @@ func (ec *executionContext) marshalOVoucher2ᚖseckillᚋgraphᚋmodelᚐVoucher
 		return graphql.Null
 	}
 	return ec._Voucher(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOWaitingRoom2ᚖseckillᚋgraphᚋmodelᚐWaitingRoom(ctx context.Context, sel ast.SelectionSet, v *model.WaitingRoom) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._WaitingRoom(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOWaitingRoomInput2ᚖseckillᚋgraphᚋmodelᚐWaitingRoomInput(ctx context.Context, v any) (*model.WaitingRoomInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputWaitingRoomInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

@@ -44,6 +44,8 @@ type AddSeckillVoucherInput struct {
 	// different masters; a buyer belongs to one shard, and units move between
 	// shards so that the campaign sells out exactly. Fixed at creation.
 	Shards *int32 `json:"shards,omitempty"`
+	// A waiting room that buyers go through (see `joinWaitingRoom`); none when absent. Fixed at creation.
+	WaitingRoom *WaitingRoomInput `json:"waitingRoom,omitempty"`
 	// Seconds a buyer has to pay an order, 1 to 86400; the server's default
 	// (SECKILL_PAY_WINDOW, 15 minutes unless configured) when omitted.
 	PayWindowSeconds *int32 `json:"payWindowSeconds,omitempty"`
@@ -172,6 +174,8 @@ type SeckillCampaign struct {
 	Brake int32 `json:"brake"`
 	// Redis stock shards the campaign sells from (1: one hash tag, as every campaign before).
 	Shards int32 `json:"shards"`
+	// The waiting room buyers go through; null when there is none.
+	WaitingRoom *WaitingRoom `json:"waitingRoom,omitempty"`
 	// Seconds a buyer has to pay an order of this campaign.
 	PayWindowSeconds int32 `json:"payWindowSeconds"`
 }
@@ -210,6 +214,63 @@ type Voucher struct {
 	Type VoucherType `json:"type"`
 	// The flash sale; null for a NORMAL voucher.
 	Seckill *SeckillCampaign `json:"seckill,omitempty"`
+}
+
+// A campaign's waiting room. Buyers join it from `opensAt` (before the sale);
+// at the sale's begin everyone who joined before it is put in a random order
+// (joining early gives no edge), and later joiners queue behind them in
+// arrival order. Turns come at `admitPerSecond`: the buyer at place p has
+// their turn at beginTime + p / admitPerSecond, and a pass, valid for
+// `passSeconds` from then, that `seckill` requires.
+type WaitingRoom struct {
+	// How long before the sale's beginTime buyers may join, in seconds.
+	OpensSecondsBefore int32 `json:"opensSecondsBefore"`
+	// When buyers may begin to join: beginTime less opensSecondsBefore.
+	OpensAt time.Time `json:"opensAt"`
+	// Turns that come a second.
+	AdmitPerSecond int32 `json:"admitPerSecond"`
+	// How long a pass lasts from its buyer's turn, in seconds.
+	PassSeconds int32 `json:"passSeconds"`
+}
+
+// A campaign's waiting room. Every rule is checked; a violation is INVALID_INPUT naming `waitingRoom.<field>`.
+type WaitingRoomInput struct {
+	// 1 to 86400: how long before beginTime buyers may join.
+	OpensSecondsBefore int32 `json:"opensSecondsBefore"`
+	// 1 to 1000000 turns a second: what the sale's stock and the servers behind it carry.
+	AdmitPerSecond int32 `json:"admitPerSecond"`
+	// 10 to 3600: how long a pass lasts from its buyer's turn; 60 when absent.
+	PassSeconds *int32 `json:"passSeconds,omitempty"`
+}
+
+// What a waiting room tells one buyer.
+type WaitingRoomStatus struct {
+	// Where you stand.
+	State WaitingRoomState `json:"state"`
+	// Buyers ahead of you whose turn has not come; null before the open.
+	Position *int32 `json:"position,omitempty"`
+	// Your place in line counted from 0 (the first turn); null before the open.
+	Place *int32 `json:"place,omitempty"`
+	// How many have joined the room.
+	Joined int32 `json:"joined"`
+	// Seconds until your turn (before the open: until the open), rounded up; null once it has come.
+	EstimatedWaitSeconds *int32 `json:"estimatedWaitSeconds,omitempty"`
+	// When your turn comes or came; before the open, the open. Null when the line is closed.
+	TurnAt *time.Time `json:"turnAt,omitempty"`
+	// YOUR_TURN: the pass to give `seckill`, yours only.
+	Pass *string `json:"pass,omitempty"`
+	// YOUR_TURN: when the pass stops being accepted.
+	PassExpiresAt *time.Time `json:"passExpiresAt,omitempty"`
+}
+
+// Your place in a waiting room.
+type WaitingRoomTicket struct {
+	// Signed, bound to you and the campaign; give it to `waitingRoomStatus`. Joining again answers the same place.
+	Ticket string `json:"ticket"`
+	// Whether you joined before the sale opened (your place is drawn at the open) or after (you queue in arrival order).
+	JoinedBeforeOpen bool `json:"joinedBeforeOpen"`
+	// Where you stand now.
+	Status *WaitingRoomStatus `json:"status"`
 }
 
 // Where a flash-sale campaign stands now.
@@ -514,6 +575,10 @@ const (
 	SeckillOutcomeChallengeNotYours SeckillOutcome = "CHALLENGE_NOT_YOURS"
 	// The challenge was used already (each is good for one answer, right or wrong); get a new one.
 	SeckillOutcomeChallengeUsed SeckillOutcome = "CHALLENGE_USED"
+	// The sale lets buyers in through its waiting room, and the purchase came without a pass of yours: join with `joinWaitingRoom` and buy with the pass `waitingRoomStatus` gives at your turn. A pass forged, another user's or another sale's is the same as none.
+	SeckillOutcomePassRequired SeckillOutcome = "PASS_REQUIRED"
+	// Your pass is yours, but your turn is over: a pass lasts `passSeconds` from your turn.
+	SeckillOutcomePassExpired SeckillOutcome = "PASS_EXPIRED"
 	// Units are left, but are on their way to where your purchase is decided (a campaign of several shards); try again after `retryAfter`. Never answered when nothing is left.
 	SeckillOutcomeTryAgain SeckillOutcome = "TRY_AGAIN"
 )
@@ -531,12 +596,14 @@ var AllSeckillOutcome = []SeckillOutcome{
 	SeckillOutcomeChallengeExpired,
 	SeckillOutcomeChallengeNotYours,
 	SeckillOutcomeChallengeUsed,
+	SeckillOutcomePassRequired,
+	SeckillOutcomePassExpired,
 	SeckillOutcomeTryAgain,
 }
 
 func (e SeckillOutcome) IsValid() bool {
 	switch e {
-	case SeckillOutcomeAccepted, SeckillOutcomeSoldOut, SeckillOutcomeAlreadyPurchased, SeckillOutcomeNotStarted, SeckillOutcomeEnded, SeckillOutcomeRateLimited, SeckillOutcomePaused, SeckillOutcomeChallengeRequired, SeckillOutcomeChallengeWrong, SeckillOutcomeChallengeExpired, SeckillOutcomeChallengeNotYours, SeckillOutcomeChallengeUsed, SeckillOutcomeTryAgain:
+	case SeckillOutcomeAccepted, SeckillOutcomeSoldOut, SeckillOutcomeAlreadyPurchased, SeckillOutcomeNotStarted, SeckillOutcomeEnded, SeckillOutcomeRateLimited, SeckillOutcomePaused, SeckillOutcomeChallengeRequired, SeckillOutcomeChallengeWrong, SeckillOutcomeChallengeExpired, SeckillOutcomeChallengeNotYours, SeckillOutcomeChallengeUsed, SeckillOutcomePassRequired, SeckillOutcomePassExpired, SeckillOutcomeTryAgain:
 		return true
 	}
 	return false
@@ -630,6 +697,76 @@ func (e *VoucherType) UnmarshalJSON(b []byte) error {
 }
 
 func (e VoucherType) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Where you stand in a waiting room.
+type WaitingRoomState string
+
+const (
+	// The sale has not begun: your place is drawn at the open (joining early gives no edge).
+	WaitingRoomStateBeforeOpen WaitingRoomState = "BEFORE_OPEN"
+	// In line: see `position` and `estimatedWaitSeconds`.
+	WaitingRoomStateWaiting WaitingRoomState = "WAITING"
+	// Your turn: buy with `pass` before `passExpiresAt`.
+	WaitingRoomStateYourTurn WaitingRoomState = "YOUR_TURN"
+	// Your turn came and its pass expired.
+	WaitingRoomStateMissed WaitingRoomState = "MISSED"
+	// Nothing is left: the line is closed.
+	WaitingRoomStateSoldOut WaitingRoomState = "SOLD_OUT"
+	// The sale is over.
+	WaitingRoomStateEnded WaitingRoomState = "ENDED"
+)
+
+var AllWaitingRoomState = []WaitingRoomState{
+	WaitingRoomStateBeforeOpen,
+	WaitingRoomStateWaiting,
+	WaitingRoomStateYourTurn,
+	WaitingRoomStateMissed,
+	WaitingRoomStateSoldOut,
+	WaitingRoomStateEnded,
+}
+
+func (e WaitingRoomState) IsValid() bool {
+	switch e {
+	case WaitingRoomStateBeforeOpen, WaitingRoomStateWaiting, WaitingRoomStateYourTurn, WaitingRoomStateMissed, WaitingRoomStateSoldOut, WaitingRoomStateEnded:
+		return true
+	}
+	return false
+}
+
+func (e WaitingRoomState) String() string {
+	return string(e)
+}
+
+func (e *WaitingRoomState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = WaitingRoomState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid WaitingRoomState", str)
+	}
+	return nil
+}
+
+func (e WaitingRoomState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *WaitingRoomState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e WaitingRoomState) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

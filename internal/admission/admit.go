@@ -103,10 +103,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		addrEvery, addrBurst = splitLimit(addrEvery, addrBurst, shards)
 	}
 	args := []any{userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, addrBurst, verdict,
-		a.wrongWait, a.wrongMax, wrongKeep.Milliseconds()}
-	if probe {
-		args = append(args, "1")
-	}
+		a.wrongWait, a.wrongMax, wrongKeep.Milliseconds(), boolArg(probe), string(t.Pass)}
 	sent := time.Now()
 	reply := a.admits.run(ctx, all, args...)
 	res, err := reply.res, reply.err

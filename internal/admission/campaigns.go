@@ -147,6 +147,7 @@ func (a *Admitter) writeShardBuyers(ctx context.Context, base string, buyers []i
 			p.Expire(ctx, key, ttl)
 		}
 		setGuardAt(ctx, p, base+"guard", c.Challenge, c.Brake, n)
+		setRoom(ctx, p, base+"guard", c.Room)
 		return nil
 	})
 	return redisError("write buyers", err, nil)
@@ -243,6 +244,13 @@ func boolArg(b bool) string {
 // setGuard queues the write of c's guard on p.
 func (a *Admitter) setGuard(ctx context.Context, p redis.Pipeliner, c seckill.Campaign) {
 	setGuardAt(ctx, p, a.keys.guard(c.VoucherID), c.Challenge, c.Brake, 1)
+	setRoom(ctx, p, a.keys.guard(c.VoucherID), c.Room)
+}
+
+// setRoom queues the write of whether a campaign's purchases need a
+// waiting room's pass (fixed at creation, so UpdateGuard leaves it).
+func setRoom(ctx context.Context, p redis.Pipeliner, key string, w seckill.WaitingRoom) {
+	p.HSet(ctx, key, "room", boolArg(w.Enabled()))
 }
 
 // setGuardAt queues the write of one shard's guard (key) of a campaign of

@@ -31,7 +31,9 @@ const (
 	// codeSharded answers a purchase sent to shard 0 of a campaign of
 	// several stock shards by a caller that did not know (admit.go): it
 	// is never an outcome.
-	codeSharded = 13
+	codeSharded      = 13
+	codePassRequired = 14
+	codePassExpired  = 15
 )
 
 // toOutcome maps an admit script code to the outcome of the purchase: the
@@ -64,6 +66,10 @@ func toOutcome(voucherID, code int64) (seckill.Outcome, error) {
 		return seckill.OutcomeChallengeUsed, nil
 	case codeChallengeExpired:
 		return seckill.OutcomeChallengeExpired, nil
+	case codePassRequired:
+		return seckill.OutcomePassRequired, nil
+	case codePassExpired:
+		return seckill.OutcomePassExpired, nil
 	}
 	return "", fmt.Errorf("admission: admit voucher %d: unexpected script code %d", voucherID, code)
 }

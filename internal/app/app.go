@@ -52,6 +52,7 @@ type App struct {
 	Catalog    *seckill.Catalog
 	Purchases  *seckill.Purchases
 	Challenges *seckill.Challenges
+	Rooms      *seckill.Rooms
 	Life       *seckill.Life
 	Refunds    *seckill.Refunds
 	Operators  *seckill.Operators
@@ -192,6 +193,10 @@ func (a *App) buildDomain(cfg *config.Config, pay payments) error {
 	a.Challenger = challenger
 	var err error
 	if a.Challenges, err = seckill.NewChallenges(a.Store, challenger, time.Now); err != nil {
+		return err
+	}
+	if a.Rooms, err = seckill.NewRooms(seckill.RoomDeps{Challenges: a.Challenges, Line: a.Admitter, Draws: a.Store,
+		Admitter: a.Admitter, Now: time.Now}); err != nil {
 		return err
 	}
 	if a.Catalog, err = seckill.NewCatalog(seckill.CatalogDeps{Store: a.Store, Auditor: a.Store, Admission: a.Admitter,

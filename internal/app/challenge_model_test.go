@@ -275,7 +275,7 @@ func (m *tokenModel) answer(rt *rapid.T, k *modelToken, user int64, camp int, ri
 }
 
 func (m *tokenModel) compare(rt *rapid.T, want seckill.Outcome, user int64, camp int, a *seckill.ChallengeAnswer, what string) {
-	res, err := m.svc.PurchaseWith(asUser(m.e.ctx, user, false), m.camps[camp], a)
+	res, err := m.svc.PurchaseWith(asUser(m.e.ctx, user, false), m.camps[camp], a, "")
 	if err != nil {
 		rt.Fatalf("%s: %v", what, err)
 	}

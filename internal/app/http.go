@@ -26,7 +26,7 @@ import (
 // request metrics (observe).
 func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
-	gql := graph.NewHandler(graph.Domain{Catalog: a.Catalog, Purchases: a.Purchases, Challenges: a.Challenges, Life: a.Life}, a.Verifier, graph.Options{
+	gql := graph.NewHandler(graph.Domain{Catalog: a.Catalog, Purchases: a.Purchases, Challenges: a.Challenges, Life: a.Life, Rooms: a.Rooms}, a.Verifier, graph.Options{
 		Logger:         a.Logger,
 		AllowedOrigins: a.Config.AllowedOrigins,
 		Introspection:  a.Config.Dev() || a.Config.Playground,

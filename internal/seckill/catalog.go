@@ -163,6 +163,7 @@ func (k *Catalog) AddSeckillVoucher(ctx context.Context, in NewSeckillVoucher) (
 			BeginTime: in.BeginTime.UTC(), EndTime: in.EndTime.UTC(),
 			Challenge: in.Challenge, PoWBits: in.Difficulty(), Quiz: in.Quiz, Brake: in.Brake,
 			PayWindow: cmp.Or(in.PayWindow, k.payWindow), Shards: in.Shards,
+			Room: in.Room, RoomDrawn: -1,
 		},
 	}
 	if err := k.store.CreateVoucher(ctx, v); err != nil {

@@ -216,6 +216,10 @@ type Ticket struct {
 	Nonce     string
 	ExpiresAt time.Time
 	Refusal   Outcome
+	// Pass is what the purchase's waiting-room pass came to (CheckPass);
+	// the admission script refuses a campaign with a room without a valid
+	// one.
+	Pass PassVerdict
 }
 
 // Challenger issues and checks challenge tokens. Every instance must use

@@ -13,6 +13,7 @@ var Outcomes = []Outcome{
 	OutcomeRateLimited, OutcomePaused,
 	OutcomeChallengeRequired, OutcomeChallengeWrong, OutcomeChallengeExpired,
 	OutcomeChallengeNotYours, OutcomeChallengeUsed, OutcomeTryAgain,
+	OutcomePassRequired, OutcomePassExpired,
 }
 
 // OrderStatuses lists every status of an order, QUEUED (in Redis only)

@@ -10,6 +10,7 @@ const (
 	LayerWindow           = "window"            // not started, ended or paused (from memory or Redis)
 	LayerSoldOutMark      = "sold_out_mark"     // the process's sold-out mark: no stock, Redis not asked
 	LayerSharedLimit      = "shared_limit"      // the per-user or per-address limit every instance shares, or the brake
+	LayerPassMissing      = "pass_missing"      // a campaign with a waiting room, and no valid pass
 	LayerChallengeMissing = "challenge_missing" // no answer where the campaign asks one
 	LayerChallengeWrong   = "challenge_wrong"   // wrong, expired, another's or used
 	LayerSoldOut          = "sold_out"          // no stock, as Redis answered (TRY_AGAIN too: none in the buyer's shard yet)
@@ -18,7 +19,7 @@ const (
 )
 
 // Layers lists the funnel layers in order.
-var Layers = []string{LayerLocalLimit, LayerWindow, LayerSoldOutMark, LayerSharedLimit, LayerChallengeMissing,
+var Layers = []string{LayerLocalLimit, LayerWindow, LayerSoldOutMark, LayerSharedLimit, LayerPassMissing, LayerChallengeMissing,
 	LayerChallengeWrong, LayerSoldOut, LayerAlreadyPurchased, LayerAdmitted}
 
 // The names under which a campaign's history (the dashboard's charts)
@@ -55,6 +56,8 @@ func (o Outcome) Layer() string {
 		return LayerWindow
 	case OutcomeRateLimited:
 		return LayerSharedLimit
+	case OutcomePassRequired, OutcomePassExpired:
+		return LayerPassMissing
 	case OutcomeChallengeRequired:
 		return LayerChallengeMissing
 	case OutcomeChallengeWrong, OutcomeChallengeExpired, OutcomeChallengeNotYours, OutcomeChallengeUsed:

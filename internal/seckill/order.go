@@ -139,6 +139,12 @@ const (
 	// but none yet where this buyer's purchase is decided; they are on
 	// their way (shards.go). Never a false SOLD_OUT: retry after RetryAfter.
 	OutcomeTryAgain Outcome = "TRY_AGAIN"
+
+	// The waiting room (waitingroom.go): the campaign lets buyers in
+	// through it and the purchase came without a pass of the buyer's, or
+	// with one whose time is over.
+	OutcomePassRequired Outcome = "PASS_REQUIRED"
+	OutcomePassExpired  Outcome = "PASS_EXPIRED"
 )
 
 // Message is the human sentence shown with an outcome.
@@ -168,6 +174,10 @@ func (o Outcome) Message() string {
 		return "the challenge was given to another user or for another sale"
 	case OutcomeChallengeUsed:
 		return "the challenge has been used already; ask for a new one"
+	case OutcomePassRequired:
+		return "this sale lets buyers in through its waiting room: join it (joinWaitingRoom) and buy with the pass your turn gives"
+	case OutcomePassExpired:
+		return "your turn in the waiting room is over: its pass has expired"
 	case OutcomeTryAgain:
 		return "units are on their way; try again in a moment"
 	}

@@ -64,16 +64,16 @@ func NewPurchases(d PurchaseDeps) (*Purchases, error) {
 // Purchase tries to buy one unit of a campaign for the caller, without an
 // answer to a challenge (PurchaseWith).
 func (p *Purchases) Purchase(ctx context.Context, voucherID int64) (PurchaseResult, error) {
-	return p.PurchaseWith(ctx, voucherID, nil)
+	return p.PurchaseWith(ctx, voucherID, nil, "")
 }
 
 // PurchaseWith tries to buy one unit of a campaign for the caller, with the
-// answer to the campaign's challenge when it has one. Expected results
-// (sold out, bought before, outside the window, a challenge missing or
-// wrong) are outcomes, not errors. The answer is checked here, in
-// microseconds; a rejection costs at most one Redis round trip and never
-// touches Postgres.
-func (p *Purchases) PurchaseWith(ctx context.Context, voucherID int64, answer *ChallengeAnswer) (PurchaseResult, error) {
+// answer to the campaign's challenge when it has one and the pass of its
+// waiting room when it has one. Expected results (sold out, bought before,
+// outside the window, a challenge or pass missing or wrong) are outcomes,
+// not errors. The answer and the pass are checked here, in microseconds; a
+// rejection costs at most one Redis round trip and never touches Postgres.
+func (p *Purchases) PurchaseWith(ctx context.Context, voucherID int64, answer *ChallengeAnswer, pass string) (PurchaseResult, error) {
 	u, err := requireUser(ctx)
 	if err != nil {
 		return PurchaseResult{}, err
@@ -88,6 +88,7 @@ func (p *Purchases) PurchaseWith(ctx context.Context, voucherID int64, answer *C
 	if answer != nil {
 		ticket = p.challenger.Check(*answer, voucherID, u.ID, p.now())
 	}
+	ticket.Pass = p.challenger.CheckPass(pass, voucherID, u.ID, p.now())
 	outcome, adm, err := p.admitter.Admit(ctx, voucherID, u.ID, ticket)
 	if needsRecovery(err) {
 		// Redis lost the campaign or must rebuild it: restore it from

@@ -69,6 +69,11 @@ type Campaign struct {
 	// Shards is the number of Redis stock shards the campaign sells from
 	// (shards.go): 1 to MaxShards, fixed at creation; 0 reads as 1.
 	Shards int
+	// Room is the campaign's waiting room (waitingroom.go), fixed at
+	// creation; the zero value is none. RoomDrawn is how many joined it
+	// before the open, once a process recorded it at the open; -1 before.
+	Room      WaitingRoom
+	RoomDrawn int64
 	// Quiz is the quiz's questions where a caller asked for them: creating
 	// a campaign writes them; CampaignStore.ChangeCampaign hands its change
 	// the questions as they stand and writes back what the change leaves
@@ -136,6 +141,9 @@ type NewSeckillVoucher struct {
 	// Shards is the number of Redis stock shards, 1 to MaxShards; 0 (not
 	// given) is 1.
 	Shards int
+	// Room is the waiting room; the zero value is none. A PassFor of 0 takes
+	// DefaultRoomPass.
+	Room WaitingRoom
 }
 
 // Normalized returns in as a campaign holds it: the title trimmed, an
@@ -149,6 +157,9 @@ func (in NewSeckillVoucher) Normalized() NewSeckillVoucher {
 	in.PoWBits = normalPoWBits(in.Challenge, in.PoWBits)
 	if in.Shards == 0 {
 		in.Shards = 1
+	}
+	if in.Room.Enabled() && in.Room.PassFor == 0 {
+		in.Room.PassFor = DefaultRoomPass
 	}
 	return in
 }
@@ -246,6 +257,9 @@ func (in *NewSeckillVoucher) validate(now time.Time, errs *FieldErrors) {
 	}
 	if in.Shards < 1 || in.Shards > MaxShards {
 		errs.add(Invalidf("shards", "shards must be between 1 and %d", MaxShards))
+	}
+	if err := ValidateWaitingRoom(in.Room); err != nil {
+		errs.add(err)
 	}
 }
 

@@ -51,6 +51,10 @@ type campaignRow struct {
 	Brake        int       `bun:"brake,notnull"`
 	PayWindow    int64     `bun:"pay_window_seconds,nullzero,notnull,default:900"`
 	Shards       int       `bun:"shards,nullzero,notnull,default:1"`
+	RoomOpens    int64     `bun:"room_opens_before_seconds,notnull"`
+	RoomRate     int       `bun:"room_admit_per_second,notnull"`
+	RoomPass     int64     `bun:"room_pass_seconds,notnull"`
+	RoomDrawn    *int64    `bun:"room_drawn"`
 	timestamps
 }
 
@@ -143,6 +147,9 @@ func toDBCampaign(voucherID int64, c *seckill.Campaign) *campaignRow {
 		Brake:        c.Brake,
 		PayWindow:    int64(c.PayWindow / time.Second),
 		Shards:       c.Shards,
+		RoomOpens:    int64(c.Room.OpensBefore / time.Second),
+		RoomRate:     c.Room.AdmitPerSecond,
+		RoomPass:     int64(c.Room.PassFor / time.Second),
 	}
 }
 
@@ -181,7 +188,18 @@ func toDomainCampaign(r *campaignRow) seckill.Campaign {
 		Brake:        r.Brake,
 		PayWindow:    time.Duration(r.PayWindow) * time.Second,
 		Shards:       r.Shards,
+		Room: seckill.WaitingRoom{OpensBefore: time.Duration(r.RoomOpens) * time.Second,
+			AdmitPerSecond: r.RoomRate, PassFor: time.Duration(r.RoomPass) * time.Second},
+		RoomDrawn: drawn(r.RoomDrawn),
 	}
+}
+
+// drawn is a campaign's room_drawn, -1 while it is NULL.
+func drawn(n *int64) int64 {
+	if n == nil {
+		return -1
+	}
+	return *n
 }
 
 func toDBQuiz(voucherID int64, qs []seckill.QuizQuestion) []quizRow {

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -45,8 +47,28 @@ func createVoucher(ctx context.Context, db bun.IDB, v *seckill.Voucher) error {
 		v.Campaign.Challenge = seckill.ChallengeKind(crow.Challenge)
 		v.Campaign.PayWindow = time.Duration(crow.PayWindow) * time.Second
 		v.Campaign.Shards = crow.Shards
+		v.Campaign.RoomDrawn = -1
 	}
 	return nil
+}
+
+// RecordRoomDraw records how many joined a campaign's waiting room before
+// its open, unless a number is recorded already, and returns the one
+// recorded: every process draws the same order. ENOTFOUND without such a
+// campaign; EINVALID for a negative count.
+func (s *Store) RecordRoomDraw(ctx context.Context, voucherID, before int64) (int64, error) {
+	if before < 0 {
+		return 0, seckill.Invalidf("before", "a count of joiners cannot be negative")
+	}
+	var n int64
+	err := s.db.NewRaw(`UPDATE seckill_campaign SET room_drawn = COALESCE(room_drawn, ?) WHERE voucher_id = ? RETURNING room_drawn`,
+		before, voucherID).Scan(ctx, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	} else if err != nil {
+		return 0, fmt.Errorf("store: record room draw of %d: %w", voucherID, err)
+	}
+	return n, nil
 }
 
 // voucherWriteError turns a rejected voucher or campaign into a domain error.
