@@ -27,7 +27,7 @@ CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTa
 # is still reported in that test.
 export GORACE ?= atexit_sleep_ms=0
 
-# make test runs four suites at once (each prints when it ends): they wait on
+# make test runs five suites at once (each prints when it ends): they wait on
 # servers and fault timers far more than they use the two cores. internal/app
 # runs its tests one at a time on one Redis database, so its fault tests,
 # which start Redis servers of their own (testenv.StartRedisServer,
@@ -39,7 +39,14 @@ APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterMasterKilledBuyersReturn
 APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisDownForAWhile \
 	TestRedisKilled TestRedisEmptyWhilePostgresSlow TestSentinelPurchase TestSentinelMasterKilled \
 	TestUnreplicatedAdmission
-TEST_SUITES = test-single test-faults-cluster test-faults-redis test-cluster
+# internal/app's slowest tests that need no server of their own (browsers,
+# models, timers) run in a suite beside test-single, on Redis databases of
+# their own (SECKILL_TEST_REDIS_DB_SHIFT, testenv.OwnedDB): test-single had
+# become the whole of make test's wall time.
+APP_SLOW = TestOrderLifeModel TestEventsReachAFlakyReceiver TestSalePageInBrowser TestSalePageFiftyBuyers \
+	TestDashboardInBrowser TestPlaygroundInBrowser TestWaitingRoomFair TestWaitingRoomPasses \
+	TestWaitingRoomInstancesAndLoss
+TEST_SUITES = test-single test-app-slow test-faults-cluster test-faults-redis test-cluster
 # test-single starts internal/app, its longest package, first, and runs
 # this many packages at once.
 TEST_SINGLE_P ?= 2
@@ -89,10 +96,10 @@ run: build services
 	fi; ./bin/seckill serve
 
 ## test: everything CI checks: vet, go.mod tidy, generated code current, alert
-## rules, then race tests against real services in four suites at once (every
-## package on a single Redis; internal/app's fault tests on their own servers,
-## in two suites; the Redis suites again on a local cluster), and the slowest
-## ten tests
+## rules, then race tests against real services in five suites at once (every
+## package on a single Redis; internal/app's slowest tests beside it on other
+## databases; its fault tests on their own servers, in two suites; the Redis
+## suites again on a local cluster), and the slowest ten tests
 test: test-services playground salepage vet
 	$(GO) mod tidy -diff
 	$(MAKE) --no-print-directory check-generate
@@ -106,11 +113,17 @@ test: test-services playground salepage vet
 	exit $$status
 
 ## test-single: every package on the single Redis of SECKILL_TEST_REDIS_URL, but
-##   internal/app's fault tests (make test-faults-cluster, test-faults-redis); these
-##   three need make test-services first
+##   internal/app's fault tests (make test-faults-cluster, test-faults-redis) and its
+##   slowest (make test-app-slow); these four need make test-services first
 test-single:
 	@mkdir -p .run/test
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 15m -p $(TEST_SINGLE_P) -skip '$(call tests_re,$(APP_FAULTS_CLUSTER) $(APP_FAULTS_REDIS))' ./internal/app/ ./...
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 15m -p $(TEST_SINGLE_P) -skip '$(call tests_re,$(APP_FAULTS_CLUSTER) $(APP_FAULTS_REDIS) $(APP_SLOW))' ./internal/app/ ./...
+
+## test-app-slow: internal/app's slowest tests on the single Redis (databases
+##   shifted by 6 from test-single's), beside test-single
+test-app-slow:
+	@mkdir -p .run/test
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= SECKILL_TEST_REDIS_DB_SHIFT=6 $(call gotest,$@) -timeout 15m -run '$(call tests_re,$(APP_SLOW))' ./internal/app/
 
 ## test-faults-cluster: internal/app's fault tests on private Redis Clusters
 test-faults-cluster:

@@ -104,3 +104,15 @@ func FinishMovesNow(a *Admitter) { a.finishAfter = 0 }
 func ShardMovedInKey(a *Admitter, voucherID int64, shard, shards int) string {
 	return movedIn(a.keys.shardBase(voucherID, shard, shards))
 }
+
+// RoomKey returns the key of a waiting room's counters.
+func RoomKey(a *Admitter, voucherID int64) string { return a.keys.room(voucherID) }
+
+// RoomJoinersKey returns the key of the bucket of a room's joiners that
+// holds userID.
+func RoomJoinersKey(a *Admitter, voucherID, userID int64) string {
+	return a.keys.roomJoiners(voucherID, userID)
+}
+
+// RoomBuckets is how many buckets hold a room's joiners.
+const RoomBuckets = roomBuckets

@@ -40,7 +40,7 @@ type dashEnv struct {
 
 func newDashEnv(t *testing.T, opts ...func(vars map[string]string)) *dashEnv {
 	t.Helper()
-	vars := testenv.ServerVars(storetest.NewDSN(t), testenv.RedisURL(t, testenv.RedisDBDashboard))
+	vars := testenv.ServerVars(storetest.NewDSN(t), testenv.RedisURL(t, testenv.OwnedDB(testenv.RedisDBDashboard)))
 	vars["SECKILL_USER_RATE"] = "0"
 	vars["SECKILL_ADMIN_USER"] = dashAdmin
 	vars["SECKILL_ADMIN_PASSWORD"] = dashPassword

@@ -58,7 +58,7 @@ func (e *testEnv) peer(opts ...envOption) *testEnv {
 
 func startTestEnv(t *testing.T, dsn string, flush bool, opts ...envOption) *testEnv {
 	t.Helper()
-	vars := testenv.ServerVars(dsn, testenv.RedisURL(t, testenv.RedisDBApp))
+	vars := testenv.ServerVars(dsn, testenv.RedisURL(t, testenv.OwnedDB(testenv.RedisDBApp)))
 	vars["SECKILL_RECONCILE_INTERVAL"] = "200ms"
 	vars["SECKILL_RECONCILE_AFTER"] = "1s"
 	for _, o := range opts {

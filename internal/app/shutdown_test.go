@@ -29,7 +29,7 @@ func TestServeShutsDownWithoutLosingOrders(t *testing.T) {
 		"SECKILL_ENV":              "dev",
 		"SECKILL_HTTP_ADDR":        addr,
 		"SECKILL_DATABASE_URL":     storetest.NewDSN(t),
-		"SECKILL_REDIS_URL":        testenv.RedisURL(t, testenv.RedisDBApp),
+		"SECKILL_REDIS_URL":        testenv.RedisURL(t, testenv.OwnedDB(testenv.RedisDBApp)),
 		"SECKILL_SHUTDOWN_TIMEOUT": "5s",
 		"SECKILL_LOG_LEVEL":        "warn",
 		"SECKILL_REDIS_TIMEOUT":    "10s", // a shared, loaded machine: a slow answer is no fault here

@@ -27,6 +27,16 @@ const (
 	RedisDBReadme    = 7 // cmd/seckill: the README's examples against `seckill serve`
 )
 
+// OwnedDB returns the database a package's tests own, db, moved by
+// SECKILL_TEST_REDIS_DB_SHIFT when it is set: make test runs a second suite
+// of internal/app's tests beside the first (test-app-slow), each suite on
+// databases of its own. The shifted databases (9 and 11 for a shift of 6)
+// must exist: Redis has 16 by default.
+func OwnedDB(db int) int {
+	shift, _ := strconv.Atoi(os.Getenv("SECKILL_TEST_REDIS_DB_SHIFT"))
+	return db + shift
+}
+
 // ClusterAddrs returns the seed nodes of SECKILL_TEST_REDIS_CLUSTER_ADDRS
 // (comma-separated host:port), or nil. When it is set, the Redis tests run
 // against that Redis Cluster instead of the single node (the same suites on

@@ -1,0 +1,110 @@
+package admission_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"seckill/internal/admission"
+	"seckill/internal/seckill"
+)
+
+// TestJoinRoom: joiners are numbered in arrival order, before the open and
+// after it apart, once each; the room's clock is Redis's; a room Redis lost
+// numbers on from the caller's floor.
+func TestJoinRoom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	const v = 77
+	now := time.Now()
+	join := func(user int64, opens, begin time.Time, floor seckill.RoomCounts) (seckill.RoomPlace, error) {
+		return a.JoinRoom(ctx, v, user, opens, begin, now.Add(time.Hour), floor)
+	}
+	if _, err := join(1, now.Add(time.Minute), now.Add(2*time.Minute), seckill.RoomCounts{}); seckill.ErrorCode(err) != seckill.ECONFLICT {
+		t.Fatalf("join before the room opens: %v, want CONFLICT", err)
+	}
+	if _, err := a.JoinRoom(ctx, v, 1, now.Add(-2*time.Hour), now.Add(-time.Hour-time.Minute), now.Add(-time.Hour), seckill.RoomCounts{}); seckill.ErrorCode(err) != seckill.ECONFLICT {
+		t.Fatalf("join after the sale: %v, want CONFLICT", err)
+	}
+	opens, begin := now.Add(-time.Minute), now.Add(time.Minute)
+	for u := int64(1); u <= 5; u++ {
+		pl, err := join(u, opens, begin, seckill.RoomCounts{})
+		if err != nil || pl != (seckill.RoomPlace{BeforeOpen: true, Seq: u - 1}) {
+			t.Fatalf("user %d joins: %+v %v", u, pl, err)
+		}
+	}
+	if pl, err := join(3, opens, begin, seckill.RoomCounts{}); err != nil || pl != (seckill.RoomPlace{BeforeOpen: true, Seq: 2}) {
+		t.Fatalf("user 3 joins again: %+v %v, want the same place", pl, err)
+	}
+	// After the open (a begin in the past), the second line.
+	for u := int64(6); u <= 8; u++ {
+		pl, err := join(u, opens, now.Add(-time.Second), seckill.RoomCounts{})
+		if err != nil || pl != (seckill.RoomPlace{Seq: u - 6}) {
+			t.Fatalf("user %d joins after the open: %+v %v", u, pl, err)
+		}
+	}
+	c, err := a.RoomCounts(ctx, v, begin)
+	if err != nil || c != (seckill.RoomCounts{Before: 5, After: 3}) {
+		t.Fatalf("counts %+v %v", c, err)
+	}
+	if c, _ := a.RoomCounts(ctx, v, now.Add(-time.Second)); !c.Opened {
+		t.Errorf("counts with a begin in the past: %+v, want opened", c)
+	}
+	if ttl := rdb.PTTL(ctx, admission.RoomKey(a, v)).Val(); ttl < time.Hour || ttl > 3*time.Hour {
+		t.Errorf("room keys expire in %s, want the sale's end and an hour", ttl)
+	}
+
+	// Redis loses the room: the next joiner is numbered from the floor the
+	// caller saw, not from 0 again.
+	if err := rdb.Del(ctx, admission.RoomKey(a, v)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := join(9, opens, begin, seckill.RoomCounts{Before: 5, After: 3})
+	if err != nil || pl != (seckill.RoomPlace{BeforeOpen: true, Seq: 5}) {
+		t.Fatalf("join after the room was lost: %+v %v, want place 5", pl, err)
+	}
+	if pl, err := join(10, opens, begin, seckill.RoomCounts{}); err != nil || pl.Seq != 6 {
+		t.Fatalf("the next join: %+v %v, want place 6", pl, err)
+	}
+}
+
+// TestRoomJoinerCost: what a joiner costs in Redis memory, at the density
+// of two million joiners (about 61 in each of the 32768 buckets): the
+// buckets stay listpacks, at well under 32 bytes a joiner, key included.
+// docs/performance.md quotes the figure this logs.
+func TestRoomJoinerCost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	const v, buckets, perBucket = 78, 16, 64
+	now := time.Now()
+	var users []int64
+	for b := int64(0); b < buckets; b++ {
+		for i := int64(0); i < perBucket; i++ {
+			users = append(users, (1<<40)+i*admission.RoomBuckets+b) // large ids, as an identity provider's
+		}
+	}
+	for _, u := range users {
+		if _, err := a.JoinRoom(ctx, v, u, now.Add(-time.Minute), now.Add(time.Minute), now.Add(time.Hour), seckill.RoomCounts{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bytes int64
+	for b := int64(0); b < buckets; b++ {
+		key := admission.RoomJoinersKey(a, v, (1<<40)+b)
+		if enc := rdb.ObjectEncoding(ctx, key).Val(); enc != "listpack" {
+			t.Errorf("bucket %s is a %s, want a listpack", key, enc)
+		}
+		n, err := rdb.MemoryUsage(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bytes += n
+	}
+	per := float64(bytes) / float64(len(users))
+	t.Logf("%.1f bytes a joiner at %d a bucket (%d joiners): 2M joiners ≈ %.0f MB", per, perBucket, len(users), per*2e6/1e6)
+	if per > 32 {
+		t.Errorf("%.1f bytes a joiner, want at most 32", per)
+	}
+}
