@@ -466,6 +466,9 @@ func TestEnumsMatchDomain(t *testing.T) {
 	checkEnum(t, "challenge kind", seckill.ChallengeKinds, model.AllChallengeKind, func(k seckill.ChallengeKind) (model.ChallengeKind, error) {
 		return toGraphEnum[model.ChallengeKind](string(k), "challenge kind")
 	})
+	checkEnum(t, "waiting room state", seckill.RoomStates, model.AllWaitingRoomState, func(s seckill.RoomState) (model.WaitingRoomState, error) {
+		return toGraphEnum[model.WaitingRoomState](string(s), "waiting room state")
+	})
 	if _, err := toGraphOrderStatus("LOST"); err == nil {
 		t.Error("an unknown status converts")
 	}

@@ -2,6 +2,9 @@ package admission_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,4 +110,41 @@ func TestRoomJoinerCost(t *testing.T) {
 	if per > 32 {
 		t.Errorf("%.1f bytes a joiner, want at most 32", per)
 	}
+}
+
+// BenchmarkRoomJoin measures one joiner (one EVALSHA that numbers them) and
+// what Redis spends on it, from INFO commandstats: run it alone, on a
+// Redis no one else uses, for docs/performance.md.
+func BenchmarkRoomJoin(b *testing.B) {
+	ctx := context.Background()
+	a, rdb := newAdmitter(b, admission.Options{})
+	now := time.Now()
+	usec := func() float64 {
+		info := rdb.Info(ctx, "commandstats").Val()
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
+				for _, kv := range strings.Split(rest, ",") {
+					if v, ok := strings.CutPrefix(kv, "usec="); ok {
+						n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+						return n
+					}
+				}
+			}
+		}
+		return 0
+	}
+	var next atomic.Int64
+	before := usec()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			u := next.Add(1) + 1<<40
+			if _, err := a.JoinRoom(ctx, 79, u, now.Add(-time.Minute), now.Add(time.Hour), now.Add(2*time.Hour), seckill.RoomCounts{}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric((usec()-before)/float64(b.N), "redis-µs/join")
 }

@@ -15,7 +15,7 @@ import (
 // this package but left out of its list (enums.go, balance.go): a list the
 // edges check their wire values against must hold every value.
 func TestEnumListsAreComplete(t *testing.T) {
-	consts := enumConsts(t, "Outcome", "OrderStatus", "PaymentStatus", "CampaignStatus", "VoucherType", "ChallengeKind", "BalanceState")
+	consts := enumConsts(t, "Outcome", "OrderStatus", "PaymentStatus", "CampaignStatus", "VoucherType", "ChallengeKind", "BalanceState", "RoomState")
 	checkEnumList(t, consts, "Outcome", "Outcomes", Outcomes,
 		// The history's names for the answers of the layers in front of
 		// admission, never a buyer's outcome (funnel.go).
@@ -26,6 +26,7 @@ func TestEnumListsAreComplete(t *testing.T) {
 	checkEnumList(t, consts, "VoucherType", "VoucherTypes", VoucherTypes)
 	checkEnumList(t, consts, "ChallengeKind", "ChallengeKinds", ChallengeKinds)
 	checkEnumList(t, consts, "BalanceState", "BalanceStates", BalanceStates)
+	checkEnumList(t, consts, "RoomState", "RoomStates", RoomStates)
 }
 
 // checkEnumList compares the constants of type typ declared in the package

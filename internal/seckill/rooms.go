@@ -216,7 +216,11 @@ func (r *Rooms) Watch(ctx context.Context, voucherID int64, ticket string) (<-ch
 			if err != nil {
 				continue
 			}
-			st = r.status(c, v, u.ID, pl, r.now())
+			if st.PlaceKnown && v.drawn >= 0 {
+				st = r.challenges.challenger.roomStatusAt(c, voucherID, u.ID, st.Place, v.counts, v.remaining, r.now())
+			} else {
+				st = r.status(c, v, u.ID, pl, r.now())
+			}
 		}
 	}()
 	return out, nil

@@ -170,6 +170,17 @@ func (c *Challenger) RoomPlaceIndex(voucherID int64, pl RoomPlace, before int64)
 // Opened (and before the draw, what joined before the open) once now is
 // past the begin; remaining is the stock left, or -1 when unknown.
 func (c *Challenger) ComputeRoomStatus(cm Campaign, voucherID, userID int64, pl RoomPlace, before int64, counts RoomCounts, remaining int64, now time.Time) RoomStatus {
+	place := int64(-1)
+	if before >= 0 {
+		place = c.RoomPlaceIndex(voucherID, pl, before)
+	}
+	return c.roomStatusAt(cm, voucherID, userID, place, counts, remaining, now)
+}
+
+// roomStatusAt is ComputeRoomStatus for a place computed already (-1:
+// not drawn yet), as a watcher's stream keeps it: the permutation costs a
+// few microseconds, and a stream asks every second.
+func (c *Challenger) roomStatusAt(cm Campaign, voucherID, userID, place int64, counts RoomCounts, remaining int64, now time.Time) RoomStatus {
 	w := cm.Room
 	st := RoomStatus{Joined: counts.Joined()}
 	switch {
@@ -179,12 +190,12 @@ func (c *Challenger) ComputeRoomStatus(cm Campaign, voucherID, userID int64, pl 
 	case remaining == 0:
 		st.State = RoomSoldOut
 		return st
-	case now.Before(cm.BeginTime) || before < 0:
+	case now.Before(cm.BeginTime) || place < 0:
 		st.State, st.TurnAt = RoomBeforeOpen, cm.BeginTime
 		st.Wait = max(0, cm.BeginTime.Sub(now))
 		return st
 	}
-	p := c.RoomPlaceIndex(voucherID, pl, before)
+	p := place
 	st.Place, st.PlaceKnown = p, true
 	st.TurnAt = TurnAt(w, cm.BeginTime, p)
 	passEnd := st.TurnAt.Add(w.PassFor)
