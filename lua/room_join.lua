@@ -5,9 +5,12 @@
 -- does not load the Redis core that decides the stock.
 --
 -- KEYS[1] -> <p>seckill:{w<voucher>}:room       hash: before, after (how many joined
---                                               before the open and after it)
+--                                               before the open and after it), next
+--                                               (the place the next joiner after the
+--                                               open takes, at least)
 -- KEYS[2] -> <p>seckill:{w<voucher>}:room:u:<b>  hash: user -> their number n (joined
---                                               before the open) or -(n+1) (after);
+--                                               before the open) or -(p+1), p their
+--                                               place (after);
 --                                               b is the user's bucket, so that each
 --                                               bucket stays a small listpack
 -- --
@@ -20,10 +23,19 @@
 --            number the caller saw handed out is handed out again
 -- ARGV[6] -> the same floor for the count after the open
 -- ARGV[7] -> when the keys expire, Unix milliseconds (after ARGV[4])
+-- ARGV[8] -> the floor of next (>= 0): the caller's highest place after the
+--            open plus one, and the count drawn before the open when known
+-- ARGV[9] -> the room's turns a second (>= 1)
+--
+-- A joiner after the open takes the place max(next, before, the place
+-- whose turn is now), so that places are taken once, after every place
+-- drawn before the open, and never in the past: a buyer who comes when the
+-- line is empty has their turn at once, and turns never come faster than
+-- the rate.
 --
 -- Returns:
 --   {0, 1, n}     joined before the open: the n-th (0-based)
---   {0, 0, n}     joined after the open: the n-th of those
+--   {0, 0, p}     joined after the open: their place in line
 --   {1, wait_ms}  the room opens in wait_ms
 --   {2}           the sale is over
 -- Errors, before any write: a malformed argument.
@@ -41,6 +53,10 @@ if not (floor_b and floor_a and floor_b >= 0 and floor_a >= 0 and floor_b % 1 ==
 end
 if not (expire_at and expire_at > ends) then
   return redis.error_reply('ERR room_join: ARGV[7] must be after the end')
+end
+local floor_next, rate = tonumber(ARGV[8]), tonumber(ARGV[9])
+if not (floor_next and floor_next >= 0 and floor_next % 1 == 0 and rate and rate >= 1 and rate % 1 == 0) then
+  return redis.error_reply('ERR room_join: ARGV[8] must be a whole number >= 0 and ARGV[9] one >= 1')
 end
 
 local t = redis.call('TIME')
@@ -69,7 +85,12 @@ if n < floor then
 end
 local stored = n
 if before == 0 then
-  stored = -n - 1
+  -- (now - begin) * rate stays below 2^53 for any window of a day.
+  local c = redis.call('HMGET', KEYS[1], 'next', 'before')
+  local p = math.max(tonumber(c[1]) or 0, tonumber(c[2]) or 0, floor_next,
+    math.floor((now - begin) * rate / 1000))
+  redis.call('HSET', KEYS[1], 'next', string.format('%d', p + 1))
+  n, stored = p, -p - 1
 end
 redis.call('HSET', KEYS[2], user, string.format('%d', stored))
 redis.call('PEXPIREAT', KEYS[1], string.format('%d', expire_at))

@@ -40,20 +40,25 @@ func (k keys) roomJoiners(voucherID, userID int64) string {
 }
 
 // JoinRoom numbers a buyer who joins a campaign's waiting room, by Redis's
-// clock: before the open or after it; the same number again for one who
-// joined before. floor holds the highest counts the caller has seen, from
-// which a room Redis lost numbers on. ECONFLICT before the room opens
-// (saying when) and after the sale.
-func (a *Admitter) JoinRoom(ctx context.Context, voucherID, userID int64, opens, begin, end time.Time, floor seckill.RoomCounts) (seckill.RoomPlace, error) {
+// clock: before the open (their number among those), or after it (their
+// place in line: the next free one, never one whose turn is past, at rate
+// turns a second); the same again for one who joined before. floor holds
+// the highest counts the caller has seen, from which a room Redis lost
+// numbers on. ECONFLICT before the room opens (saying when) and after the
+// sale.
+func (a *Admitter) JoinRoom(ctx context.Context, voucherID, userID int64, opens, begin, end time.Time, rate int, floor seckill.RoomCounts) (seckill.RoomPlace, error) {
 	if !validVoucherID(voucherID) {
 		return seckill.RoomPlace{}, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
 	}
 	if userID <= 0 {
 		return seckill.RoomPlace{}, seckill.Invalidf("userId", "user id must be positive")
 	}
+	if rate < 1 {
+		return seckill.RoomPlace{}, seckill.Invalidf("admitPerSecond", "a room lets at least one buyer through a second")
+	}
 	res, err := runScript(ctx, a.rdb, roomJoinScript, []string{a.keys.room(voucherID), a.keys.roomJoiners(voucherID, userID)},
 		userID, opens.UnixMilli(), begin.UnixMilli(), end.UnixMilli(), max(0, floor.Before), max(0, floor.After),
-		end.Add(roomKeep).UnixMilli()).Slice()
+		end.Add(roomKeep).UnixMilli(), max(0, floor.Next), rate).Slice()
 	if err != nil {
 		return seckill.RoomPlace{}, redisError("join room", err, nil)
 	}
@@ -88,8 +93,9 @@ func (a *Admitter) RoomCounts(ctx context.Context, voucherID int64, begin time.T
 	b, ok1 := int64At(res, 0)
 	n, ok2 := int64At(res, 1)
 	o, ok3 := int64At(res, 2)
-	if !ok1 || !ok2 || !ok3 {
+	next, ok4 := int64At(res, 3)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return seckill.RoomCounts{}, fmt.Errorf("admission: room counts of voucher %d: reply %v", voucherID, res)
 	}
-	return seckill.RoomCounts{Before: b, After: n, Opened: o == 1}, nil
+	return seckill.RoomCounts{Before: b, After: n, Next: next, Opened: o == 1}, nil
 }

@@ -22,12 +22,12 @@ func TestJoinRoom(t *testing.T) {
 	const v = 77
 	now := time.Now()
 	join := func(user int64, opens, begin time.Time, floor seckill.RoomCounts) (seckill.RoomPlace, error) {
-		return a.JoinRoom(ctx, v, user, opens, begin, now.Add(time.Hour), floor)
+		return a.JoinRoom(ctx, v, user, opens, begin, now.Add(time.Hour), 1, floor)
 	}
 	if _, err := join(1, now.Add(time.Minute), now.Add(2*time.Minute), seckill.RoomCounts{}); seckill.ErrorCode(err) != seckill.ECONFLICT {
 		t.Fatalf("join before the room opens: %v, want CONFLICT", err)
 	}
-	if _, err := a.JoinRoom(ctx, v, 1, now.Add(-2*time.Hour), now.Add(-time.Hour-time.Minute), now.Add(-time.Hour), seckill.RoomCounts{}); seckill.ErrorCode(err) != seckill.ECONFLICT {
+	if _, err := a.JoinRoom(ctx, v, 1, now.Add(-2*time.Hour), now.Add(-time.Hour-time.Minute), now.Add(-time.Hour), 1, seckill.RoomCounts{}); seckill.ErrorCode(err) != seckill.ECONFLICT {
 		t.Fatalf("join after the sale: %v, want CONFLICT", err)
 	}
 	opens, begin := now.Add(-time.Minute), now.Add(time.Minute)
@@ -40,16 +40,23 @@ func TestJoinRoom(t *testing.T) {
 	if pl, err := join(3, opens, begin, seckill.RoomCounts{}); err != nil || pl != (seckill.RoomPlace{BeforeOpen: true, Seq: 2}) {
 		t.Fatalf("user 3 joins again: %+v %v, want the same place", pl, err)
 	}
-	// After the open (a begin in the past), the second line.
+	// After the open (a begin a second ago, a turn a second): behind the
+	// five drawn ones, in arrival order.
 	for u := int64(6); u <= 8; u++ {
 		pl, err := join(u, opens, now.Add(-time.Second), seckill.RoomCounts{})
-		if err != nil || pl != (seckill.RoomPlace{Seq: u - 6}) {
-			t.Fatalf("user %d joins after the open: %+v %v", u, pl, err)
+		if err != nil || pl != (seckill.RoomPlace{Seq: u - 1}) {
+			t.Fatalf("user %d joins after the open: %+v %v, want place %d", u, pl, err, u-1)
 		}
 	}
 	c, err := a.RoomCounts(ctx, v, begin)
-	if err != nil || c != (seckill.RoomCounts{Before: 5, After: 3}) {
+	if err != nil || c != (seckill.RoomCounts{Before: 5, After: 3, Next: 8}) {
 		t.Fatalf("counts %+v %v", c, err)
+	}
+	// One who comes when every place so far has had its turn (the open 100
+	// s ago at a turn a second) takes the place whose turn is now, not one
+	// long past.
+	if pl, err := join(20, now.Add(-200*time.Second), now.Add(-100*time.Second), seckill.RoomCounts{}); err != nil || pl.Seq < 99 || pl.Seq > 101 {
+		t.Fatalf("a late joiner: %+v %v, want the place of now (about 100)", pl, err)
 	}
 	if c, _ := a.RoomCounts(ctx, v, now.Add(-time.Second)); !c.Opened {
 		t.Errorf("counts with a begin in the past: %+v, want opened", c)
@@ -89,7 +96,7 @@ func TestRoomJoinerCost(t *testing.T) {
 		}
 	}
 	for _, u := range users {
-		if _, err := a.JoinRoom(ctx, v, u, now.Add(-time.Minute), now.Add(time.Minute), now.Add(time.Hour), seckill.RoomCounts{}); err != nil {
+		if _, err := a.JoinRoom(ctx, v, u, now.Add(-time.Minute), now.Add(time.Minute), now.Add(time.Hour), 1, seckill.RoomCounts{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,7 +146,7 @@ func BenchmarkRoomJoin(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			u := next.Add(1) + 1<<40
-			if _, err := a.JoinRoom(ctx, 79, u, now.Add(-time.Minute), now.Add(time.Hour), now.Add(2*time.Hour), seckill.RoomCounts{}); err != nil {
+			if _, err := a.JoinRoom(ctx, 79, u, now.Add(-time.Minute), now.Add(time.Hour), now.Add(2*time.Hour), 1, seckill.RoomCounts{}); err != nil {
 				b.Error(err)
 				return
 			}

@@ -15,7 +15,9 @@ type RoomLine interface {
 	// clock (before begin or after it); joining again answers the same
 	// place. floor is the highest counts the caller has seen: a room Redis
 	// lost numbers on from there. ECONFLICT before opens or after end.
-	JoinRoom(ctx context.Context, voucherID, userID int64, opens, begin, end time.Time, floor RoomCounts) (RoomPlace, error)
+	// A joiner after the open takes the next free place, never one whose
+	// turn (at rate turns a second from begin) has passed.
+	JoinRoom(ctx context.Context, voucherID, userID int64, opens, begin, end time.Time, rate int, floor RoomCounts) (RoomPlace, error)
 	// RoomCounts reads how many joined before and after the open.
 	RoomCounts(ctx context.Context, voucherID int64, begin time.Time) (RoomCounts, error)
 }
@@ -127,7 +129,9 @@ func (r *Rooms) Join(ctx context.Context, voucherID int64) (*RoomTicket, error) 
 	if v.remaining == 0 {
 		return nil, Errorf(ECONFLICT, "sold out: the waiting room is closed")
 	}
-	pl, err := r.line.JoinRoom(ctx, voucherID, u.ID, opens, c.BeginTime, c.EndTime, v.floor)
+	floor := v.floor
+	floor.Next = max(floor.Next, v.drawn) // a room Redis lost after the open: behind the drawn ones
+	pl, err := r.line.JoinRoom(ctx, voucherID, u.ID, opens, c.BeginTime, c.EndTime, c.Room.AdmitPerSecond, floor)
 	if err != nil {
 		return nil, err
 	}
@@ -195,11 +199,20 @@ func (r *Rooms) Watch(ctx context.Context, voucherID int64, ticket string) (<-ch
 			}
 			wait := RoomTick
 			now := r.now()
-			switch {
-			case st.State == RoomWaiting || st.State == RoomBeforeOpen:
-				wait = min(wait, max(time.Millisecond, st.TurnAt.Sub(now)))
-			case st.State == RoomYourTurn:
-				wait = min(wait, max(time.Millisecond, st.PassExpiresAt.Sub(now)))
+			// Wake at the moment the turn comes or ends; a moment already
+			// past (the open, before this process has read the draw) is
+			// looked at again after a fifth of RoomRefresh, not at once.
+			next := time.Time{}
+			switch st.State {
+			case RoomWaiting, RoomBeforeOpen:
+				next = st.TurnAt
+			case RoomYourTurn:
+				next = st.PassExpiresAt
+			}
+			if d := next.Sub(now); !next.IsZero() && d > 0 {
+				wait = min(wait, d)
+			} else if !next.IsZero() {
+				wait = RoomRefresh / 5
 			}
 			t := time.NewTimer(wait)
 			select {
@@ -226,7 +239,9 @@ func (r *Rooms) Watch(ctx context.Context, voucherID int64, ticket string) (<-ch
 	return out, nil
 }
 
-// RoomFunnel is a waiting room's layers at a moment.
+// RoomFunnel is a waiting room's layers at a moment. Expired counts, with
+// today's counts, the turns that ended PassFor ago: exact unless the line
+// emptied within that time (then it may count a few too few).
 type RoomFunnel struct {
 	Joined     int64 // everyone who joined
 	Waiting    int64 // joined, their turn not come yet
@@ -248,8 +263,8 @@ func (r *Rooms) Funnel(ctx context.Context, voucherID int64) (RoomFunnel, error)
 	}
 	now := r.now()
 	f := RoomFunnel{Joined: v.counts.Joined()}
-	through := min(f.Joined, LetThrough(c.Room, c.BeginTime, now))
-	over := min(f.Joined, LetThrough(c.Room, c.BeginTime, now.Add(-c.Room.PassFor)))
+	through := v.through(c, now)
+	over := v.through(c, now.Add(-c.Room.PassFor))
 	if !now.Before(c.EndTime) {
 		over = through
 	}
@@ -259,6 +274,18 @@ func (r *Rooms) Funnel(ctx context.Context, voucherID int64) (RoomFunnel, error)
 		f.Admitted = max(0, c.InitialStock-v.remaining)
 	}
 	return f, nil
+}
+
+// through counts the joiners whose turn has come by at: the drawn ones
+// below the places let through, and those after the open whose place is
+// below it. A joiner after the open takes the next place, or the place of
+// the moment when the line had emptied, so the places not let through yet
+// are one run ending at Next-1: exact, without a count per place.
+func (v roomView) through(c Campaign, at time.Time) int64 {
+	lt := LetThrough(c.Room, c.BeginTime, at)
+	before := max(v.counts.Before, 0)
+	waitingAfter := min(max(v.counts.Next-max(lt, before), 0), v.counts.After)
+	return min(before, lt) + v.counts.After - waitingAfter
 }
 
 // view returns what the process knows of a room, read again when older
@@ -310,6 +337,7 @@ func (r *Rooms) refresh(ctx context.Context, c Campaign) (roomView, error) {
 		v.remaining = n
 	}
 	v.floor.Before, v.floor.After = max(v.floor.Before, counts.Before), max(v.floor.After, counts.After)
+	v.floor.Next = max(v.floor.Next, counts.Next)
 	if v.drawn < 0 && counts.Opened {
 		// The open has passed by Redis's clock: nobody joins before it any
 		// more. The first process to record the count decides it for all,
@@ -326,6 +354,7 @@ func (r *Rooms) refresh(ctx context.Context, c Campaign) (roomView, error) {
 	r.mu.Lock()
 	if old, ok := r.views[c.VoucherID]; ok { // saw may have raised it meanwhile
 		v.floor.Before, v.floor.After = max(v.floor.Before, old.floor.Before), max(v.floor.After, old.floor.After)
+		v.floor.Next = max(v.floor.Next, old.floor.Next)
 	}
 	if len(r.views) > 10000 {
 		clear(r.views)
@@ -346,6 +375,6 @@ func (r *Rooms) saw(voucherID int64, pl RoomPlace) {
 	if pl.BeforeOpen {
 		v.floor.Before = max(v.floor.Before, pl.Seq+1)
 	} else {
-		v.floor.After = max(v.floor.After, pl.Seq+1)
+		v.floor.Next = max(v.floor.Next, pl.Seq+1)
 	}
 }

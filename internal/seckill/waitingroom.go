@@ -76,17 +76,21 @@ func ValidateWaitingRoom(w WaitingRoom) error {
 	return nil
 }
 
-// RoomPlace is a joiner's number in a room: the Seq-th (0-based) to join
-// before the open, or after it.
+// RoomPlace is a joiner's number in a room: for one who joined before the
+// open, Seq is their number among those (0-based), drawn into a place at
+// the open; for one after it, Seq is their place in line itself (the next
+// free one when they joined, and never one whose turn had passed).
 type RoomPlace struct {
 	BeforeOpen bool
 	Seq        int64
 }
 
-// RoomCounts is how many joined a room before its open and after it, and
-// whether the open has passed by Redis's clock (then Before is final).
+// RoomCounts is how many joined a room before its open and after it,
+// whether the open has passed by Redis's clock (then Before is final), and
+// Next, the lowest place the next joiner after the open may take.
 type RoomCounts struct {
 	Before, After int64
+	Next          int64
 	Opened        bool
 }
 
@@ -158,10 +162,10 @@ func TurnAt(w WaitingRoom, begin time.Time, p int64) time.Time {
 
 // RoomPlaceIndex returns the place in line of a joiner, given how many
 // joined before the open: a random place among those for a joiner before
-// it, the next after them in arrival order for one after.
+// it; for one after, the place they took, behind them in arrival order.
 func (c *Challenger) RoomPlaceIndex(voucherID int64, pl RoomPlace, before int64) int64 {
 	if !pl.BeforeOpen {
-		return before + pl.Seq
+		return pl.Seq
 	}
 	return int64(PermuteIndex(c.roomKey(voucherID), uint64(before), uint64(pl.Seq)))
 }
@@ -171,7 +175,7 @@ func (c *Challenger) RoomPlaceIndex(voucherID int64, pl RoomPlace, before int64)
 // past the begin; remaining is the stock left, or -1 when unknown.
 func (c *Challenger) ComputeRoomStatus(cm Campaign, voucherID, userID int64, pl RoomPlace, before int64, counts RoomCounts, remaining int64, now time.Time) RoomStatus {
 	place := int64(-1)
-	if before >= 0 {
+	if before >= 0 || !pl.BeforeOpen {
 		place = c.RoomPlaceIndex(voucherID, pl, before)
 	}
 	return c.roomStatusAt(cm, voucherID, userID, place, counts, remaining, now)

@@ -94,3 +94,75 @@ func TestRoomTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestComputeRoomStatus: where a joiner stands follows the clock.
+func TestComputeRoomStatus(t *testing.T) {
+	c := NewChallenger([]byte("secret"), time.Minute, time.Minute)
+	begin := time.Unix(1_800_000_000, 0)
+	cm := Campaign{VoucherID: 3, BeginTime: begin, EndTime: begin.Add(time.Hour),
+		Room: WaitingRoom{OpensBefore: time.Minute, AdmitPerSecond: 10, PassFor: 10 * time.Second}}
+	after := RoomPlace{Seq: 50} // joined after the open: place 50, its turn 5 s after it
+	counts := RoomCounts{Before: 20, After: 31, Next: 51, Opened: true}
+	for _, tc := range []struct {
+		name      string
+		at        time.Duration // from begin
+		remaining int64
+		before    int64
+		want      RoomState
+		ahead     int64
+	}{
+		{"before the open", -time.Second, 5, -1, RoomBeforeOpen, 0},
+		{"waiting", 2 * time.Second, 5, 20, RoomWaiting, 50 - 21},
+		{"the turn", 5 * time.Second, 5, 20, RoomYourTurn, 0},
+		{"the turn's last moment", 15*time.Second - time.Millisecond, 5, 20, RoomYourTurn, 0},
+		{"missed", 15 * time.Second, 5, 20, RoomMissed, 0},
+		{"sold out", 2 * time.Second, 0, 20, RoomSoldOut, 0},
+		{"ended", time.Hour, 5, 20, RoomEnded, 0},
+	} {
+		st := c.ComputeRoomStatus(cm, 3, 7, after, tc.before, counts, tc.remaining, begin.Add(tc.at))
+		if st.State != tc.want || st.Ahead != tc.ahead {
+			t.Errorf("%s: %+v, want %s with %d ahead", tc.name, st, tc.want, tc.ahead)
+		}
+		if (st.State == RoomYourTurn) != (st.Pass != "") {
+			t.Errorf("%s: pass %q in state %s", tc.name, st.Pass, st.State)
+		}
+		if st.Pass != "" && c.CheckPass(st.Pass, 3, 7, begin.Add(tc.at)) != PassValid {
+			t.Errorf("%s: the pass given is not valid", tc.name)
+		}
+	}
+}
+
+// TestRoomThrough: the funnel's count of joiners whose turn came is exact
+// without a count per place: drawn ones below the places let through, and
+// those after the open below it, whose places not let through yet are one
+// run ending at Next (a gap in the places opens only below the place of
+// its moment).
+func TestRoomThrough(t *testing.T) {
+	begin := time.Unix(1_800_000_000, 0)
+	cm := Campaign{BeginTime: begin, Room: WaitingRoom{AdmitPerSecond: 1, PassFor: time.Minute}}
+	// 10 drawn (places 0-9) and 3 after the open (places 10-12).
+	v := roomView{counts: RoomCounts{Before: 10, After: 3, Next: 13}}
+	for _, tc := range []struct {
+		at   time.Duration
+		want int64
+	}{
+		{-time.Second, 0}, {0, 1}, {9 * time.Second, 10}, {11 * time.Second, 12}, {12 * time.Second, 13}, {time.Hour, 13},
+	} {
+		if got := v.through(cm, begin.Add(tc.at)); got != tc.want {
+			t.Errorf("at %s: %d through, want %d", tc.at, got, tc.want)
+		}
+	}
+	// Then, the line empty for a while, 2 more at places 40 and 41 (joined
+	// 39 s after the open).
+	v.counts = RoomCounts{Before: 10, After: 5, Next: 42}
+	for _, tc := range []struct {
+		at   time.Duration
+		want int64
+	}{
+		{40 * time.Second, 14}, {41 * time.Second, 15}, {time.Hour, 15},
+	} {
+		if got := v.through(cm, begin.Add(tc.at)); got != tc.want {
+			t.Errorf("at %s after the gap: %d through, want %d", tc.at, got, tc.want)
+		}
+	}
+}
