@@ -47,7 +47,6 @@ const en = {
   MISSED: 'Your turn came and went: its pass expired before you bought.',
   ahead: (n) => (n === 0 ? 'You are next' : n === 1 ? '1 ahead of you' : `${n} ahead of you`),
   roomWait: (s) => `Estimated wait: ${s < 60 ? s + ' s' : 'about ' + Math.ceil(s / 60) + ' min'}`,
-  roomWaitOpen: (s) => `The line starts in ${s < 60 ? s + ' s' : 'about ' + Math.ceil(s / 60) + ' min'}`,
   roomJoined: (n) => `${n.toLocaleString('en')} joined`,
   passLeft: (s) => `Buy within ${s} s`,
   // Error codes of the API.
@@ -117,7 +116,6 @@ const zh = {
   MISSED: '您的购买时段已过：未在时限内购买，凭证已过期。',
   ahead: (n) => (n === 0 ? '下一个就是您' : `前面还有 ${n} 人`),
   roomWait: (s) => `预计等待 ${s < 60 ? s + ' 秒' : '约 ' + Math.ceil(s / 60) + ' 分钟'}`,
-  roomWaitOpen: (s) => `排队 ${s < 60 ? s + ' 秒' : '约 ' + Math.ceil(s / 60) + ' 分钟'}后开始`,
   roomJoined: (n) => `已有 ${n.toLocaleString('zh-CN')} 人排队`,
   passLeft: (s) => `请在 ${s} 秒内购买`,
   UNAUTHENTICATED: '登录已过期，请从应用内重新打开此页面。',
