@@ -518,7 +518,8 @@ window.__record = (d, r) => {
 true`
 
 // TestSalePageWaitingRoom sells 3 units through a waiting room (open 5 s
-// before the sale, 2 turns a second, passes of 10 s) to 6 buyers: 5 pages
+// before the sale, a turn a second, so that the line is seen moving at the
+// room's updates a second; passes of 10 s) to 6 buyers: 5 pages
 // in frames of one tab, pressing Buy the moment it opens, and one in a tab
 // of its own at 360 px that presses it by keyboard. Every page counts down
 // to the room's open, joins at it and shows BEFORE_OPEN; the tab, loaded
@@ -534,7 +535,7 @@ func TestSalePageWaitingRoom(t *testing.T) {
 	begin := time.Now().Add(9 * time.Second).Truncate(time.Second)
 	opens := begin.Add(-opensBefore * time.Second)
 	v := e.addCampaign("Waiting room sale", stock, begin, map[string]any{
-		"waitingRoom": map[string]any{"opensSecondsBefore": opensBefore, "admitPerSecond": 2, "passSeconds": 10},
+		"waitingRoom": map[string]any{"opensSecondsBefore": opensBefore, "admitPerSecond": 1, "passSeconds": 10},
 	})
 
 	// The same room with a proof of work as well, for one buyer whose
