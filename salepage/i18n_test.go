@@ -11,8 +11,9 @@ import (
 )
 
 // TestEveryAnswerHasAMessage holds src/i18n.js to the API: every value of
-// SeckillOutcome and OrderStatus in the schema and every error code has a
-// message for the buyer in English and in Chinese.
+// SeckillOutcome, OrderStatus and WaitingRoomState in the schema, every
+// state of the domain's waiting room and every error code has a message
+// for the buyer in English and in Chinese.
 func TestEveryAnswerHasAMessage(t *testing.T) {
 	src, err := os.ReadFile("src/i18n.js")
 	if err != nil {
@@ -37,7 +38,7 @@ func TestEveryAnswerHasAMessage(t *testing.T) {
 		schema.Write(b)
 	}
 	var want []string
-	for _, enum := range []string{"SeckillOutcome", "OrderStatus"} {
+	for _, enum := range []string{"SeckillOutcome", "OrderStatus", "WaitingRoomState"} {
 		blocks := regexp.MustCompile(`enum `+enum+` \{([^}]*)\}`).FindAllStringSubmatch(schema.String(), -1)
 		if len(blocks) == 0 {
 			t.Fatalf("no enum %s in the schema", enum)
@@ -48,6 +49,10 @@ func TestEveryAnswerHasAMessage(t *testing.T) {
 	}
 	want = append(want, seckill.EUNAUTHENTICATED, seckill.EFORBIDDEN, seckill.ENOTFOUND, seckill.EINVALID,
 		seckill.ECONFLICT, seckill.EUNAVAILABLE, seckill.EINTERNAL)
+	// The domain's room states too, should the schema ever lag behind them.
+	for _, s := range seckill.RoomStates {
+		want = append(want, string(s))
+	}
 	if len(want) < 20 {
 		t.Fatalf("found only %v in the schema", want)
 	}

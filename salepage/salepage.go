@@ -62,6 +62,13 @@ var page = template.Must(template.New("page").Parse(`<!doctype html>
 </section>
 <div id="countdown" data-testid="countdown" role="timer" aria-live="off"></div>
 <p id="skew" data-testid="skew"></p>
+<section id="room" class="card" hidden data-testid="room" aria-labelledby="room-title">
+<p><strong id="room-title" data-i18n="room">Waiting room</strong></p>
+<p id="room-state" data-testid="room-state" aria-live="polite"></p>
+<p id="room-position" class="position" data-testid="room-position" aria-live="polite" aria-atomic="true"></p>
+<p id="room-wait" data-testid="room-wait"></p>
+<p id="room-joined" class="note" data-testid="room-joined"></p>
+</section>
 <form id="quiz" class="card" hidden data-testid="quiz">
 <p><strong data-i18n="quiz">Answer to buy</strong></p>
 <p id="quiz-question" data-testid="quiz-question"></p>

@@ -480,3 +480,300 @@ func TestSalePageFiftyBuyers(t *testing.T) {
 	}
 	saleShot(t, ctx, "fifty")
 }
+
+// roomRecord is what a page of TestSalePageWaitingRoom went through, as
+// recordRoomJS saw it every 20 ms.
+type roomRecord struct {
+	RoomCountdown bool     `json:"roomCountdown"` // counted down to the room's open
+	States        []string `json:"states"`        // the room's states, in order
+	Positions     []int    `json:"positions"`     // "N ahead of you" while WAITING, in order
+	OpenedAt      float64  `json:"openedAt"`      // Unix ms when the buy button first opened
+	OpenedState   string   `json:"openedState"`   // the room's state then
+	TurnAt        float64  `json:"turnAt"`        // the turn the page was given, server Unix ms
+	Outcome       string   `json:"outcome"`
+	Room          string   `json:"room"`
+	OrderID       string   `json:"orderId"`
+}
+
+// recordRoomJS defines __record(doc, rec), which notes into rec what the
+// sale page in doc shows now, and presses its button the moment it opens
+// when rec.press.
+const recordRoomJS = `window.__newRecord = (press) => ({press, roomCountdown: false, states: [], positions: [], openedAt: 0, openedState: "", turnAt: 0});
+window.__record = (d, r) => {
+	if (!d || !d.body) return;
+	const ds = d.body.dataset;
+	const cd = d.getElementById("countdown");
+	if (cd && cd.dataset.to === "room") r.roomCountdown = true;
+	if (ds.room && r.states[r.states.length - 1] !== ds.room) r.states.push(ds.room);
+	if (ds.room === "WAITING" && ds.position && r.positions[r.positions.length - 1] !== +ds.position) r.positions.push(+ds.position);
+	const b = d.getElementById("buy");
+	if (b && !b.disabled && !r.openedAt) {
+		r.openedAt = performance.timeOrigin + performance.now();
+		r.openedState = ds.room || "";
+		r.turnAt = +(ds.turnAt || 0);
+		if (r.press) b.click();
+	}
+	r.outcome = ds.outcome || ""; r.room = ds.room || ""; r.orderId = ds.orderId || "";
+};
+true`
+
+// TestSalePageWaitingRoom sells 3 units through a waiting room (open 5 s
+// before the sale, a turn a second, so that the line is seen moving at the
+// room's updates a second; passes of 10 s) to 6 buyers: 5 pages
+// in frames of one tab, pressing Buy the moment it opens, and one in a tab
+// of its own at 360 px that presses it by keyboard. Every page counts down
+// to the room's open, joins at it and shows BEFORE_OPEN; the tab, loaded
+// again, keeps its place from sessionStorage, and with a forged ticket
+// there joins again to the same place. After the open each page shows its
+// position going down, its button opens only at its turn (YOUR_TURN), the
+// purchases with the pass succeed: exactly 3 orders, the rest end at
+// SOLD_OUT. A seventh buyer, joining after the open, whose purchase is
+// forced before a turn, is told PASS_REQUIRED.
+func TestSalePageWaitingRoom(t *testing.T) {
+	e := newSalePageEnv(t)
+	const frames, stock, opensBefore = 5, 3, 5
+	begin := time.Now().Add(9 * time.Second).Truncate(time.Second)
+	opens := begin.Add(-opensBefore * time.Second)
+	v := e.addCampaign("Waiting room sale", stock, begin, map[string]any{
+		"waitingRoom": map[string]any{"opensSecondsBefore": opensBefore, "admitPerSecond": 1, "passSeconds": 10},
+	})
+
+	// The same room with a proof of work as well, for one buyer whose
+	// browser speaks Chinese: the purchase at the turn carries both the
+	// pass and the answer.
+	powRoom := e.addCampaign("Waiting room and proof of work", 1, begin, map[string]any{
+		"challenge": "PROOF_OF_WORK", "powBits": 10,
+		"waitingRoom": map[string]any{"opensSecondsBefore": opensBefore, "admitPerSecond": 2, "passSeconds": 10},
+	})
+
+	// The keyboard buyer's tab, and the frames' tab.
+	tab := e.openSale(v, e.userToken(5000, false), 0, "en-US")
+	zh := e.openSale(powRoom, e.userToken(5200, false), 0, "zh-CN")
+	srcs := make([]string, frames)
+	for i := range srcs {
+		srcs[i] = fmt.Sprintf("/sale/%d#token=%s", v, e.userToken(int64(5001+i), false))
+	}
+	list, _ := json.Marshal(srcs)
+	ctx, cancel := chromedp.NewContext(e.browser)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/healthz")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](recordRoomJS)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		document.body.replaceChildren();
+		window.__recs = [];
+		for (const src of `+string(list)+`) {
+			const f = document.createElement("iframe");
+			f.src = src; f.width = 360; f.height = 640;
+			document.body.append(f);
+			__recs.push(__newRecord(true));
+		}
+		setInterval(() => document.querySelectorAll("iframe").forEach((f, i) => __record(f.contentDocument, __recs[i])), 20);
+		return true;
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	const frameData = `[...document.querySelectorAll("iframe")].map(f => (f.contentDocument && f.contentDocument.body && f.contentDocument.body.dataset) || {})`
+	waitFor(t, ctx, time.Until(opens)+10*time.Second, "the frames ready", frameData+`.filter(d => d.ready === "true").length === `+strconv.Itoa(frames))
+	waitFor(t, tab, time.Until(opens)+10*time.Second, "the tab ready", `document.body.dataset.ready === "true"`)
+	waitFor(t, zh, time.Until(opens)+10*time.Second, "the Chinese tab ready", `document.body.dataset.ready === "true"`)
+	if _, err := chromedp.Run(zh, chromedp.Evaluate[bool](recordRoomJS+`;
+		window.__rec = __newRecord(true);
+		setInterval(() => __record(document, __rec), 20), true`)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the pages ready %v before the room's open", time.Until(opens).Round(time.Millisecond))
+	if wait := time.Until(opens); wait > 300*time.Millisecond {
+		// Before the room opens: a countdown to it, and the button closed.
+		cd := evalString(t, tab, `document.getElementById("countdown").textContent`)
+		if !strings.Contains(cd, "waiting room opens in") || evalString(t, tab, `document.getElementById("countdown").dataset.to`) != "room" {
+			t.Errorf("%v before the room opens the countdown says %q", wait, cd)
+		}
+		saleShot(t, tab, "room-countdown")
+	} else {
+		t.Logf("the pages took until %v after the room's open to load", -wait.Round(time.Millisecond))
+	}
+
+	// At the open every page joins (before the sale: places are drawn at
+	// the sale's open) and hears BEFORE_OPEN.
+	waitFor(t, ctx, time.Until(opens)+5*time.Second, "every frame in the room",
+		frameData+`.filter(d => d.room === "BEFORE_OPEN" && d.joinedBeforeOpen === "true").length === `+strconv.Itoa(frames))
+	waitFor(t, tab, time.Until(opens)+5*time.Second, "the tab in the room",
+		`document.body.dataset.room === "BEFORE_OPEN" && document.body.dataset.joinedBeforeOpen === "true"`)
+	if ok, _ := chromedp.Run(tab, chromedp.Evaluate[bool](`document.getElementById("buy").disabled`)); !ok {
+		t.Error("the buy button is open in the waiting room before the sale")
+	}
+	if got := evalString(t, tab, `document.getElementById("room-state").textContent`); !strings.Contains(got, "drawn at random") {
+		t.Errorf("BEFORE_OPEN says %q", got)
+	}
+	waitFor(t, tab, 3*time.Second, "6 joined", `document.body.dataset.joined === "6"`)
+	saleShot(t, tab, "room-before-open")
+
+	// A reload keeps the place: the ticket is in sessionStorage, so the
+	// page follows the room without joining again.
+	const stored = `Object.keys(sessionStorage).filter(k => k.startsWith("seckill:room:")).map(k => sessionStorage.getItem(k)).join(",")`
+	ticket := evalString(t, tab, stored)
+	if ticket == "" || strings.Contains(ticket, ",") {
+		t.Fatalf("the tab's sessionStorage holds tickets %q, want one", ticket)
+	}
+	saleURL := fmt.Sprintf("%s/sale/%d#token=%s", e.srv.URL, v, e.userToken(5000, false))
+	reload := func() {
+		t.Helper()
+		if err := chromedp.Do(tab, chromedp.Navigate("about:blank"), chromedp.Navigate(saleURL)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, tab, 5*time.Second, "the room after a reload", `["BEFORE_OPEN", "WAITING", "YOUR_TURN"].includes(document.body.dataset.room)`)
+	}
+	reload()
+	if got := evalString(t, tab, `document.body.dataset.joinedBeforeOpen || "not joined"`); got != "not joined" {
+		t.Errorf("after a reload the page joined again (joinedBeforeOpen %s) rather than use its ticket", got)
+	}
+	// A ticket the server refuses (INVALID_INPUT, field ticket): join again,
+	// to the same place (the same ticket).
+	if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](`Object.keys(sessionStorage).filter(k => k.startsWith("seckill:room:")).forEach(k => sessionStorage.setItem(k, "forged.ticket")), true`)); err != nil {
+		t.Fatal(err)
+	}
+	reload()
+	waitFor(t, tab, 5*time.Second, "joining again after a forged ticket", `document.body.dataset.joinedBeforeOpen === "true"`)
+	if got := evalString(t, tab, stored); got != ticket {
+		t.Errorf("joining again stored ticket %q, want the first one %q", got, ticket)
+	}
+	if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](recordRoomJS+`;
+		window.__rec = __newRecord(false);
+		setInterval(() => __record(document, __rec), 20), true`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The sale opens: the line as the frames show it, and a seventh buyer
+	// who joins now, behind the six.
+	time.Sleep(time.Until(begin))
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](frameData+`.filter(d => d.room === "WAITING" && d.position).length`)); n >= 2 {
+			saleShot(t, ctx, "room-waiting")
+			break
+		}
+	}
+	late := e.openSale(v, e.userToken(5100, false), 0, "en-US")
+
+	// The keyboard buyer: at its turn the button opens and has the focus;
+	// Enter buys. (Sold out before its turn, it never opens.)
+	waitFor(t, tab, 15*time.Second, "the tab's turn or the end", `__rec.openedAt > 0 || ["SOLD_OUT", "MISSED", "ENDED"].includes(document.body.dataset.room)`)
+	if evalString(t, tab, `String(__rec.openedAt > 0)`) == "true" {
+		if got := evalString(t, tab, `document.activeElement.id`); got != "buy" {
+			t.Errorf("at the turn the focus is on %q, not the buy button", got)
+		}
+		saleShot(t, tab, "room-your-turn")
+		if err := chromedp.Do(tab, chromedp.KeyEvent("\r")); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The late buyer's purchase forced before any turn of theirs (the page
+	// never sends one: its button is closed): PASS_REQUIRED.
+	waitFor(t, late, 10*time.Second, "the late buyer in line", `["WAITING", "SOLD_OUT"].includes(document.body.dataset.room)`)
+	if _, err := chromedp.Run(late, chromedp.Evaluate[bool](`(() => { const b = document.getElementById("buy"); b.disabled = false; b.click(); return true; })()`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, late, 10*time.Second, "PASS_REQUIRED", jsOutcome+` === "PASS_REQUIRED"`)
+	if got := evalString(t, late, `document.getElementById("message").textContent`); !strings.Contains(got, "wait for your turn") {
+		t.Errorf("PASS_REQUIRED says %q", got)
+	}
+	saleShot(t, late, "room-pass-required")
+
+	// Every buyer ends with an order or sold out.
+	const ended = `(r => (r.outcome === "ACCEPTED" && !!r.orderId) || r.outcome === "SOLD_OUT" || r.room === "SOLD_OUT")`
+	waitFor(t, ctx, 20*time.Second, "every frame to end", `__recs.every(`+ended+`)`)
+	waitFor(t, tab, 10*time.Second, "the tab to end", ended+`(__rec)`)
+	recs, err := chromedp.Run(ctx, chromedp.Evaluate[[]roomRecord](`__recs`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := chromedp.Run(tab, chromedp.Evaluate[roomRecord](`__rec`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs = append(recs, own)
+	orders, down := 0, false
+	for i, r := range recs {
+		t.Logf("buyer %d: states %v, positions %v, opened at %s (turn %s), outcome %q, room %q", i, r.States, r.Positions,
+			msTime(r.OpenedAt), msTime(r.TurnAt), r.Outcome, r.Room)
+		if i < frames && !r.RoomCountdown && time.Until(opens) > 0 {
+			t.Errorf("buyer %d never counted down to the room's open", i)
+		}
+		if len(r.States) == 0 || r.States[0] != "BEFORE_OPEN" && i < frames {
+			t.Errorf("buyer %d's room went through %v, not from BEFORE_OPEN", i, r.States)
+		}
+		for k := 1; k < len(r.Positions); k++ {
+			if r.Positions[k] > r.Positions[k-1] {
+				t.Errorf("buyer %d's position went up: %v", i, r.Positions)
+			}
+			down = true
+		}
+		if r.OpenedAt > 0 {
+			if r.OpenedState != "YOUR_TURN" {
+				t.Errorf("buyer %d's button opened in state %q, not at its turn", i, r.OpenedState)
+			}
+			if r.TurnAt == 0 || r.OpenedAt < r.TurnAt-50 {
+				t.Errorf("buyer %d's button opened at %s, before its turn at %s", i, msTime(r.OpenedAt), msTime(r.TurnAt))
+			}
+		}
+		if r.Outcome == "ACCEPTED" {
+			orders++
+			if r.OpenedAt == 0 {
+				t.Errorf("buyer %d bought with its button never open", i)
+			}
+		}
+	}
+	if orders != stock {
+		t.Errorf("%d pages show an order, want %d", orders, stock)
+	}
+	if !down {
+		t.Error("no page saw its position go down")
+	}
+	saleShot(t, tab, "room-end")
+
+	// The buyer with the proof of work bought at their turn, with the pass
+	// and the answer, the page in Chinese.
+	waitFor(t, zh, 10*time.Second, "the order with the proof of work", jsOutcome+` === "ACCEPTED"`)
+	if r, err := chromedp.Run(zh, chromedp.Evaluate[roomRecord](`__rec`)); err != nil || r.OpenedState != "YOUR_TURN" ||
+		len(r.States) == 0 || r.States[0] != "BEFORE_OPEN" {
+		t.Errorf("the buyer with the proof of work: %+v (%v)", r, err)
+	}
+	if got := evalString(t, zh, `document.getElementById("room-title").textContent`); got != "排队等候室" {
+		t.Errorf("in Chinese the room's card is titled %q", got)
+	}
+	saleShot(t, zh, "room-pow-zh")
+
+	// The database agrees: exactly 3 orders (the forced purchase made none).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var out struct {
+			Data struct {
+				Voucher struct {
+					Seckill struct{ Remaining, Sold int }
+				}
+			}
+		}
+		e.graphql(e.userToken(1, true), `query($id: ID!) { voucher(id: $id) { seckill { remaining sold } } }`,
+			map[string]any{"id": strconv.FormatInt(v, 10)}, &out)
+		s := out.Data.Voucher.Seckill
+		if s.Remaining == 0 && s.Sold == stock {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the campaign has %d sold and %d remaining, want %d and 0", s.Sold, s.Remaining, stock)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// msTime shows Unix milliseconds as a time of day (or "never" for 0).
+func msTime(ms float64) string {
+	if ms == 0 {
+		return "never"
+	}
+	return time.UnixMilli(int64(ms)).Format("15:04:05.000")
+}

@@ -9,6 +9,14 @@
 // device's clock says. The challenge (quiz, or proof of work in a Web
 // Worker) is done before the open, so the purchase is the only request at
 // the open. Retryable answers wait retryAfter plus jitter.
+//
+// A campaign with a waiting room: the page counts down to the room's
+// opensAt, joins then (the ticket kept in sessionStorage per voucher and
+// buyer, so a reload keeps the place; joining again answers the same place
+// anyway), follows waitingRoomStatus over the same WebSocket (position,
+// estimated wait, how many joined), and opens the buy button only at the
+// buyer's turn, sending the pass with the purchase (and the challenge's
+// answer, which is fetched when the turn is near rather than at the open).
 import { createClient } from 'graphql-ws';
 import { t, lang } from './i18n.js';
 import './sale.css';
@@ -27,6 +35,18 @@ let bought = false;
 let buying = false;
 let autoBuy = false; // the buyer pressed Buy and a new challenge was needed
 let ws = null;
+// The waiting room (campaign.room, when the campaign has one).
+let ticket = ''; // ours, from joinWaitingRoom
+let roomStatus = null; // the last WaitingRoomStatus
+let roomOver = false; // a final state: nothing more to wait for
+let roomSub = null; // unsubscribes waitingRoomStatus
+let pass = null; // YOUR_TURN's pass, valid until passExpires (server ms)
+let passExpires = 0;
+let turnAt = null; // server ms of the buyer's turn, once known
+let joining = false;
+let joinNotBefore = 0;
+let watchNotBefore = 0;
+let roomTimer = null;
 
 const serverNow = () => Date.now() + offset;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -59,6 +79,7 @@ window.addEventListener('message', (ev) => {
   if (d && d.type === 'seckill:token' && typeof d.token === 'string' && d.token) {
     token = d.token;
     if (ws) { ws.dispose(); ws = null; }
+    resetRoom();
     start();
   }
 });
@@ -123,10 +144,18 @@ const when = (d) => d.toLocaleString(lang === 'zh' ? 'zh-CN' : 'en', { dateStyle
 
 async function loadCampaign() {
   const data = await gql(`query($id: ID!) { voucher(id: $id) { title subTitle payValue actualValue
-    seckill { stock remaining beginTime endTime status challenge powBits } } }`, { id: voucherId });
+    seckill { stock remaining beginTime endTime status challenge powBits
+      waitingRoom { opensAt admitPerSecond passSeconds } } } }`, { id: voucherId });
   const v = data.voucher;
   if (!v || !v.seckill) throw new APIError('NOT_FOUND', 'no campaign', 0);
   campaign = { ...v.seckill, begin: Date.parse(v.seckill.beginTime), end: Date.parse(v.seckill.endTime) };
+  const w = v.seckill.waitingRoom;
+  if (w) {
+    const opens = Date.parse(w.opensAt);
+    // Joining early gives no edge (places are drawn at the open), so the
+    // pages spread their joins over up to half a second after opensAt.
+    campaign.room = { ...w, opens, joinAt: opens + Math.random() * Math.min(500, (campaign.begin - opens) / 4) };
+  }
   $('title').textContent = v.title;
   document.title = v.title;
   $('subtitle').textContent = v.subTitle || '';
@@ -145,12 +174,15 @@ async function refreshStock() {
   }
 }
 
+// refreshStockOnce shows what is left and answers it (undefined when it
+// could not be read).
 async function refreshStockOnce() {
   try {
     const d = await gql(`query($id: ID!) { voucher(id: $id) { seckill { stock remaining } } }`, { id: voucherId });
     const s = d.voucher && d.voucher.seckill;
     if (s) $('left').textContent = `${s.remaining} ${t('of')} ${s.stock}`;
-  } catch (e) { /* the next round */ }
+    return s ? s.remaining : undefined;
+  } catch (e) { return undefined; /* the next round */ }
 }
 
 // --- countdown and button -------------------------------------------------
@@ -158,21 +190,41 @@ let resyncAt = Infinity; // set when the first tick runs
 let resyncedBeforeOpen = false;
 const resyncLead = 15000 + Math.random() * 10000;
 function two(n) { return String(n).padStart(2, '0'); }
+function clock(s) {
+  const d = Math.floor(s / 86400);
+  return `${d ? d + 'd ' : ''}${two(Math.floor(s / 3600) % 24)}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}`;
+}
+
+// canBuy says whether the buy button is open at now (server ms): the sale
+// is on, the challenge answered when there is one, and with a waiting room
+// the buyer's turn has come and its pass is still good.
+function canBuy(now) {
+  return now >= campaign.begin && now < campaign.end && !bought && !buying && !!token &&
+    (campaign.challenge === 'NONE' || !!answer) && (!campaign.room || (!!pass && now < passExpires));
+}
 
 function tick() {
   const now = serverNow();
   const btn = $('buy');
   const cd = $('countdown');
-  if (now < campaign.begin) {
-    const s = Math.ceil((campaign.begin - now) / 1000);
-    const d = Math.floor(s / 86400);
-    cd.textContent = `${t('opensIn')} ${d ? d + 'd ' : ''}${two(Math.floor(s / 3600) % 24)}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}`;
+  const room = campaign.room;
+  if (room && now < room.opens && !bought) {
+    // The pre-queue: the room opens (and the page joins) before the sale.
+    const s = Math.ceil((room.opens - now) / 1000);
+    cd.textContent = `${t('roomOpensIn')} ${clock(s)}`;
     cd.dataset.seconds = String(s);
+    cd.dataset.to = 'room';
+    btn.disabled = true;
+  } else if (now < campaign.begin) {
+    const s = Math.ceil((campaign.begin - now) / 1000);
+    cd.textContent = `${t('opensIn')} ${clock(s)}`;
+    cd.dataset.seconds = String(s);
+    cd.dataset.to = 'sale';
     btn.disabled = true;
   } else if (now < campaign.end) {
     cd.textContent = t('open');
     cd.dataset.seconds = '0';
-    btn.disabled = bought || buying || !token || (campaign.challenge !== 'NONE' && !answer);
+    btn.disabled = !canBuy(now);
   } else {
     cd.textContent = t('closed');
     btn.disabled = true;
@@ -191,10 +243,12 @@ function tick() {
     newChallenge(1);
   }
   // Fetch the challenge as soon as the server hands it out (shortly before
-  // the open), so that it is solved when the sale opens.
-  if (campaign.challenge !== 'NONE' && token && !bought && !challenge && !fetchingChallenge && now < campaign.end) {
+  // the open), so that it is solved when the sale opens; with a waiting
+  // room, when the buyer's turn is near.
+  if (campaign.challenge !== 'NONE' && token && !bought && !challenge && !fetchingChallenge && now < campaign.end && turnNear(now)) {
     getChallenge();
   }
+  if (room) roomTick(now);
   // Wake up at the next whole second of the server's clock.
   setTimeout(tick, 1000 - (serverNow() % 1000) + 5);
 }
@@ -306,9 +360,7 @@ function answerReady() {
 
 // tick0 updates the button at once (tick runs once a second).
 function tick0() {
-  const now = serverNow();
-  $('buy').disabled = !(now >= campaign.begin && now < campaign.end) || bought || buying || !token ||
-    (campaign.challenge !== 'NONE' && !answer);
+  $('buy').disabled = !canBuy(serverNow());
 }
 
 // --- the purchase -----------------------------------------------------------
@@ -319,12 +371,21 @@ async function buy() {
   say(t('buying'));
   try {
     for (;;) {
+      // Built again for each attempt: a retry sends the pass of now.
       const vars = { id: voucherId };
-      let q = `mutation($id: ID!) { seckill(voucherId: $id) { outcome orderId message retryAfter } }`;
+      const params = ['$id: ID!'];
+      const args = ['voucherId: $id'];
       if (answer && answer.token) {
         vars.answer = { token: answer.token, solution: answer.solution };
-        q = `mutation($id: ID!, $answer: ChallengeAnswer) { seckill(voucherId: $id, answer: $answer) { outcome orderId message retryAfter } }`;
+        params.push('$answer: ChallengeAnswer');
+        args.push('answer: $answer');
       }
+      if (campaign.room && pass) {
+        vars.pass = pass;
+        params.push('$pass: String');
+        args.push('pass: $pass');
+      }
+      const q = `mutation(${params.join(', ')}) { seckill(${args.join(', ')}) { outcome orderId message retryAfter } }`;
       let r;
       try {
         r = (await gql(q, vars, true)).seckill;
@@ -344,6 +405,7 @@ async function buy() {
       switch (o) {
         case 'ACCEPTED':
           bought = true;
+          stopRoom();
           say(t('ACCEPTED'), 'ok');
           follow(r.orderId);
           refreshStockOnce();
@@ -363,13 +425,25 @@ async function buy() {
           newChallenge(0);
           autoBuy = true;
           return;
+        case 'PASS_REQUIRED':
+          // No pass of ours (the room will give one at the turn): wait in line.
+          pass = null;
+          say(t(o), 'error');
+          return;
+        case 'PASS_EXPIRED':
+          // The turn is over; the room says MISSED.
+          pass = null;
+          say(t(o), 'final');
+          return;
         case 'SOLD_OUT': case 'ENDED':
           bought = true; // nothing more to buy here
+          stopRoom();
           say(t(o), 'final');
           refreshStockOnce();
           return;
         case 'ALREADY_PURCHASED':
           bought = true;
+          stopRoom();
           say(t(o), 'final');
           findOrder();
           return;
@@ -474,10 +548,236 @@ async function findOrder() {
     const o = d.myOrders.find((o) => o.voucherId === voucherId && ['QUEUED', 'CREATED', 'PAID'].includes(o.status));
     if (o && document.body.dataset.orderId !== o.id) {
       bought = true;
+      stopRoom();
       tick0();
       follow(o.id);
     }
   } catch (e) { /* the buy button stays; the purchase would say ALREADY_PURCHASED */ }
+}
+
+// --- the waiting room -------------------------------------------------------
+const roomFields = 'state position place joined estimatedWaitSeconds turnAt pass passExpiresAt';
+
+// ticketKey names the buyer's ticket in sessionStorage: per voucher and
+// buyer (the token's issuer and subject), since frames of one tab share it.
+function ticketKey() {
+  let who = token;
+  try {
+    const c = JSON.parse(atob(token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
+    if (c.sub) who = (c.iss || '') + '|' + c.sub;
+  } catch (e) { /* not a JWT: the token itself */ }
+  return 'seckill:room:' + voucherId + ':' + who;
+}
+
+function loadTicket() {
+  try { return (token && sessionStorage.getItem(ticketKey())) || ''; } catch (e) { return ''; }
+}
+
+function saveTicket(tk) {
+  try {
+    if (tk) sessionStorage.setItem(ticketKey(), tk);
+    else sessionStorage.removeItem(ticketKey());
+  } catch (e) { /* no storage: a reload joins again, to the same place */ }
+}
+
+// resetRoom forgets the room of the last token (a new one came by postMessage).
+function resetRoom() {
+  if (roomSub) roomSub();
+  roomSub = null;
+  ticket = loadTicket();
+  roomStatus = null;
+  roomOver = false;
+  pass = null;
+  turnAt = null;
+  joinNotBefore = watchNotBefore = 0;
+  delete document.body.dataset.room;
+}
+
+// turnNear says whether to have the challenge ready: without a room at
+// once (the server hands it out shortly before the open); with one, when
+// the buyer's turn is at most 30 s away, so that a quiz is not answered
+// again and again while they wait.
+function turnNear(now) {
+  if (!campaign.room) return true;
+  if (roomOver || !roomStatus) return false;
+  switch (roomStatus.state) {
+    case 'YOUR_TURN': return true;
+    case 'BEFORE_OPEN': return campaign.begin - now < 30000;
+    case 'WAITING': return turnAt !== null && turnAt - now < 30000;
+    default: return false;
+  }
+}
+
+// roomTick drives the room once a second: join at opensAt, follow the
+// status, count the wait down on the server's clock.
+function roomTick(now) {
+  const room = campaign.room;
+  if (!token || bought || roomOver || now >= campaign.end) return;
+  if (now < room.joinAt) {
+    // Join at the moment, not at the next whole second.
+    if (!roomTimer && room.joinAt - now < 1100) {
+      roomTimer = setTimeout(() => { roomTimer = null; roomTick(serverNow()); }, room.joinAt - now);
+    }
+    return;
+  }
+  if (!ticket) {
+    if (!joining && now >= joinNotBefore) join();
+    return;
+  }
+  if (!roomSub && now >= watchNotBefore) watchRoom();
+  roomClock(now);
+}
+
+async function join() {
+  joining = true;
+  show('room', true);
+  $('room-state').textContent = t('roomJoining');
+  try {
+    const d = await gql(`mutation($id: ID!) { joinWaitingRoom(voucherId: $id) { ticket joinedBeforeOpen status { ${roomFields} } } }`,
+      { id: voucherId }, true);
+    const j = d.joinWaitingRoom;
+    ticket = j.ticket;
+    saveTicket(ticket);
+    document.body.dataset.joinedBeforeOpen = String(j.joinedBeforeOpen);
+    showRoom(j.status);
+    watchRoom();
+  } catch (e) {
+    const now = serverNow();
+    if (e.code === 'CONFLICT') {
+      // Before the open (clocks a little apart), after the sale, or sold out.
+      if (now >= campaign.end) { roomEnd('ENDED'); return; }
+      if (now >= campaign.room.opens + 1000 && await refreshStockOnce() === 0) { roomEnd('SOLD_OUT'); return; }
+      joinNotBefore = serverNow() + jitter(1);
+    } else if (e.code === 'UNAUTHENTICATED' || e.code === 'FORBIDDEN' || e.code === 'NOT_FOUND') {
+      say(errorText(e), 'error');
+      joinNotBefore = Infinity; // until another token comes
+    } else {
+      say(errorText(e), 'wait');
+      joinNotBefore = now + jitter(e.retryAfter ?? 2);
+    }
+  } finally {
+    joining = false;
+  }
+}
+
+function watchRoom() {
+  if (roomSub || !ticket || roomOver || bought) return;
+  const mine = ticket;
+  let unsub = null;
+  const done = () => { if (roomSub === unsub) roomSub = null; };
+  unsub = socket().subscribe(
+    { query: `subscription($id: ID!, $ticket: String!) { waitingRoomStatus(voucherId: $id, ticket: $ticket) { ${roomFields} } }`,
+      variables: { id: voucherId, ticket: mine } },
+    {
+      next: ({ data, errors }) => {
+        if (ticket !== mine) return;
+        if (errors && errors.length) {
+          const ext = errors[0].extensions || {};
+          if (ext.code === 'INVALID_INPUT' && ext.field === 'ticket') {
+            // Not ours (another buyer's tab, a new key): join again.
+            ticket = '';
+            saveTicket('');
+          } else {
+            say(t(ext.code || 'INTERNAL', 2), 'wait');
+            watchNotBefore = serverNow() + jitter(ext.retryAfter ?? 2);
+          }
+          return;
+        }
+        if (!data || !data.waitingRoomStatus) return;
+        // Updates tell what changed, not the last error.
+        if ($('message').dataset.kind === 'wait') say('');
+        showRoom(data.waitingRoomStatus);
+      },
+      error: (e) => {
+        done();
+        if (e && (e.code === 4401 || e.code === 4403)) {
+          say(t('UNAUTHENTICATED'), 'error');
+          watchNotBefore = Infinity;
+        } else {
+          say(t('NETWORK', 2), 'wait');
+          watchNotBefore = serverNow() + jitter(2);
+        }
+      },
+      complete: () => {
+        // At a final state; otherwise (an error answered, the server went
+        // away) watch again in a moment.
+        done();
+        if (!roomOver) watchNotBefore = Math.max(watchNotBefore, serverNow() + jitter(1));
+      },
+    });
+  roomSub = unsub;
+}
+
+function showRoom(st) {
+  if (bought || roomOver) return;
+  const before = roomStatus && roomStatus.state;
+  roomStatus = st;
+  const b = document.body.dataset;
+  b.room = st.state;
+  b.position = st.position == null ? '' : String(st.position);
+  b.joined = String(st.joined);
+  turnAt = st.turnAt ? Date.parse(st.turnAt) : null;
+  if (st.state === 'YOUR_TURN' && st.pass) {
+    pass = st.pass;
+    passExpires = Date.parse(st.passExpiresAt);
+    b.turnAt = String(turnAt);
+  } else {
+    pass = null;
+  }
+  show('room', true);
+  setText('room-state', t(st.state));
+  setText('room-position', st.state === 'WAITING' && st.position != null ? t('ahead', st.position) : '');
+  setText('room-joined', t('roomJoined', st.joined));
+  if (st.state === 'MISSED' || st.state === 'SOLD_OUT' || st.state === 'ENDED') {
+    roomEnd(st.state);
+    return;
+  }
+  roomClock(serverNow());
+  tick0();
+  if (st.state === 'YOUR_TURN' && before !== 'YOUR_TURN') {
+    // A keyboard buyer is taken to the button, unless busy with the quiz.
+    const a = document.activeElement;
+    if ((!a || a === document.body) && !$('buy').disabled) $('buy').focus();
+    answerReady();
+  }
+}
+
+// setText changes an element's text only when it differs, so that a live
+// region announces changes, not every update.
+function setText(id, s) {
+  if ($(id).textContent !== s) $(id).textContent = s;
+}
+
+// roomClock counts the wait (or the pass's time) down on the server's clock
+// between the server's updates.
+function roomClock(now) {
+  const st = roomStatus;
+  let s = '';
+  if (st && st.state === 'WAITING') {
+    const secs = turnAt !== null ? Math.ceil((turnAt - now) / 1000) : st.estimatedWaitSeconds;
+    if (secs != null) s = t('roomWait', Math.max(0, secs));
+  } else if (st && st.state === 'YOUR_TURN' && pass) {
+    s = t('passLeft', Math.max(0, Math.ceil((passExpires - now) / 1000)));
+  }
+  setText('room-wait', s);
+}
+
+// roomEnd shows a final state of the room, in the message (the room's card
+// goes): there is nothing to wait for.
+function roomEnd(state) {
+  roomOver = true;
+  document.body.dataset.room = state;
+  say(t(state), 'final');
+  stopRoom();
+  tick0();
+  if (state === 'SOLD_OUT') refreshStockOnce();
+}
+
+// stopRoom stops following the room and hides it: bought, or over.
+function stopRoom() {
+  if (roomSub) { const u = roomSub; roomSub = null; u(); }
+  pass = null;
+  show('room', false);
 }
 
 // --- start ------------------------------------------------------------------
@@ -497,6 +797,7 @@ async function start() {
   $('cancel').textContent = t('cancel');
   for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
   $('buy').onclick = buy;
+  ticket = loadTicket();
   for (;;) {
     try {
       await Promise.all([syncClock(), loadCampaign()]);
