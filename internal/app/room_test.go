@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"seckill/internal/seckill"
+	"seckill/internal/testenv"
 )
 
 // createRoomCampaign creates, through the API, a campaign of stock units
@@ -435,6 +436,32 @@ func TestWaitingRoomInstancesAndLoss(t *testing.T) {
 	for u, tk := range tickets {
 		if st := api3.roomStatus(v, u, tk.Ticket); st.Place != places[u] {
 			t.Fatalf("user %d after Redis lost the room: place %d on a new process, %d before", u, st.Place, places[u])
+		}
+	}
+
+	// Redis restarts empty: the campaign is rebuilt from Postgres with its
+	// room, so a purchase still needs a pass, and the first places' passes
+	// still buy.
+	if err := testenv.FlushRedis(api1.ctx, api1.app.Redis); err != nil {
+		t.Fatal(err)
+	}
+	var first int64
+	for u, p := range places {
+		if p == 0 {
+			first = u
+		}
+	}
+	st := api3.roomStatus(v, first, tickets[first].Ticket)
+	if st.State != seckill.RoomYourTurn && st.State != seckill.RoomMissed {
+		t.Fatalf("the first place after Redis restarted: %+v", st)
+	}
+	ctx := asUser(api3.ctx, first, false)
+	if res, err := api3.app.Purchases.PurchaseWith(ctx, v, nil, ""); err != nil || res.Outcome != seckill.OutcomePassRequired {
+		t.Fatalf("without a pass after Redis restarted: %+v %v, want PASS_REQUIRED", res, err)
+	}
+	if st.State == seckill.RoomYourTurn {
+		if res, err := api3.app.Purchases.PurchaseWith(ctx, v, nil, st.Pass); err != nil || res.Outcome != seckill.OutcomeAccepted {
+			t.Fatalf("with the pass after Redis restarted: %+v %v, want ACCEPTED", res, err)
 		}
 	}
 }
