@@ -153,6 +153,15 @@ func admin() (*bun.DB, error) {
 			adminErr = err
 			return
 		}
+		// CREATE and DROP DATABASE wait for a checkpoint: on a loaded
+		// machine, with make test's suites dropping databases at once, one
+		// took longer than pgdriver's 10 s read timeout, and the test that
+		// owned it failed in its cleanup. The statements' contexts (60 s)
+		// bound them instead.
+		q := u.Query()
+		q.Set("read_timeout", "90s")
+		q.Set("write_timeout", "90s")
+		u.RawQuery = q.Encode()
 		adminDB, adminErr = store.Open(ctx, u.String(), 4)
 		var pgErr pgdriver.Error
 		if errors.As(adminErr, &pgErr) && pgErr.Field('C') == "3D000" { // invalid_catalog_name
