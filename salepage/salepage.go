@@ -8,6 +8,11 @@
 // nothing from another site and runs under a Content-Security-Policy that
 // allows only its own files. It is not framed-restricted: the host
 // platform's app may embed it and hand it the buyer's token by postMessage.
+//
+// Beside the page, GET /sale/{voucherId}/stock answers what is left, the
+// same bytes for everyone and cached by a CDN for 2 s and by each process
+// for StockTTL, so that pages polling it cost the origin one domain read
+// per voucher and second, not one per page.
 package salepage
 
 import (
@@ -15,6 +20,7 @@ import (
 	"embed"
 	"html/template"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"path"
 	"strconv"
@@ -122,13 +128,24 @@ func entries(fsys fs.FS) (js, css string, ok bool) {
 	return js, css, js != "" && css != ""
 }
 
-// Handler serves the page at prefix+"/{voucherId}" and the bundle under
-// prefix+"/assets/"; mount it for prefix+"/".
-func Handler(prefix string) http.Handler {
-	return newHandler(dist, prefix)
+// Deps are what the sale page needs; every field is required.
+type Deps struct {
+	Vouchers Vouchers
+	Logger   *slog.Logger
 }
 
-func newHandler(fsys fs.FS, prefix string) http.Handler {
+// Handler serves the page at prefix+"/{voucherId}", its stock at
+// prefix+"/{voucherId}/stock" and the bundle under prefix+"/assets/";
+// mount it for prefix+"/". It panics without its Deps: a wiring mistake.
+func Handler(prefix string, d Deps) http.Handler {
+	return newHandler(dist, prefix, d, time.Now)
+}
+
+func newHandler(fsys fs.FS, prefix string, d Deps, now func() time.Time) http.Handler {
+	if d.Vouchers == nil || d.Logger == nil {
+		panic("salepage: Handler needs Vouchers and Logger")
+	}
+	stock := newStocks(d.Vouchers, d.Logger, now)
 	js, css, built := entries(fsys)
 	assets := map[string]*asset{}
 	var html []byte
@@ -185,6 +202,8 @@ func newHandler(fsys fs.FS, prefix string) http.Handler {
 			hdr.Set("Cache-Control", PageCache)
 			hdr.Set("Content-Type", "text/html; charset=utf-8")
 			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(html))
+		case strings.HasSuffix(rest, "/stock") && isID(strings.TrimSuffix(rest, "/stock")):
+			stock.serve(w, r, strings.TrimSuffix(rest, "/stock"))
 		default:
 			http.NotFound(w, r)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
@@ -22,7 +23,7 @@ func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
 }
 
 func TestNotBuilt(t *testing.T) {
-	h := newHandler(fstest.MapFS{"dist/README.md": {Data: []byte("placeholder")}}, "/sale")
+	h := newHandler(fstest.MapFS{"dist/README.md": {Data: []byte("placeholder")}}, "/sale", testDeps(&fakeVouchers{}), time.Now)
 	if res, body := get(t, h, "/sale/42"); res.StatusCode != http.StatusServiceUnavailable || body != NotBuilt {
 		t.Errorf("without a bundle: %d %q, want 503 %q", res.StatusCode, body, NotBuilt)
 	}
@@ -41,7 +42,7 @@ func TestBuilt(t *testing.T) {
 		"dist/assets/sale-AB12.js":  {Data: []byte("console.log(1)")},
 		"dist/assets/sale-CD34.css": {Data: []byte("body{}")},
 		"dist/assets/pow-EF56.js":   {Data: []byte("onmessage=null")},
-	}, "/sale")
+	}, "/sale", testDeps(&fakeVouchers{}), time.Now)
 
 	res, first := get(t, h, "/sale/42")
 	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/html; charset=utf-8" {

@@ -244,6 +244,19 @@ func TestSalePageInBrowser(t *testing.T) {
 	const skew = 2 * time.Minute
 	begin := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	v := e.addCampaign("Skewed clock sale", 3, begin, nil)
+	// Its stock beside the page, for a CDN to absorb the pages' polling.
+	if res := e.get(fmt.Sprintf("/sale/%d/stock", v)); res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != salepage.StockCache ||
+		len(res.Header.Values("Set-Cookie")) > 0 {
+		t.Errorf("GET /sale/%d/stock: %s, Cache-Control %q, Set-Cookie %q", v, res.Status, res.Header.Get("Cache-Control"), res.Header.Values("Set-Cookie"))
+	} else {
+		var st salepage.Stock
+		if err := json.NewDecoder(res.Body).Decode(&st); err != nil || st != (salepage.Stock{Stock: 3, Remaining: 3, Status: seckill.CampaignScheduled}) {
+			t.Errorf("GET /sale/%d/stock: %+v (%v)", v, st, err)
+		}
+	}
+	if res := e.get("/sale/999999999/stock"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /sale/999999999/stock: %s, want 404", res.Status)
+	}
 	ctx := e.openSale(v, e.userToken(3001, false), skew, "en-US")
 	// A second buyer whose clock is three minutes behind.
 	behind := e.openSale(v, e.userToken(3006, false), -3*time.Minute, "en-US")
@@ -297,6 +310,12 @@ func TestSalePageInBrowser(t *testing.T) {
 	}
 	waitFor(t, ctx, 20*time.Second, "CREATED", jsStatus+` === "CREATED"`)
 	saleShot(t, ctx, "created")
+	// What is left comes from the stock endpoint (cached up to 3 s), not
+	// from GraphQL.
+	waitFor(t, ctx, 15*time.Second, "2 left", `document.body.dataset.remaining === "2" && document.getElementById("left").textContent.startsWith("2 ")`)
+	if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`performance.getEntriesByType("resource").some(r => r.name.endsWith("/sale/`+strconv.FormatInt(v, 10)+`/stock"))`)); !ok {
+		t.Error("the page never read GET /sale/{id}/stock")
+	}
 	if err := chromedp.Do(ctx, chromedp.Click(css("#pay"))); err != nil {
 		t.Fatal(err)
 	}
