@@ -6,8 +6,14 @@
 // content, so they are cached for a year. The bundle is build output, never
 // committed; without it the page says how to build it. The page loads
 // nothing from another site and runs under a Content-Security-Policy that
-// allows only its own files. It is not framed-restricted: the host
-// platform's app may embed it and hand it the buyer's token by postMessage.
+// allows only its own files. The host platform's app may embed it and hand
+// it the buyer's token by postMessage; who may frame it is the policy's
+// frame-ancestors (Deps.FrameAncestors).
+//
+// Beside the page, GET /sale/{voucherId}/stock answers what is left, the
+// same bytes for everyone and cached by a CDN for 2 s and by each process
+// for StockTTL, so that pages polling it cost the origin one domain read
+// per voucher and second, not one per page.
 package salepage
 
 import (
@@ -15,6 +21,7 @@ import (
 	"embed"
 	"html/template"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"path"
 	"strconv"
@@ -36,9 +43,14 @@ const PageCache = "public, max-age=60"
 const AssetCache = "public, max-age=31536000, immutable"
 
 // contentPolicy lets the page load only its own script, stylesheet and
-// worker (no inline script or style) and talk to its own origin only.
+// worker (no inline script or style) and talk to its own origin only; the
+// frame-ancestors that follow it say who may embed it.
 const contentPolicy = "default-src 'self'; script-src 'self'; worker-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'"
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors "
+
+// DefaultFrameAncestors lets only pages of the sale page's own origin
+// frame it.
+const DefaultFrameAncestors = "'self'"
 
 var page = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en">
@@ -122,13 +134,35 @@ func entries(fsys fs.FS) (js, css string, ok bool) {
 	return js, css, js != "" && css != ""
 }
 
-// Handler serves the page at prefix+"/{voucherId}" and the bundle under
-// prefix+"/assets/"; mount it for prefix+"/".
-func Handler(prefix string) http.Handler {
-	return newHandler(dist, prefix)
+// Deps are what the sale page needs: Vouchers and Logger are required.
+// FrameAncestors is the page's CSP frame-ancestors source list, as
+// config validated it ('self', 'none', origins); empty is
+// DefaultFrameAncestors.
+type Deps struct {
+	Vouchers       Vouchers
+	Logger         *slog.Logger
+	FrameAncestors string
 }
 
-func newHandler(fsys fs.FS, prefix string) http.Handler {
+// Handler serves the page at prefix+"/{voucherId}", its stock at
+// prefix+"/{voucherId}/stock" and the bundle under prefix+"/assets/";
+// mount it for prefix+"/". It panics without its Deps: a wiring mistake.
+func Handler(prefix string, d Deps) http.Handler {
+	return newHandler(dist, prefix, d, time.Now)
+}
+
+func newHandler(fsys fs.FS, prefix string, d Deps, now func() time.Time) http.Handler {
+	if d.Vouchers == nil || d.Logger == nil {
+		panic("salepage: Handler needs Vouchers and Logger")
+	}
+	stock := newStocks(d.Vouchers, d.Logger, now)
+	if d.FrameAncestors == "" {
+		d.FrameAncestors = DefaultFrameAncestors
+	}
+	if strings.ContainsAny(d.FrameAncestors, ";,\r\n") {
+		panic("salepage: FrameAncestors is one directive's sources: " + d.FrameAncestors)
+	}
+	policy := contentPolicy + d.FrameAncestors
 	js, css, built := entries(fsys)
 	assets := map[string]*asset{}
 	var html []byte
@@ -181,10 +215,12 @@ func newHandler(fsys fs.FS, prefix string) http.Handler {
 				_, _ = w.Write([]byte(NotBuilt))
 				return
 			}
-			hdr.Set("Content-Security-Policy", contentPolicy)
+			hdr.Set("Content-Security-Policy", policy)
 			hdr.Set("Cache-Control", PageCache)
 			hdr.Set("Content-Type", "text/html; charset=utf-8")
 			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(html))
+		case strings.HasSuffix(rest, "/stock") && isID(strings.TrimSuffix(rest, "/stock")):
+			stock.serve(w, r, strings.TrimSuffix(rest, "/stock"))
 		default:
 			http.NotFound(w, r)
 		}

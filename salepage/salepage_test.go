@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
@@ -22,7 +23,7 @@ func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
 }
 
 func TestNotBuilt(t *testing.T) {
-	h := newHandler(fstest.MapFS{"dist/README.md": {Data: []byte("placeholder")}}, "/sale")
+	h := newHandler(fstest.MapFS{"dist/README.md": {Data: []byte("placeholder")}}, "/sale", testDeps(&fakeVouchers{}), time.Now)
 	if res, body := get(t, h, "/sale/42"); res.StatusCode != http.StatusServiceUnavailable || body != NotBuilt {
 		t.Errorf("without a bundle: %d %q, want 503 %q", res.StatusCode, body, NotBuilt)
 	}
@@ -41,7 +42,7 @@ func TestBuilt(t *testing.T) {
 		"dist/assets/sale-AB12.js":  {Data: []byte("console.log(1)")},
 		"dist/assets/sale-CD34.css": {Data: []byte("body{}")},
 		"dist/assets/pow-EF56.js":   {Data: []byte("onmessage=null")},
-	}, "/sale")
+	}, "/sale", testDeps(&fakeVouchers{}), time.Now)
 
 	res, first := get(t, h, "/sale/42")
 	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/html; charset=utf-8" {
@@ -54,7 +55,7 @@ func TestBuilt(t *testing.T) {
 		t.Errorf("page sets a cookie")
 	}
 	csp := res.Header.Get("Content-Security-Policy")
-	for _, want := range []string{"script-src 'self';", "worker-src 'self';", "connect-src 'self';"} {
+	for _, want := range []string{"script-src 'self';", "worker-src 'self';", "connect-src 'self';", "; frame-ancestors 'self'"} {
 		if !strings.Contains(csp, want) {
 			t.Errorf("CSP %q lacks %q", csp, want)
 		}
@@ -96,4 +97,33 @@ func TestTime(t *testing.T) {
 	if res.Header.Get("Cache-Control") != "no-store" || !strings.HasPrefix(body, `{"now":1`) {
 		t.Errorf("/time: %q %q", res.Header.Get("Cache-Control"), body)
 	}
+}
+
+// TestFrameAncestors: the host platform's origins named in Deps are the
+// only ones besides none that may frame the page.
+func TestFrameAncestors(t *testing.T) {
+	fsys := fstest.MapFS{
+		"dist/assets/sale-AB12.js":  {Data: []byte("console.log(1)")},
+		"dist/assets/sale-CD34.css": {Data: []byte("body{}")},
+	}
+	for fa, want := range map[string]string{
+		"":                                 "frame-ancestors 'self'",
+		"'none'":                           "frame-ancestors 'none'",
+		"'self' https://shop.example:8443": "frame-ancestors 'self' https://shop.example:8443",
+	} {
+		d := testDeps(&fakeVouchers{})
+		d.FrameAncestors = fa
+		res, _ := get(t, newHandler(fsys, "/sale", d, time.Now), "/sale/42")
+		if csp := res.Header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; "+want) || strings.Count(csp, "frame-ancestors") != 1 {
+			t.Errorf("FrameAncestors %q: CSP %q, want it to end with %q", fa, csp, want)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a second directive in FrameAncestors was taken")
+		}
+	}()
+	d := testDeps(&fakeVouchers{})
+	d.FrameAncestors = "'self'; script-src *"
+	newHandler(fsys, "/sale", d, time.Now)
 }

@@ -39,9 +39,10 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 		// Stripe's events, signed with Stripe's own scheme (internal/stripepay).
 		mux.Handle("/webhooks/stripe", a.stripeHook)
 	}
-	// The buyers' sale page (the same bytes for everyone: a CDN may cache
-	// it) and the clock its countdown follows.
-	mux.Handle("GET /sale/", salepage.Handler("/sale"))
+	// The buyers' sale page and its stock (the same bytes for everyone: a
+	// CDN may cache them) and the clock its countdown follows.
+	mux.Handle("GET /sale/", salepage.Handler("/sale", salepage.Deps{Vouchers: a.Catalog, Logger: a.Logger,
+		FrameAncestors: a.Config.SaleFrameAncestors}))
 	mux.Handle("GET /time", salepage.TimeHandler())
 	if a.Config.Playground {
 		pg := playground.Handler("/playground", "/graphql")

@@ -29,7 +29,7 @@ type salePageEnv struct {
 	browser context.Context
 }
 
-func newSalePageEnv(t *testing.T) *salePageEnv {
+func newSalePageEnv(t *testing.T, opts ...func(vars map[string]string)) *salePageEnv {
 	t.Helper()
 	chromium := chromiumPath(t)
 	if !salepage.Built() {
@@ -38,7 +38,7 @@ func newSalePageEnv(t *testing.T) *salePageEnv {
 		}
 		t.Skip(strings.TrimSpace(salepage.NotBuilt))
 	}
-	e := newDashEnv(t)
+	e := newDashEnv(t, opts...)
 	return &salePageEnv{dashEnv: e, browser: newBrowser(t, chromium)}
 }
 
@@ -236,6 +236,9 @@ func TestSalePageInBrowser(t *testing.T) {
 	if res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != salepage.PageCache || len(res.Header.Values("Set-Cookie")) > 0 {
 		t.Errorf("GET /sale/1: %s, Cache-Control %q, Set-Cookie %q", res.Status, res.Header.Get("Cache-Control"), res.Header.Values("Set-Cookie"))
 	}
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; frame-ancestors 'self'") {
+		t.Errorf("GET /sale/1: CSP %q, want frame-ancestors 'self' by default", csp)
+	}
 	if res := e.get("/time"); res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("GET /time: %s, Cache-Control %q", res.Status, res.Header.Get("Cache-Control"))
 	}
@@ -244,6 +247,19 @@ func TestSalePageInBrowser(t *testing.T) {
 	const skew = 2 * time.Minute
 	begin := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	v := e.addCampaign("Skewed clock sale", 3, begin, nil)
+	// Its stock beside the page, for a CDN to absorb the pages' polling.
+	if res := e.get(fmt.Sprintf("/sale/%d/stock", v)); res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != salepage.StockCache ||
+		len(res.Header.Values("Set-Cookie")) > 0 {
+		t.Errorf("GET /sale/%d/stock: %s, Cache-Control %q, Set-Cookie %q", v, res.Status, res.Header.Get("Cache-Control"), res.Header.Values("Set-Cookie"))
+	} else {
+		var st salepage.Stock
+		if err := json.NewDecoder(res.Body).Decode(&st); err != nil || st != (salepage.Stock{Stock: 3, Remaining: 3, Status: seckill.CampaignScheduled}) {
+			t.Errorf("GET /sale/%d/stock: %+v (%v)", v, st, err)
+		}
+	}
+	if res := e.get("/sale/999999999/stock"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /sale/999999999/stock: %s, want 404", res.Status)
+	}
 	ctx := e.openSale(v, e.userToken(3001, false), skew, "en-US")
 	// A second buyer whose clock is three minutes behind.
 	behind := e.openSale(v, e.userToken(3006, false), -3*time.Minute, "en-US")
@@ -297,6 +313,12 @@ func TestSalePageInBrowser(t *testing.T) {
 	}
 	waitFor(t, ctx, 20*time.Second, "CREATED", jsStatus+` === "CREATED"`)
 	saleShot(t, ctx, "created")
+	// What is left comes from the stock endpoint (cached up to 3 s), not
+	// from GraphQL.
+	waitFor(t, ctx, 15*time.Second, "2 left", `document.body.dataset.remaining === "2" && document.getElementById("left").textContent.startsWith("2 ")`)
+	if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`performance.getEntriesByType("resource").some(r => r.name.endsWith("/sale/`+strconv.FormatInt(v, 10)+`/stock"))`)); !ok {
+		t.Error("the page never read GET /sale/{id}/stock")
+	}
 	if err := chromedp.Do(ctx, chromedp.Click(css("#pay"))); err != nil {
 		t.Fatal(err)
 	}
@@ -776,4 +798,40 @@ func msTime(ms float64) string {
 		return "never"
 	}
 	return time.UnixMilli(int64(ms)).Format("15:04:05.000")
+}
+
+// TestSalePageFrameAncestors: SECKILL_SALE_FRAME_ANCESTORS reaches the
+// page's Content-Security-Policy and the browser keeps to it: with 'none'
+// even a page of the same origin cannot frame the sale page (by default,
+// 'self', TestSalePageInBrowser's frames load), which still opens in a tab.
+func TestSalePageFrameAncestors(t *testing.T) {
+	e := newSalePageEnv(t, func(vars map[string]string) { vars["SECKILL_SALE_FRAME_ANCESTORS"] = "'none'" })
+	if csp := e.get("/sale/1").Header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; frame-ancestors 'none'") {
+		t.Errorf("CSP %q, want frame-ancestors 'none'", csp)
+	}
+	v := e.addCampaign("Not framed", 1, time.Now().Add(-time.Minute), nil)
+	ctx, cancel := chromedp.NewContext(e.browser)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/healthz")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		document.body.replaceChildren();
+		const f = document.createElement("iframe");
+		f.id = "sale"; f.src = "/sale/%d";
+		f.onload = () => { window.__loaded = true; };
+		document.body.append(f);
+		return true;
+	})()`, v))); err != nil {
+		t.Fatal(err)
+	}
+	// A blocked frame loads the browser's error page, which is not of our
+	// origin: its document cannot be read, and the sale page never runs.
+	waitFor(t, ctx, 10*time.Second, "the frame to settle", `window.__loaded === true`)
+	time.Sleep(500 * time.Millisecond)
+	if ran, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { try { const d = document.getElementById("sale").contentDocument; return !!(d && d.getElementById("buy")); } catch (e) { return false; } })()`)); ran {
+		t.Error("the sale page loaded in a frame under frame-ancestors 'none'")
+	}
+	tab := e.openSale(v, e.userToken(6101, false), 0, "en-US")
+	waitFor(t, tab, 15*time.Second, "the page in a tab", `document.body.dataset.ready === "true"`)
 }

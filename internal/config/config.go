@@ -161,6 +161,10 @@ type Config struct {
 	AllowedOrigins  []string      `env:"SECKILL_ALLOWED_ORIGINS"`
 	Playground      bool          `env:"SECKILL_PLAYGROUND"` // true in dev
 	ShutdownTimeout time.Duration `env:"SECKILL_SHUTDOWN_TIMEOUT" envDefault:"20s"`
+	// SaleFrameAncestors is who may frame the sale page (its
+	// Content-Security-Policy frame-ancestors): 'self', 'none', or origins
+	// (and 'self') separated by spaces, such as "'self' https://shop.example".
+	SaleFrameAncestors string `env:"SECKILL_SALE_FRAME_ANCESTORS" envDefault:"'self'"`
 
 	// An identity provider's tokens (OIDC) are accepted when AuthIssuer or
 	// AuthJWKSURL is set: with AuthIssuer alone its discovery document
@@ -345,6 +349,12 @@ func Load(getenv func(string) string) (*Config, error) {
 	l.check("SECKILL_EVENTS_RETENTION", c.EventsRetention >= 0 && c.EventsRetention <= 90*24*time.Hour,
 		"must be between 0 (delete once delivered) and 2160h, not %v", c.EventsRetention)
 
+	if fa, err := frameAncestors(c.SaleFrameAncestors); err != nil {
+		l.errf("SECKILL_SALE_FRAME_ANCESTORS must be 'self', 'none' or origins separated by spaces, such as 'self' https://shop.example, not %q: %v",
+			c.SaleFrameAncestors, err)
+	} else {
+		c.SaleFrameAncestors = fa
+	}
 	l.check("SECKILL_PPROF_ADDR", c.PprofAddr == "" || isLoopback(c.PprofAddr),
 		"must be a loopback address such as 127.0.0.1:6060, not %q", c.PprofAddr)
 	_, _, err = net.SplitHostPort(c.MetricsAddr)
@@ -693,4 +703,85 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// frameAncestors checks a CSP frame-ancestors source list and answers it
+// with single spaces: 'self', 'none' (alone), or origins, scheme://host
+// with an optional port and nothing after it, the host optionally
+// starting with "*." (any subdomain). Nothing else gets into the header:
+// no path, no bare scheme or wildcard (which would let any site frame the
+// page), no separator that would start another directive.
+func frameAncestors(v string) (string, error) {
+	srcs := strings.Fields(v)
+	if len(srcs) == 0 {
+		return "", errors.New("it is empty")
+	}
+	for i, src := range srcs {
+		switch strings.ToLower(src) {
+		case "'self'":
+			srcs[i] = "'self'"
+			continue
+		case "'none'":
+			if len(srcs) > 1 {
+				return "", errors.New("'none' goes alone")
+			}
+			srcs[i] = "'none'"
+			continue
+		}
+		if !isFrameOrigin(src) {
+			return "", fmt.Errorf("%q is none of them (an origin is http:// or https:// and a host, maybe with *. before it and a port after it; no path)", src)
+		}
+		srcs[i] = strings.ToLower(src)
+	}
+	return strings.Join(srcs, " "), nil
+}
+
+// isFrameOrigin reports whether src is an http(s) origin, its host a DNS
+// name (optionally "*." and a name) or an IP address.
+func isFrameOrigin(src string) bool {
+	scheme, rest, ok := strings.Cut(strings.ToLower(src), "://")
+	if !ok || (scheme != "https" && scheme != "http") {
+		return false
+	}
+	host, port, bracketed := rest, "", false
+	if h, after, ok := strings.Cut(strings.TrimPrefix(rest, "["), "]"); ok && strings.HasPrefix(rest, "[") {
+		host, bracketed = h, true
+		if after != "" {
+			p, ok := strings.CutPrefix(after, ":")
+			if !ok || p == "" {
+				return false
+			}
+			port = p
+		}
+	} else if h, p, ok := strings.Cut(rest, ":"); ok {
+		host, port = h, p
+		if port == "" {
+			return false
+		}
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+			return false
+		}
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Zone() == "" && a.Is6() == bracketed
+	} else if bracketed {
+		return false
+	}
+	host = strings.TrimPrefix(host, "*.")
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(host, ".") {
+		if len(l) == 0 || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }

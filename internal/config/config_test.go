@@ -385,3 +385,36 @@ func TestLoadStripe(t *testing.T) {
 		t.Errorf("default provider = %q, want %q", c.PaymentProvider, PaymentBuiltin)
 	}
 }
+
+// TestLoadSaleFrameAncestors: who may frame the sale page, 'self' by
+// default; a list of origins and keywords, normalised; anything else
+// (paths, wildcards, bare schemes, another directive) refused.
+func TestLoadSaleFrameAncestors(t *testing.T) {
+	if c := loadDev(t, map[string]string{}); c.SaleFrameAncestors != "'self'" {
+		t.Errorf("default %q, want 'self'", c.SaleFrameAncestors)
+	}
+	for v, want := range map[string]string{
+		"'none'":               "'none'",
+		"'SELF'":               "'self'",
+		"https://shop.example": "https://shop.example",
+		"  'self'   https://Shop.Example:8443  http://*.app.example ":   "'self' https://shop.example:8443 http://*.app.example",
+		"http://127.0.0.1:3000 http://[::1]:3000 https://[2001:db8::1]": "http://127.0.0.1:3000 http://[::1]:3000 https://[2001:db8::1]",
+	} {
+		c := loadDev(t, map[string]string{"SECKILL_SALE_FRAME_ANCESTORS": v})
+		if c.SaleFrameAncestors != want {
+			t.Errorf("%q: got %q, want %q", v, c.SaleFrameAncestors, want)
+		}
+	}
+	for _, v := range []string{
+		"*", "https:", "https://*", "self", "'unsafe-inline'", "'none' 'self'", "https://shop.example/", "https://shop.example/path",
+		"https://shop.example; script-src *", "https://shop.example,https://b.example", "ftp://shop.example", "https://shop.example:",
+		"https://shop.example:0", "https://shop.example:99999", "https://user@shop.example", "https://shop.example?x", "https://-shop.example",
+		"https://shop..example", "https://[::1", "https://[::1]x", "https://[127.0.0.1]", "https://::1", "https://shop.example#f",
+		"https://*.", "https://a.*.example", "'self'\thttps://ok.example\x00",
+	} {
+		_, err := Load(env(map[string]string{"SECKILL_ENV": "dev", "SECKILL_SALE_FRAME_ANCESTORS": v}))
+		if err == nil || !strings.Contains(err.Error(), "SECKILL_SALE_FRAME_ANCESTORS") {
+			t.Errorf("%q: error %v, want one about SECKILL_SALE_FRAME_ANCESTORS", v, err)
+		}
+	}
+}

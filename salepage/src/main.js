@@ -175,14 +175,30 @@ async function refreshStock() {
 }
 
 // refreshStockOnce shows what is left and answers it (undefined when it
-// could not be read).
+// could not be read). It reads GET /sale/{id}/stock, the same for every
+// buyer and cached for 2 s by the browser and a CDN (and for 1 s by the
+// server), not GraphQL: millions of open pages asking every few seconds
+// must not each reach the origin.
 async function refreshStockOnce() {
   try {
-    const d = await gql(`query($id: ID!) { voucher(id: $id) { seckill { stock remaining } } }`, { id: voucherId });
-    const s = d.voucher && d.voucher.seckill;
-    if (s) $('left').textContent = `${s.remaining} ${t('of')} ${s.stock}`;
-    return s ? s.remaining : undefined;
+    const res = await fetch(`${base}/sale/${encodeURIComponent(voucherId)}/stock`, { credentials: 'omit' });
+    if (!res.ok) return undefined;
+    const s = await res.json();
+    // Cached for up to 3 s: older than a sell-out the server just told us.
+    if (s.remaining > 0 && performance.now() - soldOutAt < 3000) return undefined;
+    $('left').textContent = `${s.remaining} ${t('of')} ${s.stock}`;
+    document.body.dataset.remaining = String(s.remaining);
+    return s.remaining;
   } catch (e) { return undefined; /* the next round */ }
+}
+
+// showSoldOut shows none left at once: the server just said so, and the
+// stock endpoint's answer may be a few seconds old.
+let soldOutAt = -Infinity; // performance.now() of the last sell-out heard
+function showSoldOut() {
+  soldOutAt = performance.now();
+  $('left').textContent = `0 ${t('of')} ${campaign.stock}`;
+  document.body.dataset.remaining = '0';
 }
 
 // --- countdown and button -------------------------------------------------
@@ -439,7 +455,7 @@ async function buy() {
           bought = true; // nothing more to buy here
           stopRoom();
           say(t(o), 'final');
-          refreshStockOnce();
+          if (o === 'SOLD_OUT') showSoldOut();
           return;
         case 'ALREADY_PURCHASED':
           bought = true;
@@ -770,7 +786,7 @@ function roomEnd(state) {
   say(t(state), 'final');
   stopRoom();
   tick0();
-  if (state === 'SOLD_OUT') refreshStockOnce();
+  if (state === 'SOLD_OUT') showSoldOut();
 }
 
 // stopRoom stops following the room and hides it: bought, or over.
