@@ -140,6 +140,9 @@ type Report struct {
 	// master ran during the load (--shards on a cluster).
 	Shards  int          `json:"shards,omitempty"`
 	Masters []MasterLoad `json:"redis_masters,omitempty"`
+	// Room is the run through the campaign's waiting room
+	// (--waiting-room); nil without one.
+	Room *Room `json:"waiting_room,omitempty"`
 
 	OK      bool   `json:"ok"`
 	Verdict string `json:"verdict"`

@@ -34,6 +34,11 @@ func (res *Result) WriteText(w io.Writer) error {
 		writeRunTable(&b, res.Load.Mode, res.Runs)
 		b.WriteString("\n")
 		writeVerdicts(&b, res.Runs)
+		for _, r := range res.Runs {
+			if r.Room != nil {
+				r.Room.write(&b, r.Label())
+			}
+		}
 		for _, c := range res.Comparisons {
 			fmt.Fprintf(&b, "%s\n", c.Text)
 		}
