@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 
 	"seckill/internal/app"
@@ -53,4 +54,52 @@ func TestDashboardWaitingRoom(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestDashboardWaitingRoomInBrowser: in headless chromium, a room
+// campaign's page shows its layers and follows the room without a reload
+// as another buyer joins.
+func TestDashboardWaitingRoomInBrowser(t *testing.T) {
+	chromium := chromiumPath(t)
+	e := newDashEnv(t)
+	ctx := newBrowser(t, chromium)
+	base := e.srv.URL
+	token := func(u int64, admin bool) string {
+		tok, err := e.app.Tokens.Issue(u, admin, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	sale := app.StartRoomSale(t, base, token, 9101)
+	waitFor := func(what, expr string) {
+		t.Helper()
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(20*time.Second)))
+		if err != nil {
+			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 2000) : ""`))
+			t.Fatalf("waiting for %s: %v\n%s", what, err, text)
+		}
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/admin/login"),
+		chromedp.SendKeys(css(`[data-testid="login-user"]`), dashAdmin),
+		chromedp.SendKeys(css(`[data-testid="login-password"]`), dashPassword),
+		chromedp.Click(css(`[data-testid="login-submit"]`)),
+		chromedp.WaitVisible(css(`[data-testid="campaigns-table"]`)),
+		chromedp.Navigate(base+"/admin/campaigns/"+strconv.FormatInt(sale.VoucherID, 10)),
+		chromedp.WaitVisible(css(`[data-testid="room"]`)),
+		chromedp.Evaluate[chromedp.Void](`window.__noReload = 42`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	n := func(tid string) string {
+		return `Number(document.querySelector('[data-testid="` + tid + `"]').textContent.replace(/,/g, ""))`
+	}
+	adds := n("room-waiting") + ` + ` + n("room-let-through") + ` === ` + n("room-joined") + ` && ` +
+		n("room-passes-live") + ` + ` + n("room-expired") + ` === ` + n("room-let-through")
+	waitFor("the room's layers", n("room-joined")+` === 8 && `+n("room-admitted")+` === 2 && `+adds)
+	screenshots(t, ctx, "campaign-room")
+
+	app.JoinRoom(t, base, token(9200, false), sale.VoucherID)
+	waitFor("a ninth joiner without a reload", `window.__noReload === 42 && `+n("room-joined")+` === 9 && `+adds)
 }

@@ -53,11 +53,12 @@ type RoomSale struct {
 }
 
 // StartRoomSale creates, through the API at base (as admin, whose token
-// tokenFor(1, true) gives), a campaign of 2 units on sale from 5 s ago
+// tokenFor(1, true) gives), a campaign of 3 units on sale from 5 s ago
 // whose waiting room opened a minute before that, letting one buyer
 // through a second with passes of 10 s; 8 buyers join it (after the open:
 // in arrival order). The first buys once without a pass (PASS_REQUIRED),
-// then two buy with the pass their turn gave (both ACCEPTED). It is
+// then two buy with the pass their turn gave (both ACCEPTED): one unit
+// is left, and the room stays open. It is
 // exported for the dashboard tests in package app_test.
 func StartRoomSale(tb testing.TB, base string, tokenFor func(user int64, admin bool) string, firstUser int64) RoomSale {
 	tb.Helper()
@@ -67,7 +68,7 @@ func StartRoomSale(tb testing.TB, base string, tokenFor func(user int64, admin b
 	}
 	postGraphQL(tb, base, tokenFor(1, true), `mutation($in: AddSeckillVoucherInput!) { addSeckillVoucher(input: $in) { id } }`,
 		map[string]any{"in": map[string]any{
-			"shopId": "1", "title": "waiting room", "payValue": 100, "actualValue": 200, "stock": 2,
+			"shopId": "1", "title": "waiting room", "payValue": 100, "actualValue": 200, "stock": 3,
 			"beginTime": begin.Format(time.RFC3339), "endTime": begin.Add(time.Hour).Format(time.RFC3339),
 			"waitingRoom": map[string]any{"opensSecondsBefore": 60, "admitPerSecond": 1, "passSeconds": 10},
 		}}, &created)
@@ -80,18 +81,7 @@ func StartRoomSale(tb testing.TB, base string, tokenFor func(user int64, admin b
 	tickets := map[int64]string{}
 	for i := range s.Joined {
 		u := firstUser + int64(i)
-		var joined struct {
-			JoinWaitingRoom struct {
-				Ticket           string
-				JoinedBeforeOpen bool
-			} `json:"joinWaitingRoom"`
-		}
-		postGraphQL(tb, base, tokenFor(u, false), `mutation($v: ID!) { joinWaitingRoom(voucherId: $v) { ticket joinedBeforeOpen } }`,
-			map[string]any{"v": vid}, &joined)
-		if joined.JoinWaitingRoom.JoinedBeforeOpen {
-			tb.Fatalf("user %d joined before the open of a sale that began 5 s ago", u)
-		}
-		tickets[u] = joined.JoinWaitingRoom.Ticket
+		tickets[u] = JoinRoom(tb, base, tokenFor(u, false), id)
 		s.Users = append(s.Users, u)
 	}
 	buy := func(u int64, pass *string) string {
@@ -133,6 +123,25 @@ func StartRoomSale(tb testing.TB, base string, tokenFor func(user int64, admin b
 		s.Admitted++
 	}
 	return s
+}
+
+// JoinRoom joins a campaign's waiting room, after its open, through the
+// API at base as token, and returns the ticket. It is exported for the
+// dashboard tests in package app_test.
+func JoinRoom(tb testing.TB, base, token string, voucherID int64) string {
+	tb.Helper()
+	var joined struct {
+		JoinWaitingRoom struct {
+			Ticket           string
+			JoinedBeforeOpen bool
+		} `json:"joinWaitingRoom"`
+	}
+	postGraphQL(tb, base, token, `mutation($v: ID!) { joinWaitingRoom(voucherId: $v) { ticket joinedBeforeOpen } }`,
+		map[string]any{"v": strconv.FormatInt(voucherID, 10)}, &joined)
+	if joined.JoinWaitingRoom.JoinedBeforeOpen {
+		tb.Fatalf("joined room %d before its open", voucherID)
+	}
+	return joined.JoinWaitingRoom.Ticket
 }
 
 // TestWaitingRoomMetrics: /metrics counts PASS_REQUIRED and its funnel
