@@ -83,7 +83,10 @@ func TestWaitingRoom(t *testing.T) {
 	if purchases != rm.LetThrough || accepted != 50 {
 		t.Errorf("per second: %d purchases, %d accepted; %+v", purchases, accepted, rm.PerSecond)
 	}
-	for _, want := range []string{"waiting room seckill: opens 3.00 s before the sale, 100 turns a second", "fairness: Spearman's rho", "purchases with a pass by second of the sale"} {
+	if !strings.Contains(progress.String(), "[####################] 100%") {
+		t.Errorf("the progress never reached 100%% (buyers who sent nothing count as done): %q", progress.String())
+	}
+	for _, want := range []string{"seckill-bench: 200 users through a waiting room, each buying once at their turn, stock 50", "waiting room seckill: opens 3.00 s before the sale, 100 turns a second", "fairness: Spearman's rho", "purchases with a pass by second of the sale"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report lacks %q", want)
 		}

@@ -62,6 +62,7 @@ func Run(ctx context.Context, spec Spec, t Target, rec *Recorder) {
 			switch {
 			case errors.Is(err, ErrNoPurchase):
 				rec.Sent.Add(-1)
+				rec.Skipped.Add(1)
 				return
 			case err != nil:
 				rec.record(user, time.Now(), time.Now(), result{err: cmp.Or(t.PrepareLabel, "challenge"), detail: err.Error()})

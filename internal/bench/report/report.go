@@ -90,6 +90,9 @@ type LoadInfo struct {
 	Warm        bool     `json:"warm,omitempty"` // connections opened before the clock started
 	Stock       int64    `json:"stock"`
 	Pay         *PayLoad `json:"pay,omitempty"` // the buyers pay (--pay-ratio)
+	// WaitingRoom: every buyer went through the campaign's waiting room,
+	// each sending one purchase at their turn, or none (--waiting-room).
+	WaitingRoom bool `json:"waiting_room,omitempty"`
 }
 
 // PayLoad is how the buyers of a run pay.
