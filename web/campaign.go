@@ -77,6 +77,7 @@ func (h *Handler) renderCampaign(w http.ResponseWriter, r *http.Request, id int6
 			PayValue: v.PayValue, ActualValue: v.ActualValue, Status: string(c.StatusAt(now)),
 			Begin: c.BeginTime, End: c.EndTime, PayWindow: c.PayWindow, Currency: h.cfg.Currency, Paused: c.Paused,
 			Editable: now.Before(c.BeginTime), Ended: !now.Before(c.EndTime), Shards: c.ShardCount(),
+			Room: toRoomSettings(c),
 		},
 		Live:       live,
 		Orders:     h.ordersView(ctx, r, id),
@@ -167,7 +168,31 @@ func (h *Handler) campaignLive(ctx context.Context, v *seckill.Voucher) (views.C
 		return views.CampaignLive{}, err
 	}
 	l.Shards = h.shardViews(v.ID, lc.Shards, now)
+	if c.Room.Enabled() {
+		l.Room = h.roomLive(ctx, v.ID)
+	}
 	return l, nil
+}
+
+// toRoomSettings shows a campaign's waiting room; nil when it has none.
+func toRoomSettings(c *seckill.Campaign) *views.RoomSettings {
+	if !c.Room.Enabled() {
+		return nil
+	}
+	return &views.RoomSettings{OpensBefore: c.Room.OpensBefore, OpensAt: c.BeginTime.Add(-c.Room.OpensBefore),
+		AdmitPerSecond: c.Room.AdmitPerSecond, PassFor: c.Room.PassFor}
+}
+
+// roomLive reads a waiting room's layers. A room that cannot be read
+// says so on the page rather than failing it: the rest still shows.
+func (h *Handler) roomLive(ctx context.Context, voucherID int64) *views.RoomLive {
+	f, err := h.cfg.Rooms.Funnel(ctx, voucherID)
+	if err != nil {
+		h.logger.WarnContext(ctx, "read the waiting room", "voucher_id", voucherID, "err", err)
+		return &views.RoomLive{Error: seckill.ErrorMessage(err)}
+	}
+	return &views.RoomLive{Joined: f.Joined, Waiting: f.Waiting, LetThrough: f.LetThrough, PassesLive: f.PassesLive,
+		Expired: f.Expired, Admitted: f.Admitted}
 }
 
 // shardSample is one reading of a campaign's shards, for their rates.

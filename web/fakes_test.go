@@ -302,3 +302,34 @@ func (f *fakeRefunds) Retry(ctx context.Context, paymentID string) (*seckill.Ref
 }
 
 func (f *fakeRefunds) Sending() bool { return true }
+
+// fakeRooms answers the waiting rooms' funnels it holds; a campaign
+// without one is ECONFLICT, as in the domain, and err, when set, answers
+// every call.
+type fakeRooms struct {
+	mu      sync.Mutex
+	funnels map[int64]seckill.RoomFunnel
+	err     error
+}
+
+func (f *fakeRooms) Funnel(_ context.Context, voucherID int64) (seckill.RoomFunnel, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return seckill.RoomFunnel{}, f.err
+	}
+	r, ok := f.funnels[voucherID]
+	if !ok {
+		return seckill.RoomFunnel{}, seckill.Errorf(seckill.ECONFLICT, "voucher %d's sale has no waiting room", voucherID)
+	}
+	return r, nil
+}
+
+func (f *fakeRooms) set(voucherID int64, r seckill.RoomFunnel, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.funnels == nil {
+		f.funnels = map[int64]seckill.RoomFunnel{}
+	}
+	f.funnels[voucherID], f.err = r, err
+}

@@ -128,7 +128,8 @@ func TestFunnelChart(t *testing.T) {
 		{At: testNow.Add(-2 * time.Second), Outcomes: []web.OutcomeRate{rate(seckill.OutcomeAccepted, 1), rate(seckill.OutcomeLocalLimit, 0),
 			rate(seckill.OutcomeChallengeRequired, 0), rate(seckill.OutcomeChallengeWrong, 0), rate(seckill.OutcomeChallengeUsed, 0)}},
 		{At: testNow.Add(-time.Second), Outcomes: []web.OutcomeRate{rate(seckill.OutcomeAccepted, 2), rate(seckill.OutcomeLocalLimit, 30),
-			rate(seckill.OutcomeChallengeRequired, 5), rate(seckill.OutcomeChallengeWrong, 3), rate(seckill.OutcomeChallengeUsed, 4), rate(seckill.OutcomeSoldOutMark, 12)}},
+			rate(seckill.OutcomeChallengeRequired, 5), rate(seckill.OutcomeChallengeWrong, 3), rate(seckill.OutcomeChallengeUsed, 4), rate(seckill.OutcomeSoldOutMark, 12),
+			rate(seckill.OutcomePassRequired, 6), rate(seckill.OutcomePassExpired, 2)}},
 	}
 	d := newDash(t, generous, func(c *web.Config) { c.History = h })
 	d.svc.add("running", testNow.Add(-time.Hour), testNow.Add(time.Hour))
@@ -139,7 +140,7 @@ func TestFunnelChart(t *testing.T) {
 		parts = append(parts, strings.Join(strings.Fields(s.Text()), " "))
 	})
 	legend := strings.Join(parts, ", ")
-	for _, want := range []string{"arrivals 56/s", "local limit 30/s", "challenge missing 5.0/s", "challenge wrong 7.0/s", "sold out mark 12/s", "admitted 2.0/s"} {
+	for _, want := range []string{"arrivals 64/s", "local limit 30/s", "pass missing 8.0/s", "challenge missing 5.0/s", "challenge wrong 7.0/s", "sold out mark 12/s", "admitted 2.0/s"} {
 		if !strings.Contains(legend, want) {
 			t.Errorf("funnel legend %q lacks %q", legend, want)
 		}

@@ -89,6 +89,13 @@ type LiveCounter interface {
 	LiveCounts(ctx context.Context, voucherIDs []int64) (map[int64]seckill.LiveCounts, error)
 }
 
+// Rooms reads the campaigns' waiting rooms (seckill.Rooms).
+type Rooms interface {
+	// Funnel counts a room's layers now. ENOTFOUND; ECONFLICT for a
+	// campaign without a room.
+	Funnel(ctx context.Context, voucherID int64) (seckill.RoomFunnel, error)
+}
+
 // DefaultSessionTTL is how long a session lasts.
 const DefaultSessionTTL = 12 * time.Hour
 
@@ -99,6 +106,8 @@ type Config struct {
 	Records   Records
 	Sessions  Sessions
 	Live      LiveCounter
+	// Rooms shows a campaign's waiting room, when it has one; required.
+	Rooms Rooms
 	// Limiter bounds sign-in attempts; nil means an in-memory limiter with
 	// DefaultLoginLimits (per process).
 	Limiter LoginLimiter
@@ -156,6 +165,9 @@ type Handler struct {
 
 // New returns the dashboard's handler. Mount it at /admin and /admin/.
 func New(cfg Config) *Handler {
+	if cfg.Rooms == nil {
+		panic("web: Config.Rooms is required")
+	}
 	if (cfg.SSO == nil) != (cfg.ProviderAdmins == nil) {
 		panic("web: Config.SSO and Config.ProviderAdmins go together")
 	}

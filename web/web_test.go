@@ -25,14 +25,16 @@ type dash struct {
 	sessions *fakeSessions
 	live     *seckilltest.Live
 	refunds  *fakeRefunds
+	rooms    *fakeRooms
 	monitor  atomic.Int64 // requests that reached the Asynq monitor
 }
 
 func newDash(t *testing.T, limits seckill.LoginLimits, opts ...func(*web.Config)) *dash {
 	t.Helper()
-	d := &dash{svc: newFakeService(), sessions: newFakeSessions(), live: &seckilltest.Live{}, refunds: &fakeRefunds{}}
+	d := &dash{svc: newFakeService(), sessions: newFakeSessions(), live: &seckilltest.Live{}, refunds: &fakeRefunds{}, rooms: &fakeRooms{}}
 	cfg := web.Config{
 		Campaigns: d.svc, Orders: d.svc, Records: fakeRecords{d.svc}, Sessions: d.sessions, Live: d.live, Refunds: d.refunds,
+		Rooms:   d.rooms,
 		Limiter: web.NewMemoryLimiter(limits), LoginSlowDown: testSlowDown,
 		Queues: fakeQueues{{Name: "orders"}},
 		Monitor: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

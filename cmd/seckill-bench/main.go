@@ -98,6 +98,24 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      checks initial = remaining + queued + awaiting payment
                      + paid.
 
+  --waiting-room [--room-rate N] [--room-opens 5s] [--room-pass 10s]
+                     the campaign the bench creates has a waiting room that
+                     opens --room-opens before the sale and lets --room-rate
+                     buyers through a second (default: a third of --users).
+                     Every buyer joins it at a random moment before the open,
+                     asks where they stand (the waitingRoom query, every
+                     second and when their turn is due), buys with the pass
+                     of their turn, and gives up when the room says SOLD_OUT
+                     or MISSED; a few purchases without a pass are sent just
+                     after the open and must be refused. The verdict fails
+                     unless exactly the stock sold (min(stock, users)) and
+                     nobody bought without a turn; the report adds the
+                     room's counts (joined, let through, missed, sold out),
+                     the purchases per second of the sale, and fairness:
+                     Spearman's rank correlation between join time and place
+                     among those who joined before the open (near 0, within
+                     a few standard errors 1/sqrt(n-1)).
+
   --token-alg hs256,rs256,es256
                      run the load once per algorithm of the buyers' tokens,
                      each on a campaign of its own, in the same run, and
@@ -223,6 +241,10 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.IntVar(&cfg.Base.Rounds, "rounds", 0, fmt.Sprintf("--compare base: rounds of each load against each build, alternated (default %d)", bench.DefaultBaseRounds))
 	fs.StringVar(&cfg.Challenge, "challenge", "", "pow or quiz: give the campaign the bench creates this challenge; every buyer asks for theirs and solves it before buying (the report shows how the purchases spread)")
 	fs.IntVar(&cfg.PoWBits, "pow-bits", 0, "--challenge pow: leading zero bits (default: the server's, 20)")
+	fs.BoolVar(&cfg.Room.On, "waiting-room", false, "give the campaign the bench creates a waiting room: every buyer joins it before the sale at a random moment, waits for their turn and buys with its pass (see above)")
+	fs.IntVar(&cfg.Room.Rate, "room-rate", 0, "--waiting-room: turns a second (default: a third of --users, so that every turn comes within about 3 s)")
+	fs.DurationVar(&cfg.Room.Opens, "room-opens", 0, fmt.Sprintf("--waiting-room: how long before the sale the room opens, whole seconds; the buyers join over it (default %s)", bench.DefaultRoomOpens))
+	fs.DurationVar(&cfg.Room.Pass, "room-pass", 0, "--waiting-room: how long a pass lasts from its turn, whole seconds from 10s to 1h (default: the server's, 1m)")
 	fs.Float64Var(&cfg.Pay.Ratio, "pay-ratio", 0, "share (0 to 1) of accepted buyers who pay through the signed webhook; the others let their orders expire")
 	fs.DurationVar(&cfg.Pay.Delay, "pay-delay", 0, "with --pay-ratio: how long after createPayment the provider confirms a payment")
 	fs.DurationVar(&cfg.Pay.Window, "pay-window", 0, "with --pay-ratio: the pay window of the campaign the bench creates (whole seconds; default: the server's SECKILL_PAY_WINDOW)")

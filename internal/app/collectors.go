@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -44,6 +45,7 @@ func (a *App) registerCollectors() {
 		&dependencyCollector{a: a},
 		&refundCollector{refunds: a.Refunds, logger: a.Logger},
 		&eventCollector{events: a.Store, logger: a.Logger},
+		&roomCollector{campaigns: a.Store, rooms: a.Rooms, logger: a.Logger, now: time.Now},
 	)
 	if a.Provider != nil {
 		a.Metrics.Registry.MustRegister(authCollector{a.Provider})
@@ -393,4 +395,106 @@ func (c authCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(authSubjectLookupsDesc, prometheus.CounterValue, float64(st.SubjectLookups), "subjects")
 	ch <- prometheus.MustNewConstMetric(authSubjectLookupsDesc, prometheus.CounterValue, float64(st.SubjectBatches), "batches")
 	ch <- prometheus.MustNewConstMetric(authKnownSubjectsDesc, prometheus.GaugeValue, float64(st.KnownSubjects))
+}
+
+var (
+	roomBuyersDesc = prometheus.NewDesc("seckill_waiting_room_buyers",
+		"Buyers of an open waiting room (a campaign not ended whose room has opened), by layer: joined; waiting (their turn not come); let_through (their turn came: passes_live + expired); passes_live (their pass valid now); expired (their turn over, the pass used or not); admitted (units taken, each with a pass). At most maxRoomSeries rooms, the newest; read from Redis through the rooms' shared view.",
+		[]string{"voucher_id", "layer"}, nil)
+	roomsOpenDesc = prometheus.NewDesc("seckill_waiting_rooms_open",
+		"Waiting rooms open now (campaigns not ended whose room has opened), those beyond seckill_waiting_room_buyers' limit included.", nil, nil)
+)
+
+// Room layers, as seckill_waiting_room_buyers labels them, in funnel order.
+var roomLayers = []string{"joined", "waiting", "let_through", "passes_live", "expired", "admitted"}
+
+// maxRoomSeries bounds seckill_waiting_room_buyers to this many campaigns
+// (six series each), however many sales run at once.
+const maxRoomSeries = 20
+
+// roomStatsTTL is how long a scrape reuses the rooms it read (each room's
+// own figures are at most seckill.RoomRefresh old).
+const roomStatsTTL = time.Second
+
+// roomCollector reports the open waiting rooms' funnels (seckill.Rooms.Funnel),
+// read at most once per roomStatsTTL however often it is scraped.
+type roomCollector struct {
+	campaigns interface {
+		Campaigns(ctx context.Context, f seckill.CampaignFilter) ([]*seckill.Voucher, error)
+	}
+	rooms interface {
+		Funnel(ctx context.Context, voucherID int64) (seckill.RoomFunnel, error)
+	}
+	logger interface {
+		Warn(msg string, args ...any)
+	}
+	now func() time.Time
+
+	mu      sync.Mutex
+	at      time.Time
+	open    int
+	funnels []roomFunnel
+	err     error
+}
+
+type roomFunnel struct {
+	voucherID int64
+	f         seckill.RoomFunnel
+}
+
+func (c *roomCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- roomBuyersDesc
+	ch <- roomsOpenDesc
+}
+
+func (c *roomCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	if time.Since(c.at) >= roomStatsTTL {
+		ctx, cancel := context.WithTimeout(context.Background(), dependencyPingTimeout)
+		c.open, c.funnels, c.err = c.read(ctx)
+		cancel()
+		c.at = time.Now()
+		if c.err != nil {
+			c.logger.Warn("read the waiting rooms for the metrics", "err", c.err)
+		}
+	}
+	open, funnels, err := c.open, c.funnels, c.err
+	c.mu.Unlock()
+	if err != nil {
+		return // no numbers rather than wrong ones
+	}
+	ch <- prometheus.MustNewConstMetric(roomsOpenDesc, prometheus.GaugeValue, float64(open))
+	for _, r := range funnels {
+		id := strconv.FormatInt(r.voucherID, 10)
+		for i, n := range []int64{r.f.Joined, r.f.Waiting, r.f.LetThrough, r.f.PassesLive, r.f.Expired, r.f.Admitted} {
+			ch <- prometheus.MustNewConstMetric(roomBuyersDesc, prometheus.GaugeValue, float64(n), id, roomLayers[i])
+		}
+	}
+}
+
+// read lists the open rooms and the funnels of the newest maxRoomSeries.
+func (c *roomCollector) read(ctx context.Context) (int, []roomFunnel, error) {
+	now := c.now()
+	vs, err := c.campaigns.Campaigns(ctx, seckill.CampaignFilter{Limit: 1000, EndedAfter: now})
+	if err != nil {
+		return 0, nil, err
+	}
+	open := 0
+	var out []roomFunnel
+	for _, v := range vs { // newest first
+		cm := v.Campaign
+		if cm == nil || !cm.Room.Enabled() || now.Before(cm.BeginTime.Add(-cm.Room.OpensBefore)) {
+			continue
+		}
+		open++
+		if len(out) == maxRoomSeries {
+			continue
+		}
+		f, err := c.rooms.Funnel(ctx, v.ID)
+		if err != nil {
+			return 0, nil, err
+		}
+		out = append(out, roomFunnel{voucherID: v.ID, f: f})
+	}
+	return open, out, nil
 }

@@ -124,10 +124,9 @@ type admitterMetrics struct {
 func (m *Metrics) wrapAdmitter(a seckill.Admitter) seckill.Admitter {
 	w := &admitterMetrics{Admitter: a, m: m, outcomes: map[seckill.Outcome]prometheus.Counter{},
 		layers: map[string]prometheus.Counter{}}
-	for _, o := range []seckill.Outcome{seckill.OutcomeAccepted, seckill.OutcomeSoldOut, seckill.OutcomeAlreadyPurchased,
-		seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomePaused, seckill.OutcomeRateLimited,
-		seckill.OutcomeChallengeRequired, seckill.OutcomeChallengeWrong, seckill.OutcomeChallengeExpired,
-		seckill.OutcomeChallengeNotYours, seckill.OutcomeChallengeUsed, seckill.OutcomeTryAgain} {
+	// Every outcome the domain lists, so that a new one (PASS_REQUIRED,
+	// PASS_EXPIRED) is counted the day it is added.
+	for _, o := range seckill.Outcomes {
 		w.outcomes[o] = m.Purchases.WithLabelValues(string(o))
 	}
 	for _, l := range seckill.Layers {

@@ -45,6 +45,7 @@ func (a *App) newDashboard() *dashboard {
 		Records:   a.Store,
 		Sessions:  a.Operators,
 		Live:      a.Admitter,
+		Rooms:     a.Rooms,
 		Refunds:   a.Refunds,
 		Events:    a.Store,
 		Currency:  a.Config.PaymentCurrency,

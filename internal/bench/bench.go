@@ -102,6 +102,10 @@ type Config struct {
 	Challenge string
 	PoWBits   int
 
+	// Room, when On, gives the campaign the bench creates a waiting room
+	// that every buyer goes through before buying (room.go).
+	Room RoomConfig
+
 	// Pay makes the accepted buyers pay, or not, through the webhook.
 	Pay PayConfig
 
@@ -226,6 +230,12 @@ func (cfg *Config) spec() (load.Spec, error) {
 	if s.Mode == load.ModeBurst {
 		s.Concurrency = cmp.Or(cfg.Concurrency, s.Users)
 	}
+	if err := cfg.Room.validate(cfg, s); err != nil {
+		return s, err
+	}
+	if cfg.Room.On {
+		s.Concurrency = s.Users // every buyer waits in the room at once
+	}
 	return s, nil
 }
 
@@ -246,8 +256,12 @@ type runner struct {
 	admin    string    // an admin token for the control clients
 	tokens   *auth.Tokens
 	end      time.Time // when the campaigns stop selling
-	// makeBody, when set, makes each request's body (load.Target.Prepare).
-	makeBody func(ctx context.Context, user int) ([]byte, error)
+	// makeBody, when set, makes each request's body (load.Target.Prepare),
+	// within makeBodyTimeout (load.Target.PrepareTimeout; 0: within the
+	// request's timeout), its failures named makeBodyLabel.
+	makeBody        func(ctx context.Context, user int) ([]byte, error)
+	makeBodyTimeout time.Duration
+	makeBodyLabel   string
 	// onAccept, when set, hears of each ACCEPTED answer (load.Recorder.OnAccept).
 	onAccept func(load.Acceptance)
 }
@@ -439,6 +453,7 @@ func (r *runner) load(ctx context.Context, label, endpoint string, body []byte) 
 	stop := report.Watch(r.disp, label, r.spec, rec)
 	load.Run(ctx, r.spec, load.Target{
 		Endpoint: endpoint, Body: body, Auth: r.auth, Prepare: r.makeBody,
+		PrepareTimeout: r.makeBodyTimeout, PrepareLabel: r.makeBodyLabel,
 		Client: &http.Client{Transport: tr},
 	}, rec)
 	stop()

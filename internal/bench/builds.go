@@ -199,6 +199,6 @@ func (r *runner) loadInfo() report.LoadInfo {
 		Mode: spec.Mode, Users: spec.Users, Attempts: spec.Attempts, Concurrency: spec.Concurrency,
 		Rate: spec.Rate, DurationS: spec.Duration.Seconds(), RampS: spec.Ramp.Seconds(),
 		MaxInFlight: spec.MaxInFlight, TimeoutS: spec.Timeout.Seconds(), Warm: spec.Warm && spec.Mode != load.ModeOpen,
-		Stock: r.cfg.Stock,
+		Stock: r.cfg.Stock, WaitingRoom: r.cfg.Room.On,
 	}
 }

@@ -84,6 +84,13 @@ func TestConfigValidation(t *testing.T) {
 		{Config{TokenAlgs: []string{"rs256", "rs256"}}, "--token-alg: rs256 twice"},
 		{Config{TokenAlgs: []string{"hs256", "es256"}, VoucherID: 3}, "omit --voucher"},
 		{Config{TokenAlgs: []string{"es256"}, Compare: []string{CompareBase}}, "not with --expiry-storm or --compare base"},
+		{Config{Room: RoomConfig{Rate: 5}}, "go with --waiting-room"},
+		{Config{Room: RoomConfig{On: true}, VoucherID: 3}, "omit --voucher"},
+		{Config{Room: RoomConfig{On: true}, Rate: 100}, "omit --rate, --duration and --attempts"},
+		{Config{Room: RoomConfig{On: true}, Compare: []string{CompareSync}}, "omit --compare"},
+		{Config{Room: RoomConfig{On: true, Pass: 5 * time.Second}}, "--room-pass"},
+		{Config{Room: RoomConfig{On: true, Opens: time.Second}}, "at least 2s"},
+		{Config{Room: RoomConfig{On: true, Opens: 1500 * time.Millisecond}}, "whole seconds"},
 	} {
 		if _, err := tc.cfg.spec(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
@@ -101,6 +108,10 @@ func TestConfigValidation(t *testing.T) {
 	if s, _ = c.spec(); s.Mode != load.ModeBurst || s.Users != 1000 || s.Concurrency != 1000 || s.Attempts != 1 || c.URL != DefaultURL ||
 		len(c.TokenAlgs) != 1 || c.TokenAlgs[0] != TokenHS256 || c.IdPAddr != DefaultIdPAddr || c.IdPAudience != DefaultIdPAudience {
 		t.Errorf("burst defaults: %+v", s)
+	}
+	c = Config{Users: 900, Room: RoomConfig{On: true}, Concurrency: 10}
+	if s, err = c.spec(); err != nil || c.Room.Rate != 300 || c.Room.Opens != DefaultRoomOpens || s.Concurrency != 900 {
+		t.Errorf("waiting room defaults: %+v %+v %v", c.Room, s, err)
 	}
 }
 

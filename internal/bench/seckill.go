@@ -59,6 +59,7 @@ type seckillRun struct {
 	pg         *verify.Postgres
 	queue      verify.Queue
 	live       *admission.Admitter // Redis's side of the books; nil when not reached
+	begin      time.Time           // when the campaign created with a waiting room begins
 	notes      []string
 	closers    []func()
 }
@@ -75,6 +76,13 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 	if r.cfg.Challenge != "" && t.voucherID == 0 {
 		r.makeBody = r.solver(t.url, s.voucherID)
 		defer func() { r.makeBody = nil }()
+	}
+	var room *roomRun
+	if r.cfg.Room.On && t.voucherID == 0 {
+		room = r.newRoomRun(t.url, s.voucherID, s.begin)
+		r.makeBody, r.makeBodyTimeout, r.makeBodyLabel = room.prepare, room.timeout(), "room"
+		defer func() { r.makeBody, r.makeBodyTimeout, r.makeBodyLabel = nil, 0, "" }()
+		go room.probe(ctx)
 	}
 	var pay *payers
 	if r.cfg.Pay.On && t.url == r.cfg.URL {
@@ -97,6 +105,9 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 	interrupted := ctx.Err() != nil
 	rep := report.Build(t.label, t.url, s.voucherID, s.stock, rec, interrupted)
 	rep.VoucherOf = t.voucherOf
+	if room != nil {
+		rep.Room = room.report(rec.Snapshot().Accepted)
+	}
 
 	// Wait until every accepted order is persisted; after Ctrl-C look
 	// once instead, so the partial report comes at once.
@@ -149,6 +160,13 @@ func (r *runner) prepare(ctx context.Context, t seckillTarget) (*seckillRun, err
 				extra = map[string]any{}
 			}
 			extra["shards"] = t.shards
+		}
+		if r.cfg.Room.On {
+			s.begin = r.cfg.Room.roomBegin(time.Now())
+			if extra == nil {
+				extra = map[string]any{}
+			}
+			maps.Copy(extra, r.cfg.Room.campaignInput(s.begin))
 		}
 		id, err := s.control.createCampaign(ctx, r.cfg.Stock, time.Until(r.end), extra)
 		if err != nil {

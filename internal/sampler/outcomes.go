@@ -15,10 +15,13 @@ var Outcomes = [nOutcomes]seckill.Outcome{
 	seckill.OutcomeNotStarted, seckill.OutcomeEnded, seckill.OutcomePaused,
 	seckill.OutcomeLocalLimit, seckill.OutcomeRateLimited, seckill.OutcomeChallengeRequired,
 	seckill.OutcomeChallengeWrong, seckill.OutcomeChallengeExpired, seckill.OutcomeChallengeNotYours,
-	seckill.OutcomeChallengeUsed, seckill.OutcomeSoldOutMark,
+	seckill.OutcomeChallengeUsed, seckill.OutcomeSoldOutMark, seckill.OutcomePassRequired, seckill.OutcomePassExpired,
+	seckill.OutcomeTryAgain,
 }
 
-const nOutcomes = 14
+// nOutcomes is len(Outcomes); TestOutcomesCoverDomain holds the list to
+// every outcome seckill.Outcomes names.
+const nOutcomes = 17
 
 // outcomeCounts are cumulative counts of each outcome, in Outcomes' order.
 type outcomeCounts [nOutcomes]int64

@@ -141,3 +141,19 @@ func TestOutcomeCounterConcurrent(t *testing.T) {
 		t.Errorf("accepted/s = %v, want 10000", got)
 	}
 }
+
+// TestOutcomesCoverDomain: the charts count every outcome a purchase
+// answers with (a new one, as PASS_REQUIRED was, is not left out), and
+// the two layers in front of admission.
+func TestOutcomesCoverDomain(t *testing.T) {
+	for _, o := range append(slices.Clone(seckill.Outcomes), seckill.OutcomeLocalLimit, seckill.OutcomeSoldOutMark) {
+		if !slices.Contains(sampler.Outcomes[:], o) {
+			t.Errorf("sampler.Outcomes lacks %s", o)
+		}
+	}
+	for i, o := range sampler.Outcomes {
+		if slices.Index(sampler.Outcomes[:], o) != i {
+			t.Errorf("%s listed twice", o)
+		}
+	}
+}

@@ -192,7 +192,34 @@ type CampaignView struct {
 	Editable    bool // it has not started: texts and times may change
 	Ended       bool
 	Shards      int // stock shards (1: one Redis hash tag)
+	// Room is the campaign's waiting room; nil when it has none.
+	Room *RoomSettings
 }
+
+// RoomSettings are a waiting room's settings.
+type RoomSettings struct {
+	OpensBefore    time.Duration // how long before the begin buyers may join
+	OpensAt        time.Time
+	AdmitPerSecond int           // turns a second
+	PassFor        time.Duration // how long a pass lasts from its turn
+}
+
+// RoomLive is a waiting room's layers now (seckill.RoomFunnel): everyone
+// who joined is waiting or was let through; of those let through, each
+// pass is live or expired; Admitted units went to buyers with a pass.
+type RoomLive struct {
+	Joined     int64
+	Waiting    int64
+	LetThrough int64
+	PassesLive int64
+	Expired    int64
+	Admitted   int64
+	Error      string // why the room could not be read; the numbers are then zero
+}
+
+// Unused is the turns that came and bought nothing (yet): let through
+// less admitted.
+func (r RoomLive) Unused() int64 { return max(0, r.LetThrough-r.Admitted) }
 
 // CampaignLive is the part of the campaign page that refreshes itself.
 type CampaignLive struct {
@@ -221,6 +248,8 @@ type CampaignLive struct {
 	// Shards lists each stock shard of a campaign of more than one (nil
 	// for one shard).
 	Shards []ShardView
+	// Room is the waiting room's layers; nil for a campaign without one.
+	Room *RoomLive
 }
 
 // ShardView is one stock shard of a campaign on its page: its units left

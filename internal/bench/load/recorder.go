@@ -46,6 +46,8 @@ type Recorder struct {
 	FirstAccepted, LastAccepted           atomic.Int64 // ns since Start; 0: none yet
 	FirstSoldOut                          atomic.Int64 // ns since Start; 0: not sold out yet
 	AcceptedN                             atomic.Int64
+	// Skipped counts the buyers whose Prepare sent nothing (ErrNoPurchase).
+	Skipped atomic.Int64
 
 	// OnAccept, when set before the load begins, is called with each
 	// ACCEPTED answer as it is recorded, on the caller's goroutine: it

@@ -1,7 +1,9 @@
 package load
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -21,9 +23,23 @@ type Target struct {
 	Client   *http.Client
 	// Prepare, when set, makes each request's body instead of Body, before
 	// it is sent (seckill-bench --challenge asks for a challenge and
-	// solves it); the request counts as sent when its purchase leaves.
+	// solves it; --waiting-room waits for the buyer's turn); the request
+	// counts as sent when its purchase leaves. An error fails the request
+	// (counted under PrepareLabel); ErrNoPurchase means the buyer sends
+	// nothing, and the request is not counted at all.
 	Prepare func(ctx context.Context, user int) ([]byte, error)
+	// PrepareTimeout bounds Prepare on its own, the purchase then getting
+	// the whole of Spec.Timeout; 0: Prepare and the purchase share
+	// Spec.Timeout.
+	PrepareTimeout time.Duration
+	// PrepareLabel names Prepare's failures among the errors; "challenge"
+	// when empty.
+	PrepareLabel string
 }
+
+// ErrNoPurchase is what Prepare returns for a buyer who sends no purchase
+// (a waiting room told them the sale sold out before their turn).
+var ErrNoPurchase = errors.New("load: no purchase to send")
 
 // Run sends spec's load to t and records it in rec. It returns when the
 // load is over or ctx ends; after ctx ends, requests in flight get
@@ -37,17 +53,28 @@ func Run(ctx context.Context, spec Spec, t Target, rec *Recorder) {
 	defer stopDrain()
 
 	send := func(user int, sent time.Time) {
-		rctx, cancel := context.WithTimeout(reqCtx, spec.Timeout)
-		defer cancel()
 		body := t.Body
+		deadline := time.Now().Add(spec.Timeout)
 		if t.Prepare != nil {
-			b, err := t.Prepare(rctx, user)
-			if err != nil {
-				rec.record(user, time.Now(), time.Now(), result{err: "challenge", detail: err.Error()})
+			pctx, cancel := context.WithTimeout(reqCtx, cmp.Or(t.PrepareTimeout, spec.Timeout))
+			b, err := t.Prepare(pctx, user)
+			cancel()
+			switch {
+			case errors.Is(err, ErrNoPurchase):
+				rec.Sent.Add(-1)
+				rec.Skipped.Add(1)
+				return
+			case err != nil:
+				rec.record(user, time.Now(), time.Now(), result{err: cmp.Or(t.PrepareLabel, "challenge"), detail: err.Error()})
 				return
 			}
 			body, sent = b, time.Now()
 		}
+		if t.Prepare != nil && t.PrepareTimeout > 0 {
+			deadline = time.Now().Add(spec.Timeout) // the purchase's own
+		}
+		rctx, cancel := context.WithDeadline(reqCtx, deadline)
+		defer cancel()
 		res := purchase(rctx, t.Client, t.Endpoint, body, t.Auth[user])
 		rec.record(user, sent, time.Now(), res)
 	}

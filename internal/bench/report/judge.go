@@ -74,10 +74,13 @@ func (r *Report) Judge() {
 	if n := r.Outcomes["RATE_LIMITED"]; n > 0 && slices.Contains([]string{TargetLimit, TargetNoLimit, TargetBase, TargetHead}, r.Target) {
 		fails = append(fails, fmt.Sprintf("RATE_LIMITED: %s purchases refused by the shared limit, which this comparison sets never to refuse: the measurement is wrong", Number(n)))
 	}
+	if r.Room != nil {
+		fails, notes = r.Room.judge(fails, notes, r.Accepted, r.Stock, r.Interrupted)
+	}
 	if n := r.Failed + r.Dropped; n > 0 {
 		notes = append(notes, fmt.Sprintf("%s requests unanswered", Number(n)))
 	}
-	if r.Accepted < r.Stock && r.Outcomes["SOLD_OUT"] > 0 {
+	if r.Accepted < r.Stock && r.Outcomes["SOLD_OUT"] > 0 && r.Room == nil {
 		notes = append(notes, fmt.Sprintf("%s units unsold although SOLD_OUT was answered", Number(r.Stock-r.Accepted)))
 	}
 	if r.Interrupted {

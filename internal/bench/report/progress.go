@@ -115,7 +115,7 @@ func progressLine(label string, spec load.Spec, rec *load.Recorder, elapsed time
 	answered, failed := rec.Answered.Load(), rec.Failed.Load()
 	frac := 0.0
 	if n := spec.Planned(); n > 0 && spec.Mode == ModeBurst {
-		frac = float64(answered+failed) / float64(n)
+		frac = float64(answered+failed+rec.Skipped.Load()) / float64(n) // a buyer who sent nothing is done too
 	} else if spec.Duration > 0 {
 		frac = elapsed.Seconds() / spec.Duration.Seconds()
 	}
@@ -132,6 +132,9 @@ func progressLine(label string, spec load.Spec, rec *load.Recorder, elapsed time
 		Number(failed), Number(rec.InFlight.Load()), Duration(rec.All.Quantile(0.99)))
 	if d := rec.Dropped.Load(); d > 0 {
 		line += "  dropped " + Number(d)
+	}
+	if s := rec.Skipped.Load(); s > 0 {
+		line += "  sent nothing " + Number(s)
 	}
 	return line
 }

@@ -90,6 +90,9 @@ type LoadInfo struct {
 	Warm        bool     `json:"warm,omitempty"` // connections opened before the clock started
 	Stock       int64    `json:"stock"`
 	Pay         *PayLoad `json:"pay,omitempty"` // the buyers pay (--pay-ratio)
+	// WaitingRoom: every buyer went through the campaign's waiting room,
+	// each sending one purchase at their turn, or none (--waiting-room).
+	WaitingRoom bool `json:"waiting_room,omitempty"`
 }
 
 // PayLoad is how the buyers of a run pay.
@@ -140,6 +143,9 @@ type Report struct {
 	// master ran during the load (--shards on a cluster).
 	Shards  int          `json:"shards,omitempty"`
 	Masters []MasterLoad `json:"redis_masters,omitempty"`
+	// Room is the run through the campaign's waiting room
+	// (--waiting-room); nil without one.
+	Room *Room `json:"waiting_room,omitempty"`
 
 	OK      bool   `json:"ok"`
 	Verdict string `json:"verdict"`

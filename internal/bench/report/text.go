@@ -34,6 +34,11 @@ func (res *Result) WriteText(w io.Writer) error {
 		writeRunTable(&b, res.Load.Mode, res.Runs)
 		b.WriteString("\n")
 		writeVerdicts(&b, res.Runs)
+		for _, r := range res.Runs {
+			if r.Room != nil {
+				r.Room.write(&b, r.Label())
+			}
+		}
 		for _, c := range res.Comparisons {
 			fmt.Fprintf(&b, "%s\n", c.Text)
 		}
@@ -71,6 +76,10 @@ func loadHeadline(l LoadInfo) string {
 	var b strings.Builder
 	switch l.Mode {
 	case ModeBurst:
+		if l.WaitingRoom {
+			fmt.Fprintf(&b, "seckill-bench: %s users through a waiting room, each buying once at their turn", Number(int64(l.Users)))
+			break
+		}
 		fmt.Fprintf(&b, "seckill-bench: burst, %s users × %d attempt(s), %s at once", Number(int64(l.Users)), l.Attempts, Number(int64(l.Concurrency)))
 		if l.RampS > 0 {
 			fmt.Fprintf(&b, " (ramp %s)", Seconds(l.RampS))
