@@ -248,7 +248,7 @@ func TestSalePageInBrowser(t *testing.T) {
 	begin := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	v := e.addCampaign("Skewed clock sale", 3, begin, nil)
 	// Its stock beside the page, for a CDN to absorb the pages' polling.
-	if res := e.get(fmt.Sprintf("/sale/%d/stock", v)); res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != salepage.StockCache ||
+	if res := e.get(fmt.Sprintf("/sale/%d/stock", v)); res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != salepage.SaleCache ||
 		len(res.Header.Values("Set-Cookie")) > 0 {
 		t.Errorf("GET /sale/%d/stock: %s, Cache-Control %q, Set-Cookie %q", v, res.Status, res.Header.Get("Cache-Control"), res.Header.Values("Set-Cookie"))
 	} else {
