@@ -28,7 +28,7 @@ func toGraphWaitingRoom(c *seckill.Campaign) *model.WaitingRoom {
 	}
 	return &model.WaitingRoom{ // each bounded well below 2^31 (seckill.ValidateWaitingRoom)
 		OpensSecondsBefore: int32(w.OpensBefore / time.Second),
-		OpensAt:            c.BeginTime.Add(-w.OpensBefore),
+		OpensAt:            c.RoomOpensAt(),
 		AdmitPerSecond:     int32(w.AdmitPerSecond),
 		PassSeconds:        int32(w.PassFor / time.Second),
 	}

@@ -1,6 +1,6 @@
 // Package salepage serves the buyer's sale page, GET /sale/{voucherId}:
 // one HTML for every campaign and every buyer (the page's script reads the
-// voucher id from the path and asks the GraphQL API for everything else),
+// voucher id from the path and asks for everything else),
 // so a CDN may cache it, and a bundle built from the npm packages pinned in
 // package-lock.json (make salepage) whose file names carry a hash of their
 // content, so they are cached for a year. The bundle is build output, never
@@ -10,10 +10,13 @@
 // it the buyer's token by postMessage; who may frame it is the policy's
 // frame-ancestors (Deps.FrameAncestors).
 //
-// Beside the page, GET /sale/{voucherId}/stock answers what is left, the
-// same bytes for everyone and cached by a CDN for 2 s and by each process
-// for StockTTL, so that pages polling it cost the origin one domain read
-// per voucher and second, not one per page.
+// Beside the page, GET /sale/{voucherId}/campaign answers what every page
+// load needs about the sale (title, prices, times, challenge kind, waiting
+// room) and GET /sale/{voucherId}/stock what is left, which open pages
+// poll: the same bytes for everyone, cached by a CDN for 2 s and by each
+// process for SaleTTL, so that a stampede of page loads and polls costs
+// the origin one domain read per voucher and second, not one per page.
+// Only what is per buyer goes to the GraphQL API.
 package salepage
 
 import (
@@ -144,8 +147,9 @@ type Deps struct {
 	FrameAncestors string
 }
 
-// Handler serves the page at prefix+"/{voucherId}", its stock at
-// prefix+"/{voucherId}/stock" and the bundle under prefix+"/assets/";
+// Handler serves the page at prefix+"/{voucherId}", its campaign at
+// prefix+"/{voucherId}/campaign", its stock at prefix+"/{voucherId}/stock"
+// and the bundle under prefix+"/assets/";
 // mount it for prefix+"/". It panics without its Deps: a wiring mistake.
 func Handler(prefix string, d Deps) http.Handler {
 	return newHandler(dist, prefix, d, time.Now)
@@ -155,7 +159,7 @@ func newHandler(fsys fs.FS, prefix string, d Deps, now func() time.Time) http.Ha
 	if d.Vouchers == nil || d.Logger == nil {
 		panic("salepage: Handler needs Vouchers and Logger")
 	}
-	stock := newStocks(d.Vouchers, d.Logger, now)
+	sale := newSales(d.Vouchers, d.Logger, now)
 	if d.FrameAncestors == "" {
 		d.FrameAncestors = DefaultFrameAncestors
 	}
@@ -220,7 +224,9 @@ func newHandler(fsys fs.FS, prefix string, d Deps, now func() time.Time) http.Ha
 			hdr.Set("Content-Type", "text/html; charset=utf-8")
 			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(html))
 		case strings.HasSuffix(rest, "/stock") && isID(strings.TrimSuffix(rest, "/stock")):
-			stock.serve(w, r, strings.TrimSuffix(rest, "/stock"))
+			sale.serve(w, r, strings.TrimSuffix(rest, "/stock"), func(a answers) answer { return a.stock })
+		case strings.HasSuffix(rest, "/campaign") && isID(strings.TrimSuffix(rest, "/campaign")):
+			sale.serve(w, r, strings.TrimSuffix(rest, "/campaign"), func(a answers) answer { return a.campaign })
 		default:
 			http.NotFound(w, r)
 		}

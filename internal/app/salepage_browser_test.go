@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
 
 	"seckill/internal/config"
 	"seckill/internal/payhook"
@@ -248,7 +250,7 @@ func TestSalePageInBrowser(t *testing.T) {
 	begin := time.Now().Add(6 * time.Second).Truncate(time.Second)
 	v := e.addCampaign("Skewed clock sale", 3, begin, nil)
 	// Its stock beside the page, for a CDN to absorb the pages' polling.
-	if res := e.get(fmt.Sprintf("/sale/%d/stock", v)); res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != salepage.StockCache ||
+	if res := e.get(fmt.Sprintf("/sale/%d/stock", v)); res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != salepage.SaleCache ||
 		len(res.Header.Values("Set-Cookie")) > 0 {
 		t.Errorf("GET /sale/%d/stock: %s, Cache-Control %q, Set-Cookie %q", v, res.Status, res.Header.Get("Cache-Control"), res.Header.Values("Set-Cookie"))
 	} else {
@@ -259,6 +261,61 @@ func TestSalePageInBrowser(t *testing.T) {
 	}
 	if res := e.get("/sale/999999999/stock"); res.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /sale/999999999/stock: %s, want 404", res.Status)
+	}
+	// Its campaign beside the page too, what every page load reads: the
+	// same values as the API's, times to the microsecond (a campaign
+	// opening at a fraction of a second, with a room and a proof of work).
+	exactBegin := time.Now().Add(10 * time.Minute).Truncate(time.Second).Add(123456 * time.Microsecond)
+	exact := e.addCampaign("Exact times", 7, exactBegin, map[string]any{
+		"endTime":  exactBegin.Add(time.Hour + 250*time.Millisecond).UTC().Format(time.RFC3339Nano),
+		"subTitle": "to the microsecond", "challenge": "PROOF_OF_WORK", "powBits": 12,
+		"waitingRoom": map[string]any{"opensSecondsBefore": 30, "admitPerSecond": 40, "passSeconds": 20},
+	})
+	for _, id := range []int64{v, exact} {
+		res := e.get(fmt.Sprintf("/sale/%d/campaign", id))
+		var page map[string]any
+		if res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != salepage.SaleCache || len(res.Header.Values("Set-Cookie")) > 0 ||
+			json.NewDecoder(res.Body).Decode(&page) != nil {
+			t.Fatalf("GET /sale/%d/campaign: %s, Cache-Control %q, Set-Cookie %q", id, res.Status, res.Header.Get("Cache-Control"), res.Header.Values("Set-Cookie"))
+		}
+		var api struct {
+			Data struct {
+				Voucher map[string]any `json:"voucher"`
+			} `json:"data"`
+		}
+		e.graphql(e.userToken(3000, false), `query($id: ID!) { voucher(id: $id) { title subTitle payValue actualValue
+			seckill { stock remaining status beginTime endTime challenge powBits waitingRoom { opensAt admitPerSecond passSeconds } } } }`,
+			map[string]any{"id": strconv.FormatInt(id, 10)}, &api)
+		want := api.Data.Voucher
+		if want == nil {
+			t.Fatalf("voucher %d: no answer from the API", id)
+		}
+		maps.Copy(want, want["seckill"].(map[string]any))
+		delete(want, "seckill")
+		if want["subTitle"] == nil {
+			want["subTitle"] = ""
+		}
+		if diff := cmp.Diff(want, page); diff != "" {
+			t.Errorf("GET /sale/%d/campaign against the API (-api +page):\n%s", id, diff)
+		}
+	}
+	if got := e.get(fmt.Sprintf("/sale/%d/campaign", exact)); got.StatusCode == http.StatusOK {
+		var c salepage.Campaign
+		if err := json.NewDecoder(got.Body).Decode(&c); err != nil || c.WaitingRoom == nil || !c.BeginTime.Equal(exactBegin.Truncate(time.Microsecond)) ||
+			!c.WaitingRoom.OpensAt.Equal(c.BeginTime.Add(-30*time.Second)) {
+			t.Errorf("GET /sale/%d/campaign: beginTime %v, room %+v (%v), want %v and 30 s before", exact, c.BeginTime, c.WaitingRoom, err, exactBegin)
+		}
+	}
+	if res := e.get("/sale/999999999/campaign"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /sale/999999999/campaign: %s, want 404", res.Status)
+	}
+	// A page loaded without a token yet (the stampede before a sale) shows
+	// the campaign and counts down to its room without a GraphQL request.
+	anon := e.openSale(exact, "", 0, "en-US")
+	waitFor(t, anon, 15*time.Second, "the page ready without a token",
+		`document.body.dataset.ready === "true" && document.getElementById("title").textContent === "Exact times" && document.getElementById("countdown").dataset.to === "room"`)
+	if n, err := chromedp.Run(anon, chromedp.Evaluate[int](`performance.getEntriesByType("resource").filter(r => r.name.endsWith("/graphql")).length`)); err != nil || n != 0 {
+		t.Errorf("a page without a token sent %d GraphQL requests (%v), want 0", n, err)
 	}
 	ctx := e.openSale(v, e.userToken(3001, false), skew, "en-US")
 	// A second buyer whose clock is three minutes behind.
@@ -318,6 +375,10 @@ func TestSalePageInBrowser(t *testing.T) {
 	waitFor(t, ctx, 15*time.Second, "2 left", `document.body.dataset.remaining === "2" && document.getElementById("left").textContent.startsWith("2 ")`)
 	if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`performance.getEntriesByType("resource").some(r => r.name.endsWith("/sale/`+strconv.FormatInt(v, 10)+`/stock"))`)); !ok {
 		t.Error("the page never read GET /sale/{id}/stock")
+	}
+	// And the campaign from its GET.
+	if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`performance.getEntriesByType("resource").some(r => r.name.endsWith("/sale/`+strconv.FormatInt(v, 10)+`/campaign"))`)); !ok {
+		t.Error("the page never read GET /sale/{id}/campaign")
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(css("#pay"))); err != nil {
 		t.Fatal(err)

@@ -115,7 +115,7 @@ func (r *Rooms) Join(ctx context.Context, voucherID int64) (*RoomTicket, error) 
 		return nil, err
 	}
 	now := r.now()
-	opens := c.BeginTime.Add(-c.Room.OpensBefore)
+	opens := c.RoomOpensAt()
 	switch {
 	case now.Before(opens.Add(-time.Second)): // Redis's clock decides within a second
 		return nil, Errorf(ECONFLICT, "the waiting room opens at %s", opens.UTC().Format(time.RFC3339))

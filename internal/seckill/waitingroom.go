@@ -46,6 +46,10 @@ type WaitingRoom struct {
 // Enabled reports whether the campaign has a waiting room.
 func (w WaitingRoom) Enabled() bool { return w.AdmitPerSecond > 0 }
 
+// RoomOpensAt is when buyers may join the campaign's waiting room: its
+// OpensBefore ahead of the sale's begin.
+func (c *Campaign) RoomOpensAt() time.Time { return c.BeginTime.Add(-c.Room.OpensBefore) }
+
 // Limits of a waiting room's settings.
 const (
 	MinRoomOpensBefore = time.Second

@@ -1,7 +1,9 @@
 // The sale page: one HTML for every campaign (the voucher id is read from
-// the path) and everything per buyer from the GraphQL API, with the buyer's
-// token from the URL fragment (#token=…, which never reaches a server) or a
-// postMessage from the embedding app ({type: "seckill:token", token}).
+// the path), the campaign and its stock from cacheable GETs beside the page
+// (the same for every buyer) and everything per buyer from the GraphQL API,
+// with the buyer's token from the URL fragment (#token=…, which never
+// reaches a server) or a postMessage from the embedding app
+// ({type: "seckill:token", token}).
 //
 // The countdown runs on the server's clock: the page samples GET /time a
 // few times and keeps the offset of the sample with the shortest round
@@ -142,14 +144,26 @@ function errorText(e) {
 const money = (minor) => (lang === 'zh' ? '¥' : 'CNY ') + (minor / 100).toFixed(2);
 const when = (d) => d.toLocaleString(lang === 'zh' ? 'zh-CN' : 'en', { dateStyle: 'medium', timeStyle: 'short' });
 
+// loadCampaign reads GET /sale/{id}/campaign, not GraphQL: it is the same
+// for every buyer, so a CDN (2 s) and the server (1 s) answer a stampede
+// of page loads before the sale with one read; only what is per buyer goes
+// to the API.
 async function loadCampaign() {
-  const data = await gql(`query($id: ID!) { voucher(id: $id) { title subTitle payValue actualValue
-    seckill { stock remaining beginTime endTime status challenge powBits
-      waitingRoom { opensAt admitPerSecond passSeconds } } } }`, { id: voucherId });
-  const v = data.voucher;
-  if (!v || !v.seckill) throw new APIError('NOT_FOUND', 'no campaign', 0);
-  campaign = { ...v.seckill, begin: Date.parse(v.seckill.beginTime), end: Date.parse(v.seckill.endTime) };
-  const w = v.seckill.waitingRoom;
+  let res;
+  try {
+    res = await fetch(`${base}/sale/${encodeURIComponent(voucherId)}/campaign`, { credentials: 'omit' });
+  } catch (e) {
+    throw new APIError('NETWORK', String(e), 1);
+  }
+  if (res.status === 404) throw new APIError('NOT_FOUND', 'no campaign', 0);
+  let v = null;
+  try { v = res.ok ? await res.json() : null; } catch (e) { /* below */ }
+  if (!v) {
+    const retry = Number(res.headers.get('Retry-After')) || 1;
+    throw new APIError(res.ok || res.status >= 500 ? 'UNAVAILABLE' : 'INTERNAL', res.statusText, retry);
+  }
+  campaign = { ...v, begin: Date.parse(v.beginTime), end: Date.parse(v.endTime) };
+  const w = v.waitingRoom;
   if (w) {
     const opens = Date.parse(w.opensAt);
     // Joining early gives no edge (places are drawn at the open), so the
@@ -161,7 +175,7 @@ async function loadCampaign() {
   $('subtitle').textContent = v.subTitle || '';
   $('price').textContent = money(v.payValue);
   $('worth').textContent = v.actualValue > v.payValue ? t('worth') + ' ' + money(v.actualValue) : '';
-  $('left').textContent = `${v.seckill.remaining} ${t('of')} ${v.seckill.stock}`;
+  $('left').textContent = `${v.remaining} ${t('of')} ${v.stock}`;
   $('window').textContent = `${when(new Date(campaign.begin))} – ${when(new Date(campaign.end))}`;
   show('campaign', true);
 }
