@@ -21,8 +21,10 @@ type Stock struct {
 type Campaign struct {
 	Title       string                 `json:"title"`
 	SubTitle    string                 `json:"subTitle"`
-	PayValue    int64                  `json:"payValue"`    // cents the buyer pays
-	ActualValue int64                  `json:"actualValue"` // cents the voucher is worth
+	PayValue    int64                  `json:"payValue"`    // what the buyer pays, in Currency's minor unit
+	ActualValue int64                  `json:"actualValue"` // what the voucher is worth, likewise
+	Currency    string                 `json:"currency"`    // ISO 4217, the payments' (SECKILL_PAYMENT_CURRENCY)
+	MinorDigits int                    `json:"minorDigits"` // decimal digits of its minor unit: 2 for CNY, 0 for JPY
 	Stock       int64                  `json:"stock"`
 	Remaining   int64                  `json:"remaining"`
 	Status      seckill.CampaignStatus `json:"status"` // when it was read
@@ -45,10 +47,11 @@ func toStock(c *seckill.Campaign, now time.Time) Stock {
 }
 
 // toCampaign converts a voucher that has a campaign.
-func toCampaign(v *seckill.Voucher, now time.Time) Campaign {
+func toCampaign(v *seckill.Voucher, currency string, now time.Time) Campaign {
 	c := v.Campaign
 	s := toStock(c, now)
 	out := Campaign{Title: v.Title, SubTitle: v.SubTitle, PayValue: v.PayValue, ActualValue: v.ActualValue,
+		Currency: currency, MinorDigits: seckill.MinorDigits(currency),
 		Stock: s.Stock, Remaining: s.Remaining, Status: s.Status,
 		BeginTime: c.BeginTime.UTC(), EndTime: c.EndTime.UTC(), Challenge: c.Challenge}
 	if out.Challenge == "" {

@@ -61,6 +61,7 @@ type sales struct {
 	vouchers Vouchers
 	logger   *slog.Logger
 	now      func() time.Time
+	currency string // the payments' currency, for prices
 
 	mu     sync.Mutex
 	cache  map[int64]saleEntry
@@ -68,7 +69,7 @@ type sales struct {
 }
 
 func newSales(v Vouchers, logger *slog.Logger, now func() time.Time) *sales {
-	return &sales{vouchers: v, logger: logger, now: now, cache: map[int64]saleEntry{}}
+	return &sales{vouchers: v, logger: logger, now: now, currency: seckill.DefaultCurrency, cache: map[int64]saleEntry{}}
 }
 
 func (s *sales) cached(id int64) (answers, bool) {
@@ -112,7 +113,7 @@ func (s *sales) read(ctx context.Context, id int64) answers {
 		return answers{a, a}
 	}
 	now := s.now()
-	return answers{stock: ok(toStock(v.Campaign, now)), campaign: ok(toCampaign(v, now))}
+	return answers{stock: ok(toStock(v.Campaign, now)), campaign: ok(toCampaign(v, s.currency, now))}
 }
 
 func ok(v any) answer {

@@ -266,11 +266,11 @@ func TestCampaign(t *testing.T) {
 	h := newHandler(fstest.MapFS{"dist/README.md": {Data: []byte("placeholder")}}, "/sale", testDeps(f), clock.Now)
 
 	for path, want := range map[string]string{
-		"/sale/42/campaign": `{"title":"100 off 200","subTitle":"today only","payValue":10000,"actualValue":20000,` +
+		"/sale/42/campaign": `{"title":"100 off 200","subTitle":"today only","payValue":10000,"actualValue":20000,"currency":"CNY","minorDigits":2,` +
 			`"stock":100,"remaining":100,"status":"SCHEDULED","beginTime":"2026-12-01T12:00:05.123456Z",` +
 			`"endTime":"2026-12-01T13:00:05.623456Z","challenge":"PROOF_OF_WORK","powBits":18,` +
 			`"waitingRoom":{"opensAt":"2026-12-01T11:59:35.123456Z","admitPerSecond":500,"passSeconds":60}}` + "\n",
-		"/sale/43/campaign": `{"title":"Plain","subTitle":"","payValue":100,"actualValue":100,` +
+		"/sale/43/campaign": `{"title":"Plain","subTitle":"","payValue":100,"actualValue":100,"currency":"CNY","minorDigits":2,` +
 			`"stock":5,"remaining":3,"status":"ACTIVE","beginTime":"2026-12-01T11:59:00Z",` +
 			`"endTime":"2026-12-01T13:00:00Z","challenge":"NONE","powBits":null,"waitingRoom":null}` + "\n",
 	} {

@@ -145,6 +145,9 @@ type Deps struct {
 	Vouchers       Vouchers
 	Logger         *slog.Logger
 	FrameAncestors string
+	// Currency is the payments' currency, in which prices are shown;
+	// empty: seckill.DefaultCurrency.
+	Currency string
 }
 
 // Handler serves the page at prefix+"/{voucherId}", its campaign at
@@ -160,6 +163,9 @@ func newHandler(fsys fs.FS, prefix string, d Deps, now func() time.Time) http.Ha
 		panic("salepage: Handler needs Vouchers and Logger")
 	}
 	sale := newSales(d.Vouchers, d.Logger, now)
+	if d.Currency != "" {
+		sale.currency = d.Currency
+	}
 	if d.FrameAncestors == "" {
 		d.FrameAncestors = DefaultFrameAncestors
 	}

@@ -42,7 +42,7 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 	// The buyers' sale page and its stock (the same bytes for everyone: a
 	// CDN may cache them) and the clock its countdown follows.
 	mux.Handle("GET /sale/", salepage.Handler("/sale", salepage.Deps{Vouchers: a.Catalog, Logger: a.Logger,
-		FrameAncestors: a.Config.SaleFrameAncestors}))
+		FrameAncestors: a.Config.SaleFrameAncestors, Currency: a.Config.PaymentCurrency}))
 	mux.Handle("GET /time", salepage.TimeHandler())
 	if a.Config.Playground {
 		pg := playground.Handler("/playground", "/graphql")

@@ -295,6 +295,9 @@ func TestSalePageInBrowser(t *testing.T) {
 		if want["subTitle"] == nil {
 			want["subTitle"] = ""
 		}
+		// Beyond the API's fields: the payments' currency, in which the
+		// page shows prices (the server's default here).
+		want["currency"], want["minorDigits"] = "CNY", float64(2)
 		if diff := cmp.Diff(want, page); diff != "" {
 			t.Errorf("GET /sale/%d/campaign against the API (-api +page):\n%s", id, diff)
 		}
@@ -379,6 +382,11 @@ func TestSalePageInBrowser(t *testing.T) {
 	// And the campaign from its GET.
 	if ok, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`performance.getEntriesByType("resource").some(r => r.name.endsWith("/sale/`+strconv.FormatInt(v, 10)+`/campaign"))`)); !ok {
 		t.Error("the page never read GET /sale/{id}/campaign")
+	}
+	// Prices in the payments' currency and its minor unit, as the
+	// browser's language writes them (CNY in English: "CN¥1.00").
+	if got := evalString(t, ctx, `document.getElementById("price").textContent`); !strings.Contains(got, "1.00") || !strings.Contains(got, "¥") {
+		t.Errorf("the price reads %q, want 1.00 in yuan", got)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(css("#pay"))); err != nil {
 		t.Fatal(err)

@@ -141,7 +141,20 @@ function errorText(e) {
 }
 
 // --- the campaign ------------------------------------------------------------
-const money = (minor) => (lang === 'zh' ? '¥' : 'CNY ') + (minor / 100).toFixed(2);
+// money writes an amount in the payments' currency (the campaign answer
+// names it and its minor unit's digits) as the buyer's language does.
+function money(minor) {
+  const cur = (campaign && campaign.currency) || 'CNY';
+  const d = campaign && Number.isInteger(campaign.minorDigits) ? campaign.minorDigits : 2;
+  const n = minor / 10 ** d;
+  try {
+    return new Intl.NumberFormat(lang === 'zh' ? 'zh-CN' : 'en', {
+      style: 'currency', currency: cur, minimumFractionDigits: d, maximumFractionDigits: d,
+    }).format(n);
+  } catch (e) {
+    return `${n.toFixed(d)} ${cur}`; // a code the browser does not know
+  }
+}
 const when = (d) => d.toLocaleString(lang === 'zh' ? 'zh-CN' : 'en', { dateStyle: 'medium', timeStyle: 'short' });
 
 // loadCampaign reads GET /sale/{id}/campaign, not GraphQL: it is the same
