@@ -341,8 +341,11 @@ func (r *Rooms) refresh(ctx context.Context, c Campaign) (roomView, error) {
 	if v.drawn < 0 && counts.Opened {
 		// The open has passed by Redis's clock: nobody joins before it any
 		// more. The first process to record the count decides it for all,
-		// and Postgres keeps it when Redis loses the room.
-		if v.drawn, err = r.draws.RecordRoomDraw(ctx, c.VoucherID, counts.Before); err != nil {
+		// and Postgres keeps it when Redis loses the room. A Redis that lost
+		// some joins (a failover) counts fewer than this process handed
+		// out: the draw takes the higher, so that every ticket it gave has
+		// a place among the drawn.
+		if v.drawn, err = r.draws.RecordRoomDraw(ctx, c.VoucherID, max(counts.Before, v.floor.Before)); err != nil {
 			return roomView{}, err
 		}
 	}
