@@ -18,8 +18,9 @@
 -- sequence is used up; Admitter.NeedsRebuild asks the same.
 --
 -- Returns:
---   1 the lock is ours; the campaign (if Redis holds it) has state
---     "rebuilding" and admits nobody until rebuild.lua installs it again
+--   1 the lock is ours; the campaign has state "rebuilding" (a campaign
+--     Redis lacked is a hash of that field alone) and admits nobody, and
+--     Warm installs nothing, until rebuild.lua installs it
 --   0 another process holds the lock; nothing changed
 --   2 the campaign needs no rebuild; nothing changed
 -- Errors, before any write: any malformed argument.
@@ -41,7 +42,11 @@ if c[1] and c[2] and not c[3] and (tonumber(c[4]) or 0) < max_seq then
   return 2
 end
 redis.call('SET', KEYS[2], token, 'PX', string.format('%d', ttl))
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HSET', KEYS[1], 'state', 'rebuilding')
-end
+-- Even a campaign Redis lacks gets the state (a hash of that field alone):
+-- Warm installs only where no hash is, so a Warm racing this rebuild (a new
+-- campaign is live in Postgres before Warm installs it, and the reconciler
+-- restores live campaigns Redis lacks) cannot install a campaign that
+-- admits while the rebuild reads its pending admissions, only for the
+-- rebuild to replace it and forget them.
+redis.call('HSET', KEYS[1], 'state', 'rebuilding')
 return 1

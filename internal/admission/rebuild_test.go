@@ -277,3 +277,39 @@ func TestConnectHookFailover(t *testing.T) {
 		t.Errorf("admit on the other shard: %s %v, want ACCEPTED", o, err)
 	}
 }
+
+// TestWarmDuringRebuild: a new campaign is live in Postgres a moment before
+// Warm installs it, and the reconciler restores every live campaign Redis
+// lacks; CI saw the two race on a campaign of 3 shards (31 buyers accepted
+// twice): the rebuild took the lock of a campaign Redis lacked, Warm then
+// installed shard 0 and it admitted, and the rebuild, which had read no
+// pending admission, replaced it and forgot them. A rebuild under way now
+// stops Warm from installing anything; the rebuild installs the campaign.
+func TestWarmDuringRebuild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, shards := range []int{1, 3} {
+		a, _ := newAdmitter(t, admission.Options{CampaignShards: func(context.Context, []int64) (map[int64]int, error) {
+			return map[int64]int{21: shards}, nil
+		}})
+		c := liveCampaign(21, 30)
+		c.Shards = shards
+		token, ok, err := a.BeginRebuild(ctx, 21)
+		if err != nil || !ok {
+			t.Fatalf("%d shards: BeginRebuild of a campaign Redis lacks = %v, %v", shards, ok, err)
+		}
+		if installed, err := a.Warm(ctx, seckill.WarmState{Campaign: c}); err != nil || installed {
+			t.Fatalf("%d shards: Warm during a rebuild = %v, %v; want nothing installed", shards, installed, err)
+		}
+		for u := int64(1); u <= 6; u++ {
+			if o, _, err := a.Admit(ctx, 21, u, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
+				t.Fatalf("%d shards: user %d admitted during the rebuild: %s %v", shards, u, o, err)
+			}
+		}
+		c.Epoch = 1
+		if ok, err := a.FinishRebuild(ctx, token, seckill.WarmState{Campaign: c}); err != nil || !ok {
+			t.Fatalf("%d shards: FinishRebuild = %v, %v", shards, ok, err)
+		}
+		mustAccept(t, a, 21, 1, seckill.ShardOrderID(21, seckill.ShardOf(1, shards), 1<<22|1), "after the rebuild")
+	}
+}
