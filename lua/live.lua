@@ -4,25 +4,43 @@
 -- Redis Cluster, where a transaction may not span slots. For a campaign of
 -- several stock shards it reads one shard, and counts as left the units of
 -- moves out of it that are recorded in its epoch (on their way to another
--- shard: move_out.lua).
+-- shard: move_out.lua). A recorded move that its recipient applied already
+-- (move_in.lua), before the record was cleared, is in the recipient's stock
+-- too: the script answers the recorded moves and the ids the shard applied,
+-- so that the caller, which reads every shard, counts each move once.
 --
 -- KEYS[1] -> <p>seckill:{<tag>}:campaign   hash: stock, epoch, ...
 -- KEYS[2] -> <p>seckill:{<tag>}:pending    hash: id -> "<user>:<admitted_ms>"
 -- KEYS[3] -> <p>seckill:{<tag>}:moves      hash: move id -> "<to>:<n>:<epoch>:<ms>"
---            (optional: given for a shard of a campaign of several)
+-- KEYS[4] -> <p>seckill:{<tag>}:moved_in   set of move ids applied here
+--            (KEYS[3] and KEYS[4] optional: given for a shard of a campaign
+--            of several)
 -- ARGV: none
 --
 -- Returns: { stock (plus units on their way out) or -1 when Redis does not
--- hold the campaign, pending count, epoch, seq (admissions in the epoch) }
+-- hold the campaign, pending count, epoch, seq (admissions in the epoch) },
+-- and for a shard of a campaign of several two more: { id, to, n, ... } of
+-- the moves recorded in its epoch (those counted in the first), and the ids
+-- in moved_in (every move applied here in this epoch).
 local c = redis.call('HMGET', KEYS[1], 'stock', 'epoch', 'seq')
 local stock = tonumber(c[1])
+local out = {}
 if stock and KEYS[3] then
   local epoch = tonumber(c[2])
-  for _, rec in ipairs(redis.call('HVALS', KEYS[3])) do
-    local _, n, e = string.match(rec, '^(%d+):(%d+):(%d+):')
+  local recs = redis.call('HGETALL', KEYS[3])
+  for i = 1, #recs, 2 do
+    local to, n, e = string.match(recs[i + 1], '^(%d+):(%d+):(%d+):')
     if n and tonumber(e) == epoch then
       stock = stock + tonumber(n)
+      out[#out + 1] = recs[i]
+      out[#out + 1] = tonumber(to)
+      out[#out + 1] = tonumber(n)
     end
   end
 end
-return { stock or -1, redis.call('HLEN', KEYS[2]), tonumber(c[2]) or -1, tonumber(c[3]) or 0 }
+local reply = { stock or -1, redis.call('HLEN', KEYS[2]), tonumber(c[2]) or -1, tonumber(c[3]) or 0 }
+if KEYS[3] then
+  reply[5] = out
+  reply[6] = KEYS[4] and redis.call('SMEMBERS', KEYS[4]) or {}
+end
+return reply

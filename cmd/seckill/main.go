@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"seckill/internal/app"
@@ -28,6 +29,7 @@ Usage:
   seckill admin create --user NAME [--password-stdin]   a dashboard operator (password prompted or from stdin)
   seckill demo [--url URL] [--stock 100] [--duration 1h] [--buyer 1001]
                                     a campaign on sale now on a running server, and shell commands that buy, query and follow an order
+  seckill shards VOUCHER_ID...      where each stock shard of the campaigns lives (tag, slot, master); fails when they share masters needlessly
   seckill payments simulate --order ID [--payment ID] [--url URL] [--fail]
                                     play the payment provider: open the order's payment (or take the one named), sign and send its webhook event
   seckill payments provider [--listen 127.0.0.1:8090] [--webhook URL] [--refuse] [--delay 200ms]
@@ -90,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return demo(ctx, args, stdout, stderr)
 	case "payments":
 		return payments(ctx, args, stdout, stderr)
+	case "shards":
+		return shards(ctx, args, stdout)
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown subcommand %q", cmd)
@@ -171,6 +175,25 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return app.Demo(ctx, cfg, opts, stdout)
+}
+
+func shards(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("shards: usage: seckill shards VOUCHER_ID...")
+	}
+	ids := make([]int64, len(args))
+	for i, a := range args {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || id <= 0 {
+			return fmt.Errorf("shards: %q is not a voucher id", a)
+		}
+		ids[i] = id
+	}
+	cfg, err := config.Load(nil)
+	if err != nil {
+		return err
+	}
+	return app.CheckShards(ctx, cfg, ids, stdout)
 }
 
 func payments(ctx context.Context, args []string, stdout, stderr io.Writer) error {

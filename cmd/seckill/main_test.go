@@ -67,6 +67,8 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"admin", "delete"}, "usage: seckill admin create --user NAME"},
 		{[]string{"admin", "create"}, "--user NAME is required"},
 		{[]string{"payments", "refund"}, "usage: seckill payments simulate --order ID"},
+		{[]string{"shards"}, "usage: seckill shards VOUCHER_ID"},
+		{[]string{"shards", "42", "v42"}, `"v42" is not a voucher id`},
 	} {
 		err := run(context.Background(), tt.args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -96,6 +96,7 @@ func (a *Admitter) warmShards(ctx context.Context, st seckill.WarmState) (bool, 
 	if installed == 1 {
 		a.shardN.Store(id, n)
 		a.local.invalidate(id)
+		a.warnPlacement(ctx, id, n)
 	}
 	return installed == 1, nil
 }

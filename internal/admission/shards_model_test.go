@@ -25,7 +25,8 @@ import (
 // their first or second step (a mover killed) and reconciler passes run
 // against real Redis, and after every step the units Redis holds (every
 // shard's stock and every move recorded and not yet applied) must be the
-// model's.
+// model's, and so must the units left that LiveCounts (the consistency
+// panel's read) answers.
 
 var modelVoucher atomic.Int64
 
@@ -203,6 +204,15 @@ func (m *shardModel) check(rt *rapid.T) {
 	}
 	if got := stock + m.onTheWay(rt); got != m.units {
 		rt.Fatalf("Redis holds %d units (%d in stock), the model %d", got, stock, m.units)
+	}
+	// The live read (the consistency panel's) counts each unit once too,
+	// with moves stopped after either step.
+	live, err := m.a.LiveCounts(m.ctx, []int64{m.v})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	if got := live[m.v].Remaining; got != m.units {
+		rt.Fatalf("LiveCounts: %d units left, the model %d", got, m.units)
 	}
 }
 

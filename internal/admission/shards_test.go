@@ -383,6 +383,77 @@ func TestShardedMoveInterrupted(t *testing.T) {
 	}
 }
 
+// TestShardedLiveMidMove: the live counts of a campaign whose move stopped
+// between its second step (the recipient has the units) and its third (the
+// donor's record is cleared) count the units once, in the recipient, so the
+// stock balance holds exactly at that moment, and again once the record is
+// gone.
+func TestShardedLiveMidMove(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	admission.FinishMovesNow(a)
+	const v, shards, initial = 505, 3, 30
+	mustWarm(t, a, seckill.WarmState{Campaign: shardedCampaign(v, initial, shards)})
+	// Two admitted, not yet persisted: queued in Redis, not in Postgres.
+	for _, u := range []int64{usersOn(1, 1, 1, shards)[0], usersOn(1, 1, 2, shards)[0]} {
+		if o, _ := mustAdmit(t, a, v, u); o != seckill.OutcomeAccepted {
+			t.Fatalf("user %d: %s", u, o)
+		}
+	}
+	// Postgres as it stands: nothing persisted, so nothing taken.
+	pg := seckill.CampaignTotals{InitialStock: initial, Stock: initial}
+	balance := func(when string, remaining []int64) {
+		t.Helper()
+		live, err := a.LiveCounts(ctx, []int64{v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := seckill.CheckBalance(live[v], pg); b.State != seckill.BalanceOK || b.Diff != 0 {
+			t.Errorf("%s: balance %s %s, diff %d; live %+v", when, b.State, b.Reason, b.Diff, live[v])
+		}
+		var got []int64
+		for _, s := range live[v].Shards {
+			got = append(got, s.Remaining)
+		}
+		if !slices.Equal(got, remaining) {
+			t.Errorf("%s: shards' remaining %v, want %v", when, got, remaining)
+		}
+	}
+	balance("before any move", []int64{10, 9, 9})
+
+	// Step 1 of two moves: shard 2 -> 0 and shard 1 -> 2, recorded in
+	// their donors, counted there.
+	id1, n1, epoch, err := admission.MoveOut(ctx, a, v, shards, 2, 0, 4)
+	if err != nil || n1 != 4 {
+		t.Fatalf("move out: %d, %v", n1, err)
+	}
+	id2, n2, _, err := admission.MoveOut(ctx, a, v, shards, 1, 2, 3)
+	if err != nil || n2 != 3 {
+		t.Fatalf("move out: %d, %v", n2, err)
+	}
+	balance("after step 1", []int64{10, 9, 9})
+
+	// Step 2 of both: the units are in the recipients' stock and still
+	// recorded in the donors'. Counted in the recipients only.
+	for _, m := range []struct {
+		to int
+		id string
+		n  int64
+	}{{0, id1, n1}, {2, id2, n2}} {
+		if r, err := admission.MoveIn(ctx, a, v, shards, m.to, m.id, m.n, epoch); err != nil || r != 1 {
+			t.Fatalf("move in %s: %d, %v", m.id, r, err)
+		}
+	}
+	balance("between steps 2 and 3", []int64{14, 6, 8})
+
+	// Step 3, as the reconciler does it.
+	if k, err := a.FinishMoves(ctx, []int64{v}); err != nil || k != 2 {
+		t.Fatalf("finish moves: %d, %v", k, err)
+	}
+	balance("after step 3", []int64{14, 6, 8})
+}
+
 // TestShardedReturnsAndRelease: a unit given back (cancel, expiry, a failed
 // admission) goes back to its order's shard, and frees its buyer there.
 func TestShardedReturnsAndRelease(t *testing.T) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"runtime"
@@ -20,7 +21,15 @@ import (
 // server this process has not seen (a restart, a failover) carries
 // anything, hook stops the campaigns whose state that server may have lost,
 // until they are rebuilt. On a cluster each node has its own guard.
+//
+// A nil hook installs no guard: for a command that only reads.
 func openRedis(cfg *config.Config, hook *admission.ConnectHook) (redis.UniversalClient, int, error) {
+	guard := func(addr string) func(context.Context, *redis.Conn) error {
+		if hook == nil {
+			return nil
+		}
+		return hook.For(addr)
+	}
 	timeout := cfg.RedisTimeout
 	pool := cfg.RedisPoolSize
 	if pool == 0 {
@@ -40,7 +49,7 @@ func openRedis(cfg *config.Config, hook *admission.ConnectHook) (redis.Universal
 			// A MOVED or ASK after a failover is followed, not a retry.
 			MaxRedirects: 3,
 			NewClient: func(opt *redis.Options) *redis.Client {
-				opt.OnConnect = hook.For(opt.Addr)
+				opt.OnConnect = guard(opt.Addr)
 				return redis.NewClient(opt)
 			},
 		}), pool, nil
@@ -54,7 +63,7 @@ func openRedis(cfg *config.Config, hook *admission.ConnectHook) (redis.Universal
 			PoolSize: pool, MaxRetries: 1,
 			// Sentinel moves the master; the guard follows whichever
 			// server the connection reaches.
-			OnConnect: hook.For(""),
+			OnConnect: guard(""),
 		}), pool, nil
 	}
 	opt, err := redis.ParseURL(cfg.RedisURL)
@@ -65,7 +74,7 @@ func openRedis(cfg *config.Config, hook *admission.ConnectHook) (redis.Universal
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = timeout, timeout, timeout
 	opt.PoolTimeout = timeout
 	opt.MaxRetries = 1
-	opt.OnConnect = hook.For("")
+	opt.OnConnect = guard("")
 	return redis.NewClient(opt), pool, nil
 }
 

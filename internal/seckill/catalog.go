@@ -99,8 +99,9 @@ type LiveCounts struct {
 }
 
 // ShardLive is one stock shard's live numbers (admission's Redis): its
-// units left (those on their way out of it included) and pending
-// admissions, and how many admissions it made in its epoch (its sequence).
+// units left (those on their way out of it included, until the recipient
+// has them in its own) and pending admissions, and how many admissions it
+// made in its epoch (its sequence).
 type ShardLive struct {
 	Remaining, Queued int64
 	Epoch, Admitted   int64
