@@ -35,7 +35,8 @@ export GORACE ?= atexit_sleep_ms=0
 # suites of their own beside the rest; a test not named here stays in
 # test-single. Each name is a whole test name.
 APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterMasterKilledBuyersReturn TestClusterReplicaRestarted \
-	TestClusterPostgresAway TestClusterProcessesKilled TestClusterFailoverToStaleReplica TestClusterShardMasterKilled
+	TestClusterPostgresAway TestClusterProcessesKilled TestClusterFailoverToStaleReplica TestClusterShardMasterKilled \
+	TestCheckShards
 APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisDownForAWhile \
 	TestRedisKilled TestRedisEmptyWhilePostgresSlow TestSentinelPurchase TestSentinelMasterKilled \
 	TestUnreplicatedAdmission
