@@ -103,7 +103,15 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		addrEvery, addrBurst = splitLimit(addrEvery, addrBurst, shards)
 	}
 	args := []any{userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, addrBurst, verdict,
-		a.wrongWait, a.wrongMax, wrongKeep.Milliseconds(), boolArg(probe), string(t.Pass)}
+		a.wrongWait, a.wrongMax, wrongKeep.Milliseconds()}
+	// The optional arguments only when they say something: a purchase
+	// without a pass sends what it always sent.
+	switch {
+	case t.Pass != "":
+		args = append(args, boolArg(probe), string(t.Pass))
+	case probe:
+		args = append(args, "1")
+	}
 	sent := time.Now()
 	reply := a.admits.run(ctx, all, args...)
 	res, err := reply.res, reply.err
