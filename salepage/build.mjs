@@ -1,5 +1,5 @@
 // Bundles the sale page (src/main.js, with graphql-ws from node_modules) and
-// its proof-of-work Web Worker (src/pow.js) into dist/assets, each file named
+// its proof-of-work Web Worker (src/pow.js, with @noble/hashes) into dist/assets, each file named
 // by a hash of its content, so the server can cache them for a year. The
 // worker is built first and its name handed to the page as a constant. Run
 // by `make salepage` (after npm ci), which then stamps dist/assets/.built, so

@@ -1269,7 +1269,7 @@ input AddSeckillVoucherInput {
   endTime: Time!
   "What a buyer must solve first; NONE when absent."
   challenge: ChallengeKind
-  "PROOF_OF_WORK: zero bits, 1 to 32; omitted (or null): 20, about a second in a browser. A value given outside 1 to 32, 0 included, is INVALID_INPUT."
+  "PROOF_OF_WORK: zero bits, 1 to 32; omitted (or null): 20, about a million hashes (seconds in a browser; docs/challenge.md). A value given outside 1 to 32, 0 included, is INVALID_INPUT."
   powBits: Int
   "QUIZ: 1 to 50 questions."
   quiz: [QuizQuestionInput!]

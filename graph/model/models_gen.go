@@ -33,7 +33,7 @@ type AddSeckillVoucherInput struct {
 	EndTime time.Time `json:"endTime"`
 	// What a buyer must solve first; NONE when absent.
 	Challenge *ChallengeKind `json:"challenge,omitempty"`
-	// PROOF_OF_WORK: zero bits, 1 to 32; omitted (or null): 20, about a second in a browser. A value given outside 1 to 32, 0 included, is INVALID_INPUT.
+	// PROOF_OF_WORK: zero bits, 1 to 32; omitted (or null): 20, about a million hashes (seconds in a browser; docs/challenge.md). A value given outside 1 to 32, 0 included, is INVALID_INPUT.
 	PowBits *int32 `json:"powBits,omitempty"`
 	// QUIZ: 1 to 50 questions.
 	Quiz []*QuizQuestionInput `json:"quiz,omitempty"`

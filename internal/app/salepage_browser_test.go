@@ -904,3 +904,30 @@ func TestSalePageFrameAncestors(t *testing.T) {
 	tab := e.openSale(v, e.userToken(6101, false), 0, "en-US")
 	waitFor(t, tab, 15*time.Second, "the page in a tab", `document.body.dataset.ready === "true"`)
 }
+
+// TestSalePageProofOfWork solves a proof of work at the default difficulty
+// (20 bits, about a million hashes) in the page's Web Worker, in headless
+// Chromium, and buys with it; it logs the time and the hash rate that
+// docs/challenge.md quotes (a measurement, bounded only by the wait).
+func TestSalePageProofOfWork(t *testing.T) {
+	e := newSalePageEnv(t)
+	v := e.addCampaign("Proof of work at the default", 1, time.Now().Add(-time.Minute), map[string]any{
+		"challenge": "PROOF_OF_WORK",
+	})
+	ctx := e.openSale(v, e.userToken(3100, false), 0, "en")
+	waitFor(t, ctx, 120*time.Second, "the proof of work at 20 bits", `!document.getElementById("buy").disabled`)
+	ms, err := strconv.Atoi(evalString(t, ctx, `document.body.dataset.powMs`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tried, err := strconv.Atoi(evalString(t, ctx, `document.body.dataset.powTried`))
+	if err != nil || tried < 1 {
+		t.Fatalf("hashes tried %d %v", tried, err)
+	}
+	t.Logf("proof of work at 20 bits: %d hashes in %d ms (%.0f k hashes a second) in headless Chromium", tried, ms,
+		float64(tried)/float64(max(ms, 1)))
+	if err := chromedp.Do(ctx, chromedp.Click(css("#buy"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, 20*time.Second, "CREATED after the proof of work", jsStatus+` === "CREATED"`)
+}

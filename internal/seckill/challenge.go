@@ -48,7 +48,7 @@ func (k ChallengeKind) Valid() bool {
 const (
 	MinPoWBits         = 1
 	MaxPoWBits         = 32
-	DefaultPoWBits     = 20 // about a million hashes: a second or so in a browser
+	DefaultPoWBits     = 20 // about a million hashes: seconds in a browser (docs/challenge.md)
 	MaxQuizQuestions   = 50
 	MaxQuizAnswers     = 10
 	MaxQuizQuestionLen = 500

@@ -376,6 +376,7 @@ function solvePoW() {
   prog.removeAttribute('value');
   const expected = 2 ** (challenge.bits || 1);
   const tok = challenge.token;
+  const started = performance.now();
   worker.onmessage = (ev) => {
     if (ev.data.progress) {
       prog.max = expected;
@@ -383,6 +384,9 @@ function solvePoW() {
       $('challenge-note').textContent = t('powWorking', ev.data.progress);
     } else if (ev.data.solution !== undefined && challenge && challenge.token === tok) {
       answer = { token: tok, solution: ev.data.solution };
+      // What the solve took, for tests and for a look in the console.
+      document.body.dataset.powMs = String(Math.round(performance.now() - started));
+      document.body.dataset.powTried = String(ev.data.tried);
       prog.max = 1;
       prog.value = 1;
       $('challenge-note').textContent = t('powDone');
