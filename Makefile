@@ -47,11 +47,11 @@ APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisD
 APP_SLOW = TestOrderLifeModel TestEventsReachAFlakyReceiver TestSalePageInBrowser TestSalePageFiftyBuyers \
 	TestDashboardInBrowser TestPlaygroundInBrowser TestWaitingRoomFair TestWaitingRoomPasses \
 	TestWaitingRoomInstancesAndLoss TestSalePageWaitingRoom TestSalePageRetries TestSalePageFrameAncestors \
-	TestDashboardWaitingRoomInBrowser
+	TestDashboardWaitingRoomInBrowser TestSalePageProofOfWork
 TEST_SUITES = test-single test-app-slow test-faults-cluster test-faults-redis test-cluster
 # test-single starts internal/app, its longest package, first, and runs
 # this many packages at once.
-TEST_SINGLE_P ?= 2
+TEST_SINGLE_P ?= 3
 empty :=
 space := $(empty) $(empty)
 # tests_re NAMES: a -run/-skip pattern matching exactly those top-level tests.
@@ -165,8 +165,8 @@ playground/node_modules/.package-lock.json: playground/package-lock.json
 playground/dist/assets/playground.js: playground/node_modules/.package-lock.json playground/build.mjs $(wildcard playground/src/*)
 	cd playground && node build.mjs
 
-## salepage: bundle the buyers' sale page (salepage/src, with graphql-ws from
-## salepage/package-lock.json) into salepage/dist/assets under content-hashed
+## salepage: bundle the buyers' sale page (salepage/src, with graphql-ws and
+## @noble/hashes from salepage/package-lock.json) into salepage/dist/assets under content-hashed
 ## names, which the binary embeds (build output: never committed); as the
 ## playground, npm ci runs only when the lock file changed.
 salepage: salepage/dist/assets/.built
