@@ -21,15 +21,27 @@ const fallbackPersistTimeout = 2 * time.Second
 // and the buyer is told UNAVAILABLE: nothing was bought. So the admission
 // ends persisted or released, not both and not neither, except in two
 // windows that cannot be told apart from here, both documented in the
-// README: a Postgres commit whose reply was lost before the release (the
-// row stands; Postgres's stock guard still refuses any oversell), and a
+// README: a Postgres commit whose reply was lost, twice, before the release
+// (a failed write is tried once more, which answers for an order Postgres
+// holds; the row stands; Postgres's stock guard still refuses any
+// oversell), and a
 // release that cannot reach Redis (the admission stays pending and the
 // reconciler persists it, so a retry answers ALREADY_PURCHASED).
 func (p *Purchases) secureUnreplicated(ctx context.Context, adm Admission) (PurchaseResult, error) {
 	ctx = context.WithoutCancel(ctx) // the decision must finish, whoever hangs up
-	pctx, cancel := context.WithTimeout(ctx, fallbackPersistTimeout)
-	outcomes, err := p.orders.PersistOrders(pctx, []Admission{adm})
-	cancel()
+	persist := func(timeout time.Duration) ([]PersistOutcome, error) {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return p.orders.PersistOrders(pctx, []Admission{adm})
+	}
+	outcomes, err := persist(fallbackPersistTimeout)
+	if err != nil {
+		// A failure may come after Postgres committed (the deadline passed
+		// during the commit) or while the reconciler persisted the same
+		// admission: ask once more, which answers for an order Postgres
+		// holds already, before releasing a unit whose order may stand.
+		outcomes, err = persist(fallbackPersistTimeout / 2)
+	}
 	if err == nil {
 		if err := p.settle(ctx, outcomes); err != nil {
 			// Postgres holds the decision; Redis learns it from the
