@@ -51,7 +51,7 @@ APP_SLOW = TestOrderLifeModel TestEventsReachAFlakyReceiver TestSalePageInBrowse
 TEST_SUITES = test-single test-app-slow test-faults-cluster test-faults-redis test-cluster
 # test-single starts internal/app, its longest package, first, and runs
 # this many packages at once.
-TEST_SINGLE_P ?= 3
+TEST_SINGLE_P ?= 2
 empty :=
 space := $(empty) $(empty)
 # tests_re NAMES: a -run/-skip pattern matching exactly those top-level tests.
