@@ -1,9 +1,12 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,5 +119,55 @@ func TestUnreplicatedAdmission(t *testing.T) {
 	})
 	if r := e.remaining(voucher); r != 7 {
 		t.Errorf("Redis remaining %d, want 7", r)
+	}
+}
+
+// lostReply is an OrderStore whose first PersistOrders commits and then
+// reports an error, as a reply lost after Postgres committed.
+type lostReply struct {
+	seckill.OrderStore
+	calls atomic.Int32
+}
+
+func (l *lostReply) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]seckill.PersistOutcome, error) {
+	out, err := l.OrderStore.PersistOrders(ctx, adms)
+	if l.calls.Add(1) == 1 && err == nil {
+		return nil, errors.New("reply lost after the commit")
+	}
+	return out, err
+}
+
+// TestUnreplicatedWriteReplyLost: the synchronous write of an admission its
+// replica did not confirm commits, but its reply is lost. The write is
+// asked once more, which finds the order: the buyer hears ACCEPTED, and
+// the unit is not released for someone else (Postgres holds its order).
+// Before, the unit and the buyer's slot went back to Redis and the buyer
+// heard UNAVAILABLE.
+func TestUnreplicatedWriteReplyLost(t *testing.T) {
+	master := testenv.StartRedisServer(t)
+	replica := testenv.StartReplica(t, master)
+	e := newTestEnv(t, "", func(m map[string]string) {
+		m["SECKILL_REDIS_URL"] = master.URL()
+		m["SECKILL_REDIS_MIN_REPLICAS"] = "1"
+		m["SECKILL_REDIS_WAIT_TIMEOUT"] = "200ms"
+		m["SECKILL_USER_RATE"] = "0"
+	})
+	voucher := e.createCampaign(10)
+	orders := &lostReply{OrderStore: e.app.Store}
+	p := e.purchasesWith(t, func(d *seckill.PurchaseDeps) { d.Orders = orders })
+	replica.Pause()
+	defer replica.Resume()
+	res, err := p.PurchaseWith(asUser(e.ctx, 2001, false), voucher, nil, "")
+	if err != nil || res.Outcome != seckill.OutcomeAccepted {
+		t.Fatalf("purchase whose write's reply was lost: %+v, %v; want ACCEPTED", res, err)
+	}
+	if n := orders.calls.Load(); n != 2 {
+		t.Errorf("%d writes, want 2 (the second answering for the committed one)", n)
+	}
+	if r, s := e.remaining(voucher), e.pgStock(voucher); r != 9 || s != 9 {
+		t.Errorf("Redis remaining %d, Postgres stock %d; want 9 and 9 (the unit not released)", r, s)
+	}
+	if o, err := e.app.Store.Order(e.ctx, res.OrderID); err != nil || o.UserID != 2001 {
+		t.Errorf("order %d: %+v, %v", res.OrderID, o, err)
 	}
 }
