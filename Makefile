@@ -39,7 +39,7 @@ APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterMasterKilledBuyersReturn
 	TestCheckShards
 APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisDownForAWhile \
 	TestRedisKilled TestRedisEmptyWhilePostgresSlow TestSentinelPurchase TestSentinelMasterKilled \
-	TestUnreplicatedAdmission TestUnreplicatedWriteReplyLost
+	TestUnreplicatedAdmission TestUnreplicatedWriteReplyLost TestUnreplicatedCommitLostPostgresAway
 # internal/app's slowest tests that need no server of their own (browsers,
 # models, timers) run in a suite beside test-single, on Redis databases of
 # their own (SECKILL_TEST_REDIS_DB_SHIFT, testenv.OwnedDB): test-single had

@@ -171,3 +171,69 @@ func TestUnreplicatedWriteReplyLost(t *testing.T) {
 		t.Errorf("order %d: %+v, %v", res.OrderID, o, err)
 	}
 }
+
+// commitLostThenAway is an OrderStore whose first PersistOrders commits
+// and loses its answer (the store says ErrOutcomeUnknown), after which
+// Postgres is out of reach.
+type commitLostThenAway struct {
+	seckill.OrderStore
+	calls atomic.Int32
+}
+
+func (c *commitLostThenAway) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]seckill.PersistOutcome, error) {
+	if c.calls.Add(1) > 1 {
+		return nil, errors.New(`persist: database "seckill" is not currently accepting connections`)
+	}
+	if _, err := c.OrderStore.PersistOrders(ctx, adms); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("persist: %w: read tcp: connection reset by peer", seckill.ErrOutcomeUnknown)
+}
+
+// TestUnreplicatedCommitLostPostgresAway: the synchronous write of an
+// admission its replica did not confirm commits and its answer is lost,
+// and the retry cannot reach Postgres. Postgres holds the order, so its
+// unit must not go back on sale: the buyer hears UNAVAILABLE, the
+// admission stays pending, and once Postgres is back the workers persist
+// it (finding the order) and Redis and Postgres agree; the buyer's retry
+// reads ALREADY_PURCHASED. Before, the unit and the buyer's slot were
+// released: Redis held one unit more than Postgres, which a later buyer
+// would have been told ACCEPTED for and Postgres would have failed.
+func TestUnreplicatedCommitLostPostgresAway(t *testing.T) {
+	master := testenv.StartRedisServer(t)
+	replica := testenv.StartReplica(t, master)
+	e := newTestEnv(t, "", func(m map[string]string) {
+		m["SECKILL_REDIS_URL"] = master.URL()
+		m["SECKILL_REDIS_MIN_REPLICAS"] = "1"
+		m["SECKILL_REDIS_WAIT_TIMEOUT"] = "200ms"
+		m["SECKILL_USER_RATE"] = "0"
+	})
+	voucher := e.createCampaign(10)
+	orders := &commitLostThenAway{OrderStore: e.app.Store}
+	p := e.purchasesWith(t, func(d *seckill.PurchaseDeps) { d.Orders = orders })
+	replica.Pause()
+	defer replica.Resume()
+	_, err := p.PurchaseWith(asUser(e.ctx, 3001, false), voucher, nil, "")
+	if seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
+		t.Fatalf("purchase whose commit's answer was lost, Postgres away: %v; want UNAVAILABLE", err)
+	}
+	if r, s := e.remaining(voucher), e.pgStock(voucher); r != 9 || s != 9 {
+		t.Errorf("Redis remaining %d, Postgres stock %d; want 9 and 9 (the unit kept: Postgres holds its order)", r, s)
+	}
+	pending, err := e.app.Admitter.PendingOf(e.ctx, voucher)
+	if err != nil || len(pending) != 1 || pending[0].UserID != 3001 {
+		t.Fatalf("pending admissions %+v, %v; want user 3001's", pending, err)
+	}
+	replica.Resume()
+	e.worker() // on the real store: Postgres is back
+	eventually(t, 10*time.Second, "the admission persisted and no longer pending", func() bool {
+		left, err := e.app.Admitter.PendingOf(e.ctx, voucher)
+		return err == nil && len(left) == 0
+	})
+	if n, r, s := e.rows(voucher), e.remaining(voucher), e.pgStock(voucher); n != 1 || r != 9 || s != 9 {
+		t.Errorf("%d rows, Redis remaining %d, Postgres stock %d; want 1, 9 and 9", n, r, s)
+	}
+	if res, err := p.PurchaseWith(asUser(e.ctx, 3001, false), voucher, nil, ""); err != nil || res.Outcome != seckill.OutcomeAlreadyPurchased {
+		t.Errorf("the buyer's retry: %+v, %v; want ALREADY_PURCHASED", res, err)
+	}
+}

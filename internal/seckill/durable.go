@@ -2,6 +2,7 @@ package seckill
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -20,13 +21,12 @@ const fallbackPersistTimeout = 2 * time.Second
 // take it, the admission is released in Redis (unit and buyer slot back)
 // and the buyer is told UNAVAILABLE: nothing was bought. So the admission
 // ends persisted or released, not both and not neither, except in two
-// windows that cannot be told apart from here, both documented in the
-// README: a Postgres commit whose reply was lost, twice, before the release
-// (a failed write is tried once more, which answers for an order Postgres
-// holds; the row stands; Postgres's stock guard still refuses any
-// oversell), and a
-// release that cannot reach Redis (the admission stays pending and the
-// reconciler persists it, so a retry answers ALREADY_PURCHASED).
+// cases, both documented in the README, where the buyer hears UNAVAILABLE
+// and the admission stays pending, for the reconciler to persist: a COMMIT
+// whose answer was lost (the store says ErrOutcomeUnknown) that the retry
+// could not settle, so the order may stand in Postgres and its unit must
+// not go back on sale; and a release that cannot reach Redis. A retry of
+// the buyer then answers ALREADY_PURCHASED.
 func (p *Purchases) secureUnreplicated(ctx context.Context, adm Admission) (PurchaseResult, error) {
 	ctx = context.WithoutCancel(ctx) // the decision must finish, whoever hangs up
 	persist := func(timeout time.Duration) ([]PersistOutcome, error) {
@@ -35,12 +35,14 @@ func (p *Purchases) secureUnreplicated(ctx context.Context, adm Admission) (Purc
 		return p.orders.PersistOrders(pctx, []Admission{adm})
 	}
 	outcomes, err := persist(fallbackPersistTimeout)
+	mayStand := errors.Is(err, ErrOutcomeUnknown)
 	if err != nil {
 		// A failure may come after Postgres committed (the deadline passed
 		// during the commit) or while the reconciler persisted the same
 		// admission: ask once more, which answers for an order Postgres
 		// holds already, before releasing a unit whose order may stand.
 		outcomes, err = persist(fallbackPersistTimeout / 2)
+		mayStand = mayStand || errors.Is(err, ErrOutcomeUnknown)
 	}
 	if err == nil {
 		if err := p.settle(ctx, outcomes); err != nil {
@@ -54,6 +56,21 @@ func (p *Purchases) secureUnreplicated(ctx context.Context, adm Admission) (Purc
 			return refusedByPostgres(outcomes[0].Reason)
 		}
 		return PurchaseResult{Outcome: OutcomeAccepted, OrderID: adm.OrderID}, nil
+	}
+	if mayStand {
+		// A COMMIT went unanswered and the retry could not say whether it
+		// took: Postgres may hold the order. Releasing its unit would put
+		// it on sale twice in Redis (Postgres's stock guard would fail the
+		// second buyer's order after an ACCEPTED). The admission stays
+		// pending instead, handed to the workers (or, should that fail,
+		// to the reconciler), whose write finds the order or makes it once
+		// Postgres answers; the buyer's retry reads ALREADY_PURCHASED.
+		p.logger.WarnContext(ctx, "unreplicated admission left pending: Postgres may have committed it; the workers will persist it",
+			"order_id", adm.OrderID, "err", err)
+		if qerr := p.queue.EnqueuePersist(ctx, adm); qerr != nil {
+			p.logger.WarnContext(ctx, "enqueue admission; the reconciler will retry", "order_id", adm.OrderID, "err", qerr)
+		}
+		return PurchaseResult{}, ErrNotReplicated
 	}
 	released, rerr := p.outbox.Release(ctx, adm, false)
 	switch {

@@ -6,6 +6,7 @@ package seckill
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -30,8 +31,9 @@ type OrderStore interface {
 	// that can never be persisted (no stock left in Postgres, the user holds
 	// another order for the campaign, the campaign is gone, the campaign was
 	// rebuilt in a later epoch so the admission was lost, the id is another
-	// user's) is recorded as FAILED with a reason. An error means nothing was
-	// decided: retry.
+	// user's) is recorded as FAILED with a reason. An error means nothing
+	// was decided (retry), except one that matches ErrOutcomeUnknown: the
+	// batch may have been written; a retry answers for it either way.
 	PersistOrders(ctx context.Context, adms []Admission) ([]PersistOutcome, error)
 }
 
@@ -174,6 +176,14 @@ var ErrRebuildNeeded = &Error{Code: EUNAVAILABLE, Message: "the sale is being re
 // Service persists it to Postgres at once or releases it; a buyer sees this
 // error only when neither could be done.
 var ErrNotReplicated = &Error{Code: EUNAVAILABLE, Message: "the sale could not confirm your order in time; try again"}
+
+// ErrOutcomeUnknown is in the chain of a store error after which the write
+// may stand all the same: its commit was sent and no answer came back (a
+// connection cut, a deadline during the COMMIT). errors.Is tells it. Undoing
+// what such a write would have recorded elsewhere (releasing the unit of an
+// order Postgres may hold) would make the two stores disagree: leave it to
+// the reconciler, whose write answers for it either way.
+var ErrOutcomeUnknown = errors.New("the write may have been made: its commit went unanswered")
 
 // Enqueuer hands admissions to the persistence workers (Asynq).
 type Enqueuer interface {

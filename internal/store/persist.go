@@ -87,7 +87,9 @@ type recordedFailure struct {
 // row, so a unit is taken only by the transaction that really inserted it.
 // When a campaign lacks stock or does not exist, the batch is rolled back
 // and each admission is decided in a transaction of its own. An error means
-// a transient failure (connection, timeout, deadlock): retry the batch.
+// a transient failure (connection, timeout, deadlock): retry the batch. One
+// of a COMMIT (seckill.ErrOutcomeUnknown) may follow a batch Postgres did
+// write; the retry reports its orders CREATED.
 //
 // One invariant keeps voucher_order and order_failure apart: a transaction
 // records a failure for an id only while it holds that id in voucher_order's
@@ -148,7 +150,7 @@ func validAdmission(a seckill.Admission) bool {
 // in one transaction, or returns errFallback having changed nothing.
 func (s *Store) persistBatch(ctx context.Context, batch []seckill.Admission) (map[int64]decision, error) {
 	var out map[int64]decision
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := runInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = make(map[int64]decision, len(batch))
 		ids := make([]int64, len(batch))
 		for i, a := range batch {
@@ -292,7 +294,7 @@ func (s *Store) persistEach(ctx context.Context, batch []seckill.Admission) (map
 
 func (s *Store) persistOne(ctx context.Context, a seckill.Admission) (decision, error) {
 	var d decision
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := runInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
 		ins, err := insertOrders(ctx, tx, []seckill.Admission{a})
 		if sqlState(err) == codeForeignKeyViolation {
 			// No such voucher. order_failure cannot record it either

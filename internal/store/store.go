@@ -89,6 +89,32 @@ func New(db *bun.DB) *Store {
 	return &Store{db: db}
 }
 
+// runInTx runs fn in a transaction, as bun's RunInTx does, but an error of
+// the COMMIT itself, once fn succeeded, also matches
+// seckill.ErrOutcomeUnknown: Postgres may have committed the transaction
+// and its answer was lost (the connection cut, the deadline passed during
+// the COMMIT). An error of fn rolls back: that transaction made nothing.
+func runInTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn func(context.Context, bun.Tx) error) (err error) {
+	tx, err := db.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	committing := false
+	defer func() {
+		if !committing {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	committing = true
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%w: %w", seckill.ErrOutcomeUnknown, err)
+	}
+	return nil
+}
+
 // SQLSTATE codes the store tells apart.
 const (
 	codeForeignKeyViolation = "23503"
