@@ -66,6 +66,7 @@ type App struct {
 	dashboard     *dashboard
 	stripeHook    *stripepay.Handler // POST /webhooks/stripe; nil unless SECKILL_PAYMENT_PROVIDER=stripe
 	retiredAt     atomic.Int64       // when reconcileOnce last retired campaigns (Unix ns)
+	steps         sync.Map           // a periodic step's name -> its *outageLog (passed)
 }
 
 // retireEvery is how often the reconciler trims ended campaigns from Redis.
@@ -422,50 +423,48 @@ func (a *App) reconcileOnce(ctx context.Context) {
 	_, _ = a.shards.get(ctx, live) // and its memory of their shards
 	// An endpoint added on another instance's dashboard turns this
 	// process's outbox writes on within one interval.
-	if _, err := a.Store.RefreshEvents(ctx); err != nil && ctx.Err() == nil {
-		a.Logger.ErrorContext(ctx, "look for event endpoints", "err", err)
-	}
-	if _, err := a.Purchases.RestoreCampaigns(ctx); err != nil && ctx.Err() == nil {
-		a.Logger.ErrorContext(ctx, "restore campaigns", "err", err)
-	}
+	_, err := a.Store.RefreshEvents(ctx)
+	a.passed(ctx, "look for event endpoints", err)
+	_, err = a.Purchases.RestoreCampaigns(ctx)
+	a.passed(ctx, "restore campaigns", err)
 	// Moves of units between stock shards that their process left halfway.
-	if n, err := a.Admitter.FinishMoves(ctx, live); err != nil {
-		if ctx.Err() == nil {
-			a.Logger.ErrorContext(ctx, "finish moves between stock shards", "err", err)
-		}
-	} else if n > 0 {
+	if n, err := a.Admitter.FinishMoves(ctx, live); a.passed(ctx, "finish moves between stock shards", err) && n > 0 {
 		a.Logger.InfoContext(ctx, "finished moves of units between stock shards", "count", n)
 	}
-	if n, err := a.Purchases.Reconcile(ctx, a.Config.ReconcileAfter, 1000); err != nil {
-		if ctx.Err() == nil {
-			a.Logger.ErrorContext(ctx, "reconcile admissions", "err", err)
-		}
-	} else {
+	if n, err := a.Purchases.Reconcile(ctx, a.Config.ReconcileAfter, 1000); a.passed(ctx, "reconcile admissions", err) {
 		a.Metrics.Reconciled.Add(float64(n))
 	}
-	if expired, returned, err := a.Life.SweepOrders(ctx, 1000); err != nil {
-		if ctx.Err() == nil {
-			a.Logger.ErrorContext(ctx, "sweep orders", "err", err)
-		}
-	} else if expired+returned > 0 {
+	if expired, returned, err := a.Life.SweepOrders(ctx, 1000); a.passed(ctx, "sweep orders", err) && expired+returned > 0 {
 		a.Logger.InfoContext(ctx, "swept orders", "expired", expired, "units_returned", returned)
 	}
-	if n, err := a.Refunds.Sweep(ctx, 1000); err != nil {
-		if ctx.Err() == nil {
-			a.Logger.ErrorContext(ctx, "sweep refunds", "err", err)
-		}
-	} else if n > 0 {
+	if n, err := a.Refunds.Sweep(ctx, 1000); a.passed(ctx, "sweep refunds", err) && n > 0 {
 		a.Logger.InfoContext(ctx, "scheduled refunds whose send was due", "count", n)
 	}
 	if last := a.retiredAt.Load(); time.Since(time.Unix(0, last)) >= retireEvery && a.retiredAt.CompareAndSwap(last, time.Now().UnixNano()) {
-		if n, err := a.Purchases.RetireCampaigns(ctx); err != nil {
-			if ctx.Err() == nil {
-				a.Logger.ErrorContext(ctx, "retire ended campaigns", "err", err)
-			}
-		} else if n > 0 {
+		if n, err := a.Purchases.RetireCampaigns(ctx); a.passed(ctx, "retire ended campaigns", err) && n > 0 {
 			a.Logger.InfoContext(ctx, "trimmed ended campaigns in redis", "count", n)
 		}
 	}
+}
+
+// passed reports whether a pass of a periodic step (what: "sweep orders")
+// succeeded. A run of failed passes (every pass fails while Postgres is
+// away, several a second) is logged when it starts and when it ends
+// (outageLog), not once per pass; one that ctx's end caused is not logged.
+func (a *App) passed(ctx context.Context, what string, err error) bool {
+	v, ok := a.steps.Load(what)
+	if !ok {
+		v, _ = a.steps.LoadOrStore(what, newOutageLog(a.Logger, what))
+	}
+	o := v.(*outageLog)
+	switch {
+	case err == nil:
+		o.ok(ctx)
+		return true
+	case ctx.Err() == nil:
+		o.fail(ctx, err)
+	}
+	return false
 }
 
 // newVerifier builds the identity provider of cfg, if any (fetching its

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -17,7 +18,7 @@ import (
 // cannot list the campaigns would otherwise refuse every new connection.
 type liveCampaigns struct {
 	store  *store.Store
-	logger *slog.Logger
+	outage *outageLog // failed reads: a line when they start and one when they end
 
 	mu     sync.Mutex
 	ids    []int64
@@ -28,7 +29,7 @@ type liveCampaigns struct {
 const liveCampaignsTimeout = time.Second
 
 func newLiveCampaigns(s *store.Store, logger *slog.Logger) *liveCampaigns {
-	return &liveCampaigns{store: s, logger: logger}
+	return &liveCampaigns{store: s, outage: newOutageLog(logger, "live campaigns from Postgres")}
 }
 
 // get returns the live campaigns from Postgres, or the last list read when
@@ -40,13 +41,14 @@ func (l *liveCampaigns) get(ctx context.Context) ([]int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err == nil {
+		l.outage.ok(ctx)
 		l.ids, l.loaded = ids, true
 		return slices.Clone(ids), nil
 	}
 	if !l.loaded {
 		return nil, err
 	}
-	l.logger.WarnContext(ctx, "live campaigns from Postgres failed: using the last list", "campaigns", len(l.ids), "err", err)
+	l.outage.fail(ctx, fmt.Errorf("using the last list of %d: %w", len(l.ids), err))
 	return slices.Clone(l.ids), nil
 }
 

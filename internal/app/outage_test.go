@@ -56,3 +56,39 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestPeriodicStepFailures: the reconciler's steps fail on every pass while
+// Postgres is away (several passes a second in every process); each step
+// logs one line when its failures start and one when they end, and a pass
+// cut short by shutdown logs nothing.
+func TestPeriodicStepFailures(t *testing.T) {
+	logs := &logBuffer{}
+	a := &App{Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	ctx := context.Background()
+	away := errors.New(`database "seckill" is not currently accepting connections`)
+	for range 50 {
+		if a.passed(ctx, "sweep orders", away) || a.passed(ctx, "restore campaigns", away) {
+			t.Fatal("a failed pass reported as passed")
+		}
+	}
+	if !a.passed(ctx, "sweep orders", nil) || !a.passed(ctx, "sweep orders", nil) {
+		t.Fatal("a pass reported as failed")
+	}
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	a.passed(stopped, "reconcile admissions", context.Canceled)
+
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	want := []string{"sweep orders failing", "restore campaigns failing", "sweep orders recovered"}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), logs.String())
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d: %s; want %q", i, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[2], "failures=50") {
+		t.Errorf("recovery line: %s; want failures=50", lines[2])
+	}
+}
