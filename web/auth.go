@@ -95,7 +95,7 @@ func safeNext(next string) string {
 }
 
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
-	pageHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.signInHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next := safeNext(r.URL.Query().Get("next"))
 		if a, err := h.sessionAdmin(r); err == nil && a != nil {
 			http.Redirect(w, r, next, http.StatusSeeOther)
@@ -108,7 +108,7 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 // login checks the credentials and starts a new session; the session the
 // browser had before, if any, ends (a fresh token at every sign-in).
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	pageHeaders(http.HandlerFunc(h.doLogin)).ServeHTTP(w, r)
+	h.signInHeaders(http.HandlerFunc(h.doLogin)).ServeHTTP(w, r)
 }
 
 func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,10 @@ type SSO interface {
 	// Begin returns the provider's authorization URL and what the browser
 	// keeps until it comes back.
 	Begin(next string) (string, auth.Pending)
+	// AuthorizationOrigin is the origin Begin's URLs are on: the sign-in
+	// page's form is answered with a redirect there, which the browser
+	// follows only if the page's form-action allows it.
+	AuthorizationOrigin() string
 	// Finish redeems the code the provider sent back. EUNAUTHENTICATED
 	// when the provider does not vouch for the browser, EFORBIDDEN for
 	// someone who is not an operator.
@@ -60,7 +64,7 @@ func (h *Handler) ssoStart(w http.ResponseWriter, r *http.Request) {
 // the code is redeemed with the PKCE verifier only this browser's cookie
 // holds. Then it starts a session as the password sign-in does.
 func (h *Handler) ssoCallback(w http.ResponseWriter, r *http.Request) {
-	pageHeaders(http.HandlerFunc(h.doSSOCallback)).ServeHTTP(w, r)
+	h.signInHeaders(http.HandlerFunc(h.doSSOCallback)).ServeHTTP(w, r)
 }
 
 func (h *Handler) doSSOCallback(w http.ResponseWriter, r *http.Request) {

@@ -20,6 +20,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,10 +155,11 @@ type Config struct {
 
 // Handler serves the dashboard under /admin.
 type Handler struct {
-	cfg     Config
-	limiter LoginLimiter
-	logger  *slog.Logger
-	next    http.Handler
+	cfg          Config
+	signInPolicy string // the sign-in pages' Content-Security-Policy
+	limiter      LoginLimiter
+	logger       *slog.Logger
+	next         http.Handler
 
 	shardMu   sync.Mutex
 	shardLast map[int64]shardSample // the last reading of each campaign's shards (campaign.go)
@@ -171,7 +173,10 @@ func New(cfg Config) *Handler {
 	if (cfg.SSO == nil) != (cfg.ProviderAdmins == nil) {
 		panic("web: Config.SSO and Config.ProviderAdmins go together")
 	}
-	h := &Handler{cfg: cfg, limiter: cfg.Limiter, logger: cfg.Logger}
+	h := &Handler{cfg: cfg, limiter: cfg.Limiter, logger: cfg.Logger, signInPolicy: contentPolicy}
+	if cfg.SSO != nil {
+		h.signInPolicy = policyFormingTo(cfg.SSO.AuthorizationOrigin())
+	}
 	if h.cfg.SessionTTL <= 0 {
 		h.cfg.SessionTTL = DefaultSessionTTL
 	}
@@ -270,10 +275,25 @@ func isMonitor(r *http.Request) bool {
 const contentPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-func pageHeaders(next http.Handler) http.Handler {
+// policyFormingTo is contentPolicy whose forms may also be answered with a
+// redirect to origin (Chromium checks form-action on every redirect of a
+// form's submission too).
+func policyFormingTo(origin string) string {
+	return strings.Replace(contentPolicy, "form-action 'self'", "form-action 'self' "+origin, 1)
+}
+
+func pageHeaders(next http.Handler) http.Handler { return headersWith(contentPolicy, next) }
+
+// signInHeaders are the sign-in pages': their provider's button posts a
+// form that is answered with a redirect to the provider.
+func (h *Handler) signInHeaders(next http.Handler) http.Handler {
+	return headersWith(h.signInPolicy, next)
+}
+
+func headersWith(policy string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hdr := w.Header()
-		hdr.Set("Content-Security-Policy", contentPolicy)
+		hdr.Set("Content-Security-Policy", policy)
 		hdr.Set("Cache-Control", "no-store")
 		setCommonHeaders(hdr)
 		next.ServeHTTP(w, r)

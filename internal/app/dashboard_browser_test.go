@@ -48,7 +48,7 @@ func fileExists(p string) bool {
 
 // newBrowser starts a headless chromium with a fresh profile; it is stopped
 // when the test ends.
-func newBrowser(t *testing.T, path string) context.Context {
+func newBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
@@ -63,6 +63,7 @@ func newBrowser(t *testing.T, path string) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	)
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)

@@ -44,8 +44,12 @@ func TestDashboardSignInThroughProvider(t *testing.T) {
 		m["SECKILL_AUTH_OPERATOR_CLAIM"] = "groups:seckill-operators"
 	})
 
-	// The sign-in page offers both.
-	doc := e.page(e.get("/admin/login"))
+	// The sign-in page offers both; its forms may go on to the provider.
+	login := e.get("/admin/login")
+	if csp := login.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' "+ts.URL+";") {
+		t.Errorf("the sign-in page's Content-Security-Policy %q does not let its form go on to the provider", csp)
+	}
+	doc := e.page(login)
 	if doc.Find(`[data-testid="login-form"]`).Length() != 1 || doc.Find(`[data-testid="login-sso"]`).Length() != 1 {
 		t.Fatal("the sign-in page does not offer both the password and the provider")
 	}
@@ -111,6 +115,9 @@ func TestDashboardSignInThroughProvider(t *testing.T) {
 	res = e.get("/admin")
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("GET /admin after the sign-in: %s", res.Status)
+	}
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self';") {
+		t.Errorf("a dashboard page's Content-Security-Policy %q lets forms go elsewhere", csp)
 	}
 	var n int
 	if err := e.app.DB.NewRaw(`SELECT count(*) FROM admin_user WHERE name = 'sso:carol' AND subject = 'op-7' AND password_hash IS NULL`).Scan(e.ctx, &n); err != nil || n != 1 {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -33,6 +34,7 @@ type SignInConfig struct {
 // and the operator claim checked on it. It is safe for concurrent use.
 type SignIn struct {
 	oauth      oauth2.Config
+	authOrigin string // the authorization endpoint's scheme://host[:port]
 	verifier   *oidc.IDTokenVerifier
 	client     *http.Client
 	issuer     string
@@ -72,14 +74,20 @@ func NewSignIn(p *Provider, cfg SignInConfig) (*SignIn, error) {
 	if !ok || claim == "" || value == "" {
 		return nil, fmt.Errorf("auth: operator claim %q is not claim:value", cfg.OperatorClaim)
 	}
+	endpoint := p.discovery.Endpoint()
+	origin, err := originOf(endpoint.AuthURL)
+	if err != nil {
+		return nil, fmt.Errorf("auth: operator sign-in: the provider's authorization_endpoint: %w", err)
+	}
 	client := p.cfg.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
 	return &SignIn{
+		authOrigin: origin,
 		oauth: oauth2.Config{
 			ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RedirectURL: cfg.RedirectURL,
-			Endpoint: p.discovery.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "profile", "email"},
+			Endpoint: endpoint, Scopes: []string{oidc.ScopeOpenID, "profile", "email"},
 		},
 		verifier: oidc.NewVerifier(p.cfg.Issuer, p.keys, &oidc.Config{
 			ClientID: cfg.ClientID, SupportedSigningAlgs: algNames(), Now: p.cfg.Now,
@@ -98,6 +106,27 @@ func algNames() []string {
 	}
 	return out
 }
+
+// originOf returns the origin (scheme://host[:port]) of an http(s) URL, as
+// a Content-Security-Policy source names it.
+func originOf(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+		strings.ContainsFunc(u.Host, func(r rune) bool { return !isHostRune(r) }) {
+		return "", fmt.Errorf("%q is not an absolute http(s) URL", raw)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
+func isHostRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-:[]", r)
+}
+
+// AuthorizationOrigin is the origin of the provider's authorization
+// endpoint, where Begin sends the browser: the sign-in page's form is
+// answered with a redirect there, so its Content-Security-Policy must
+// allow it (form-action).
+func (s *SignIn) AuthorizationOrigin() string { return s.authOrigin }
 
 // Begin starts a sign-in: the provider's authorization URL to send the
 // browser to, and what the browser must keep until it comes back.

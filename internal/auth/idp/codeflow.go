@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"sync"
@@ -12,13 +14,16 @@ import (
 
 // CodeFlow makes the IdP an authorization server for one client: the
 // authorization code flow with PKCE (S256 only), at /authorize and /token.
-// /authorize signs in Subject at once (no login page) and redirects back
-// with a code; /token checks the client, the redirect URI and the PKCE
+// /authorize signs in Subject at once and redirects back with a code (with
+// LoginPage set, it answers a page whose "Continue" link goes back instead,
+// as a provider's sign-in page does: the browser's way back then starts on
+// the provider's site); /token checks the client, the redirect URI and the PKCE
 // verifier before it issues an ID token (signed with key KeyID, carrying
 // the request's nonce and Claims).
 type CodeFlow struct {
 	ClientID, ClientSecret string
 	KeyID                  string
+	LoginPage              bool
 	mu                     sync.Mutex
 	subject                string
 	claims                 map[string]any
@@ -68,6 +73,11 @@ func (p *IdP) EnableCodeFlow(cf *CodeFlow) {
 		v.Set("code", code)
 		v.Set("state", q.Get("state"))
 		u.RawQuery = v.Encode()
+		if cf.LoginPage {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, `<!doctype html><title>Test provider</title><a id="continue" href="%s">Continue</a>`, html.EscapeString(u.String()))
+			return
+		}
 		http.Redirect(w, r, u.String(), http.StatusFound)
 	}
 	p.Extra["/token"] = func(w http.ResponseWriter, r *http.Request) {
