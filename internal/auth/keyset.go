@@ -1,8 +1,11 @@
 package auth
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -42,7 +45,8 @@ type keySet struct {
 // keyGen is one RemoteKeySet and when its keys were last fetched.
 type keyGen struct {
 	set       *oidc.RemoteKeySet
-	fetchedAt atomic.Int64 // Unix ns of its last successful fetch; 0: none yet
+	fetchedAt atomic.Int64                    // Unix ns of its last successful fetch; 0: none yet
+	kids      atomic.Pointer[map[string]bool] // the kids that fetch named
 }
 
 // errRefetchLimited is what a fetch refused by the limiter fails with.
@@ -136,7 +140,43 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		// RemoteKeySet keeps the keys only if the body also decodes;
 		// a provider that answers 200 with garbage gets one more chance
 		// after minRefetch, like any failure.
+		body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxKeySetBytes))
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if rerr != nil {
+			return resp, nil // RemoteKeySet fails on the short body
+		}
+		var set struct {
+			Keys []struct {
+				KeyID string `json:"kid"`
+			} `json:"keys"`
+		}
+		if json.Unmarshal(body, &set) == nil {
+			kids := make(map[string]bool, len(set.Keys))
+			for _, k := range set.Keys {
+				kids[k.KeyID] = true
+			}
+			t.g.kids.Store(&kids)
+		}
 		t.g.fetchedAt.Store(t.k.now().UnixNano())
 	}
 	return resp, err
+}
+
+// maxKeySetBytes bounds a key set document (a few keys take a few kB).
+const maxKeySetBytes = 1 << 20
+
+// fetchedAfter reports whether the key set in use was fetched after the
+// whole second of t (a JWT's times are whole seconds); false for a zero t.
+func (k *keySet) fetchedAfter(t time.Time) bool {
+	at := k.cur.Load().fetchedAt.Load()
+	return !t.IsZero() && at != 0 && !time.Unix(0, at).Before(t.Truncate(time.Second).Add(time.Second))
+}
+
+// holds reports whether the key set last fetched names kid: a token of
+// that kid that does not verify is a bad token, not one of a key the
+// provider has rotated in since.
+func (k *keySet) holds(kid string) bool {
+	kids := k.cur.Load().kids.Load()
+	return kids != nil && (*kids)[kid]
 }

@@ -211,8 +211,19 @@ func (p *Provider) Verify(ctx context.Context, token string) (*seckill.User, err
 		return nil, invalidToken()
 	}
 	p.sigChecks.Add(1)
+	kid := jws.Signatures[0].Header.KeyID
 	payload, err := p.keys.VerifySignature(ctx, token)
 	if err != nil {
+		// A kid the keys held do not name, while the key set cannot be
+		// fetched again (the limiter, the provider down), may be a key
+		// the provider has rotated in since the last fetch: retryable.
+		// Not when that fetch came after the token was issued (providers
+		// publish a key before they sign with it: a withdrawn key, or
+		// nobody's), nor for a kid the set names whose token does not
+		// verify: a bad token.
+		if !p.keys.holds(kid) && keysUnfetched(err) && !p.keys.fetchedAfter(issuedAt(jws)) {
+			return nil, seckill.Errorf(seckill.EUNAVAILABLE, "the sign-in keys are being refreshed; try again in a moment")
+		}
 		return nil, invalidToken()
 	}
 	var c providerClaims
@@ -247,6 +258,28 @@ func (p *Provider) Verify(ctx context.Context, token string) (*seckill.User, err
 	}
 	p.verified.add(h, u, until)
 	return &u, nil
+}
+
+// issuedAt is the iat claim of a token not yet verified, or the zero time
+// without one. It only picks between two refusals of a token that did not
+// verify, so its sender gains nothing by lying.
+func issuedAt(jws *jose.JSONWebSignature) time.Time {
+	var c struct {
+		IssuedAt *jwt.NumericDate `json:"iat"`
+	}
+	if json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &c) != nil || c.IssuedAt == nil {
+		return time.Time{}
+	}
+	return c.IssuedAt.Time()
+}
+
+// keysUnfetched reports whether a verification failed because the key set
+// could not be fetched again (the limiter refused the fetch, or the provider
+// did not answer it), not because no key it holds verified the token.
+// go-oidc wraps every failed fetch as "fetching keys %w"
+// (TestProviderKeysUnreachable fails should that change).
+func keysUnfetched(err error) bool {
+	return errors.Is(err, errRefetchLimited) || strings.HasPrefix(err.Error(), "fetching keys")
 }
 
 // cached returns the user of a token verified before and still good, if

@@ -61,11 +61,17 @@ func TestProviderRotation(t *testing.T) {
 
 	// The old key is withdrawn. Until the keys are maxAge old, what was
 	// fetched still stands; after, the set is fetched again.
+	// Its tokens were issued before the fetch that no longer names it, so
+	// they are bad tokens (not ones of a key rotated in since: retryable).
+	var oldTokens []string
+	for i := range 50 {
+		oldTokens = append(oldTokens, e.sign(t, old, e.claims(fmt.Sprintf("late-%d", i))))
+	}
 	e.idp.Withdraw(old)
 	e.clock.advance(maxAge)
 	noErrors("new key after the overlap", buy("k1-RS256", 50))
-	for i, err := range buy(old, 50) {
-		if seckill.ErrorMessage(err) != "invalid token" {
+	for i, tok := range oldTokens {
+		if _, err := e.provider.Verify(t.Context(), tok); seckill.ErrorMessage(err) != "invalid token" {
 			t.Fatalf("old key after the overlap: buyer %d: %v, want invalid token", i, err)
 		}
 	}
@@ -268,5 +274,64 @@ func TestProviderColdStartBurst(t *testing.T) {
 		if n := refused.Load(); n > 0 {
 			t.Fatalf("rotation %d: %d of %d tokens of the new key refused (%+v)", r, n, buyers, p.Stats())
 		}
+	}
+}
+
+// TestProviderKeysUnreachable: a token of a key the provider has just
+// rotated in, arriving while the key set may not be fetched again (within
+// MinRefetch of the last fetch) or cannot be (the provider's key set is
+// down), is answered UNAVAILABLE, which clients retry, not "invalid token",
+// which makes them drop it; once the set is fetched it verifies. A token
+// of a kid that verified before and does not verify now is a bad token,
+// whatever the fetch.
+func TestProviderKeysUnreachable(t *testing.T) {
+	e := newProviderEnv(t, nil, jose.ES256)
+	known := "k0-ES256"
+	if _, err := e.provider.Verify(t.Context(), e.sign(t, known, e.claims("first"))); err != nil {
+		t.Fatal(err)
+	}
+	forger, err := idp.NewKey(known, jose.ES256) // another key under the known kid
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err := idp.SignWith(forger, known, jose.ES256,
+		map[string]any{"iss": e.idp.URL(), "sub": "x", "aud": testAudience, "exp": e.clock.now().Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode := func(what, tok, code string) {
+		t.Helper()
+		_, err := e.provider.Verify(t.Context(), tok)
+		if got := seckill.ErrorCode(err); got != code {
+			t.Errorf("%s: %v (%s), want %s", what, err, got, code)
+		}
+	}
+
+	// Rotated in right after a fetch: the limiter holds the next one.
+	if _, err := e.idp.AddNew("k1-ES256", jose.ES256); err != nil {
+		t.Fatal(err)
+	}
+	rotated := e.sign(t, "k1-ES256", e.claims("rotated"))
+	wantCode("a new key's token within MinRefetch of the last fetch", rotated, seckill.EUNAVAILABLE)
+	wantCode("a forged token of a known kid within MinRefetch", forged, seckill.EUNAUTHENTICATED)
+	e.clock.advance(DefaultMinRefetch)
+	if _, err := e.provider.Verify(t.Context(), rotated); err != nil {
+		t.Fatalf("the new key's token once the set may be fetched: %v", err)
+	}
+
+	// The provider's key set is down when the next key comes.
+	e.clock.advance(DefaultMinRefetch)
+	e.idp.SetDown(true)
+	if _, err := e.idp.AddNew("k2-ES256", jose.ES256); err != nil {
+		t.Fatal(err)
+	}
+	next := e.sign(t, "k2-ES256", e.claims("next"))
+	wantCode("a new key's token while the key set is down", next, seckill.EUNAVAILABLE)
+	e.clock.advance(DefaultMinRefetch)
+	wantCode("a forged token of a known kid while the key set is down", forged, seckill.EUNAUTHENTICATED)
+	e.idp.SetDown(false)
+	e.clock.advance(DefaultMinRefetch)
+	if _, err := e.provider.Verify(t.Context(), next); err != nil {
+		t.Fatalf("the new key's token once the key set is back: %v", err)
 	}
 }

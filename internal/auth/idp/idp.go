@@ -66,6 +66,7 @@ type IdP struct {
 	published []*Key
 	keys      map[string]*Key
 	fetches   atomic.Int64
+	down      atomic.Bool // the key set answers 503
 	// Extra, when set before use, adds routes (the dashboard's code flow
 	// tests add the authorization and token endpoints).
 	Extra map[string]http.HandlerFunc
@@ -124,6 +125,9 @@ func (p *IdP) AddNew(id string, alg jose.SignatureAlgorithm) (*Key, error) {
 // Hold keeps k for signing without publishing it (a key the relying party
 // must refuse).
 func (p *IdP) Hold(k *Key) { p.mu.Lock(); p.keys[k.ID] = k; p.mu.Unlock() }
+
+// SetDown makes the key set answer 503 (down) or serve again.
+func (p *IdP) SetDown(down bool) { p.down.Store(down) }
 
 // Withdraw stops publishing key id (it can still sign).
 func (p *IdP) Withdraw(id string) {
@@ -214,6 +218,10 @@ func (p *IdP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 	case JWKSPath:
 		p.fetches.Add(1)
+		if p.down.Load() {
+			http.Error(w, "key set unavailable", http.StatusServiceUnavailable)
+			return
+		}
 		p.mu.Lock()
 		var set jose.JSONWebKeySet
 		for _, k := range p.published {
