@@ -47,7 +47,8 @@ APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisD
 APP_SLOW = TestOrderLifeModel TestEventsReachAFlakyReceiver TestSalePageInBrowser TestSalePageFiftyBuyers \
 	TestDashboardInBrowser TestPlaygroundInBrowser TestWaitingRoomFair TestWaitingRoomPasses \
 	TestWaitingRoomInstancesAndLoss TestSalePageWaitingRoom TestSalePageRetries TestSalePageFrameAncestors \
-	TestDashboardWaitingRoomInBrowser TestSalePageProofOfWork TestDashboardSignInThroughProviderInBrowser
+	TestDashboardWaitingRoomInBrowser TestSalePageProofOfWork TestDashboardSignInThroughProviderInBrowser \
+	TestSalePageFollowsCampaignEdits
 TEST_SUITES = test-single test-app-slow test-faults-cluster test-faults-redis test-cluster
 # test-single starts internal/app, its longest package, first, and runs
 # this many packages at once.

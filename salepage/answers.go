@@ -1,6 +1,9 @@
 package salepage
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"time"
 
 	"seckill/internal/seckill"
@@ -11,6 +14,10 @@ type Stock struct {
 	Stock     int64                  `json:"stock"`     // every unit ever put on sale
 	Remaining int64                  `json:"remaining"` // units left now
 	Status    seckill.CampaignStatus `json:"status"`    // when it was read
+	// Rev is the campaign answer's: when it differs from the one a page
+	// loaded, the operator changed the sale (its window, texts, challenge
+	// or room) since, and the page reads the campaign again.
+	Rev string `json:"rev"`
 }
 
 // Campaign is the answer of GET /sale/{voucherId}/campaign: everything
@@ -33,6 +40,9 @@ type Campaign struct {
 	Challenge   seckill.ChallengeKind  `json:"challenge"`
 	PowBits     *int                   `json:"powBits"`     // PROOF_OF_WORK only
 	WaitingRoom *WaitingRoom           `json:"waitingRoom"` // nil: none
+	// Rev names what the rest says, but what changes by itself (stock,
+	// remaining, status): the Stock answers carry it too.
+	Rev string `json:"rev"`
 }
 
 // WaitingRoom is a campaign's waiting room in a Campaign answer.
@@ -65,5 +75,15 @@ func toCampaign(v *seckill.Voucher, currency string, now time.Time) Campaign {
 		out.WaitingRoom = &WaitingRoom{OpensAt: c.RoomOpensAt().UTC(), AdmitPerSecond: c.Room.AdmitPerSecond,
 			PassSeconds: int(c.Room.PassFor / time.Second)}
 	}
+	out.Rev = revOf(out)
 	return out
+}
+
+// revOf is a short digest of what a Campaign answer says that only an
+// operator changes.
+func revOf(c Campaign) string {
+	c.Stock, c.Remaining, c.Status, c.Rev = 0, 0, "", ""
+	b, _ := json.Marshal(c) // a plain struct: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }

@@ -113,7 +113,10 @@ func (s *sales) read(ctx context.Context, id int64) answers {
 		return answers{a, a}
 	}
 	now := s.now()
-	return answers{stock: ok(toStock(v.Campaign, now)), campaign: ok(toCampaign(v, s.currency, now))}
+	c := toCampaign(v, s.currency, now)
+	st := toStock(v.Campaign, now)
+	st.Rev = c.Rev
+	return answers{stock: ok(st), campaign: ok(c)}
 }
 
 func ok(v any) answer {

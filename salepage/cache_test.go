@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -123,6 +124,12 @@ func TestStock(t *testing.T) {
 		if code != http.StatusOK {
 			t.Errorf("GET %s: %d", path, code)
 		}
+		// The campaign's rev rides along (TestRev).
+		var c Campaign
+		if _, body := get(t, h, strings.TrimSuffix(path, "stock")+"campaign"); json.Unmarshal([]byte(body), &c) != nil || got.Rev != c.Rev || c.Rev == "" {
+			t.Errorf("GET %s: rev %q, the campaign's %q", path, got.Rev, c.Rev)
+		}
+		got.Rev = ""
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("GET %s (-want +got):\n%s", path, diff)
 		}
@@ -269,10 +276,10 @@ func TestCampaign(t *testing.T) {
 		"/sale/42/campaign": `{"title":"100 off 200","subTitle":"today only","payValue":10000,"actualValue":20000,"currency":"CNY","minorDigits":2,` +
 			`"stock":100,"remaining":100,"status":"SCHEDULED","beginTime":"2026-12-01T12:00:05.123456Z",` +
 			`"endTime":"2026-12-01T13:00:05.623456Z","challenge":"PROOF_OF_WORK","powBits":18,` +
-			`"waitingRoom":{"opensAt":"2026-12-01T11:59:35.123456Z","admitPerSecond":500,"passSeconds":60}}` + "\n",
+			`"waitingRoom":{"opensAt":"2026-12-01T11:59:35.123456Z","admitPerSecond":500,"passSeconds":60},"rev":"cfd11b1ccaeaa113"}` + "\n",
 		"/sale/43/campaign": `{"title":"Plain","subTitle":"","payValue":100,"actualValue":100,"currency":"CNY","minorDigits":2,` +
 			`"stock":5,"remaining":3,"status":"ACTIVE","beginTime":"2026-12-01T11:59:00Z",` +
-			`"endTime":"2026-12-01T13:00:00Z","challenge":"NONE","powBits":null,"waitingRoom":null}` + "\n",
+			`"endTime":"2026-12-01T13:00:00Z","challenge":"NONE","powBits":null,"waitingRoom":null,"rev":"970ca4cd43708b2f"}` + "\n",
 	} {
 		res, body := get(t, h, path)
 		if res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != SaleCache ||
@@ -351,5 +358,49 @@ func TestCampaign(t *testing.T) {
 	if res, _ := get(t, h, "/sale/42/campaign"); res.StatusCode != http.StatusServiceUnavailable ||
 		res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("Retry-After") != "1" {
 		t.Errorf("store down: %d %q %q", res.StatusCode, res.Header.Get("Cache-Control"), res.Header.Get("Retry-After"))
+	}
+}
+
+// TestRev: the campaign's rev changes with what an operator changes (the
+// window, the texts, the challenge, the room) and not with what changes by
+// itself (remaining, the status as time passes), so that a page reads the
+// campaign again only after an edit.
+func TestRev(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	base := func() *seckill.Voucher {
+		return &seckill.Voucher{ID: 9, Title: "Sale", PayValue: 100, ActualValue: 500,
+			Campaign: &seckill.Campaign{VoucherID: 9, InitialStock: 10, Stock: 10, Remaining: 10, RemainingKnown: true,
+				BeginTime: now.Add(time.Minute), EndTime: now.Add(time.Hour)}}
+	}
+	rev := func(edit func(v *seckill.Voucher), at time.Time) string {
+		v := base()
+		edit(v)
+		return toCampaign(v, "CNY", at).Rev
+	}
+	same := func(*seckill.Voucher) {}
+	r := rev(same, now)
+	for name, edit := range map[string]func(v *seckill.Voucher){
+		"begin":     func(v *seckill.Voucher) { v.Campaign.BeginTime = v.Campaign.BeginTime.Add(time.Second) },
+		"end":       func(v *seckill.Voucher) { v.Campaign.EndTime = now.Add(30 * time.Minute) },
+		"title":     func(v *seckill.Voucher) { v.Title = "Sale!" },
+		"challenge": func(v *seckill.Voucher) { v.Campaign.Challenge = seckill.ChallengeQuiz },
+		"room": func(v *seckill.Voucher) {
+			v.Campaign.Room = seckill.WaitingRoom{OpensBefore: 30 * time.Second, AdmitPerSecond: 100, PassFor: time.Minute}
+		},
+	} {
+		if rev(edit, now) == r {
+			t.Errorf("a change of the %s keeps rev %s", name, r)
+		}
+	}
+	for name, edit := range map[string]func(v *seckill.Voucher){
+		"remaining": func(v *seckill.Voucher) { v.Campaign.Remaining = 3 },
+		"stock":     func(v *seckill.Voucher) { v.Campaign.InitialStock, v.Campaign.Stock = 20, 20 },
+	} {
+		if rev(edit, now) != r {
+			t.Errorf("a change of %s changes rev", name)
+		}
+	}
+	if rev(same, now.Add(2*time.Minute)) != r {
+		t.Error("the campaign's start (status SCHEDULED to ACTIVE) changes rev")
 	}
 }

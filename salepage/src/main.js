@@ -175,13 +175,18 @@ async function loadCampaign() {
     const retry = Number(res.headers.get('Retry-After')) || 1;
     throw new APIError(res.ok || res.status >= 500 ? 'UNAVAILABLE' : 'INTERNAL', res.statusText, retry);
   }
+  const before = campaign;
   campaign = { ...v, begin: Date.parse(v.beginTime), end: Date.parse(v.endTime) };
   const w = v.waitingRoom;
   if (w) {
     const opens = Date.parse(w.opensAt);
     // Joining early gives no edge (places are drawn at the open), so the
-    // pages spread their joins over up to half a second after opensAt.
-    campaign.room = { ...w, opens, joinAt: opens + Math.random() * Math.min(500, (campaign.begin - opens) / 4) };
+    // pages spread their joins over up to half a second after opensAt
+    // (the same moment when the campaign is read again and the room
+    // opens when it did).
+    const joinAt = before && before.room && before.room.opens === opens ? before.room.joinAt
+      : opens + Math.random() * Math.min(500, (campaign.begin - opens) / 4);
+    campaign.room = { ...w, opens, joinAt };
   }
   $('title').textContent = v.title;
   document.title = v.title;
@@ -191,6 +196,17 @@ async function loadCampaign() {
   $('left').textContent = `${v.remaining} ${t('of')} ${v.stock}`;
   $('window').textContent = `${when(new Date(campaign.begin))} – ${when(new Date(campaign.end))}`;
   show('campaign', true);
+}
+
+// reloadCampaign reads the campaign again after an edit; a failure waits
+// for the next round (the campaign shown stays). The answer may come from
+// a cache a little older than the stock's: its rev then still differs, and
+// the next round reads it again.
+let reloading = false;
+async function reloadCampaign() {
+  if (reloading) return;
+  reloading = true;
+  try { await loadCampaign(); } catch (e) { /* the next round */ } finally { reloading = false; }
 }
 
 // refreshStock updates what is left now and then, spread out by jitter.
@@ -211,6 +227,10 @@ async function refreshStockOnce() {
     const res = await fetch(`${base}/sale/${encodeURIComponent(voucherId)}/stock`, { credentials: 'omit' });
     if (!res.ok) return undefined;
     const s = await res.json();
+    // The operator changed the sale since the page read it (moved its
+    // window, ended it, changed its texts, challenge or room): read it
+    // again, so that the countdown and the button follow.
+    if (s.rev && campaign.rev && s.rev !== campaign.rev) await reloadCampaign();
     // Cached for up to 3 s: older than a sell-out the server just told us.
     if (s.remaining > 0 && performance.now() - soldOutAt < 3000) return undefined;
     $('left').textContent = `${s.remaining} ${t('of')} ${s.stock}`;
