@@ -255,7 +255,10 @@ func TestSalePageInBrowser(t *testing.T) {
 		t.Errorf("GET /sale/%d/stock: %s, Cache-Control %q, Set-Cookie %q", v, res.Status, res.Header.Get("Cache-Control"), res.Header.Values("Set-Cookie"))
 	} else {
 		var st salepage.Stock
-		if err := json.NewDecoder(res.Body).Decode(&st); err != nil || st != (salepage.Stock{Stock: 3, Remaining: 3, Status: seckill.CampaignScheduled}) {
+		err := json.NewDecoder(res.Body).Decode(&st)
+		rev := st.Rev
+		st.Rev = ""
+		if err != nil || st != (salepage.Stock{Stock: 3, Remaining: 3, Status: seckill.CampaignScheduled}) || rev == "" {
 			t.Errorf("GET /sale/%d/stock: %+v (%v)", v, st, err)
 		}
 	}
@@ -298,6 +301,11 @@ func TestSalePageInBrowser(t *testing.T) {
 		// Beyond the API's fields: the payments' currency, in which the
 		// page shows prices (the server's default here).
 		want["currency"], want["minorDigits"] = "CNY", float64(2)
+		// And the rev the stock answers carry (salepage.TestRev).
+		if rev, _ := page["rev"].(string); len(rev) != 16 {
+			t.Errorf("GET /sale/%d/campaign: rev %q", id, page["rev"])
+		}
+		delete(page, "rev")
 		if diff := cmp.Diff(want, page); diff != "" {
 			t.Errorf("GET /sale/%d/campaign against the API (-api +page):\n%s", id, diff)
 		}
