@@ -3,6 +3,8 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -360,6 +362,46 @@ func TestDashboardInBrowser(t *testing.T) {
 	))
 	if loc := location(); loc != base+"/admin" {
 		t.Errorf("back from the monitor at %s", loc)
+	}
+
+	// Order events: add an endpoint (a receiver of the test's), which
+	// shows its secret once and is listed healthy; its deliveries page
+	// opens; disabling it from the list says so.
+	receiver := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(receiver.Close)
+	must("add an endpoint", chromedp.Do(ctx,
+		chromedp.Navigate(base+"/admin/events"),
+		chromedp.WaitVisible(css(`[data-testid="endpoints-table"]`)),
+		chromedp.SendKeys(css(`[data-testid="endpoint-url"]`), receiver.URL+"/hooks/seckill"),
+		chromedp.Click(css(`[data-testid="add-endpoint-button"]`)),
+		chromedp.WaitVisible(css(`[data-testid="new-secret"]`)),
+	))
+	endpointRow := `document.querySelector('[data-testid="endpoint-row"]')`
+	waitFor("the endpoint listed healthy", endpointRow+` !== null && `+endpointRow+`.querySelector('[data-testid="endpoint-state"]').innerText.trim() === "healthy"`)
+	if secret := evalString(t, ctx, `document.querySelector('[data-testid="new-secret"]').textContent.trim()`); len(secret) < 16 {
+		t.Errorf("the new endpoint's secret %q", secret)
+	}
+	screenshots(t, ctx, "events")
+	must("open its deliveries", chromedp.Do(ctx,
+		chromedp.Click(css(`[data-testid="endpoint-link"]`)),
+		chromedp.WaitVisible(css(`[data-testid="deliveries-table"]`)),
+	))
+	screenshots(t, ctx, "deliveries")
+	must("disable it", chromedp.Do(ctx,
+		chromedp.Navigate(base+"/admin/events"),
+		chromedp.Click(css(`[data-testid="toggle-endpoint"] button`)),
+	))
+	// The form's answer sends the browser back to the list: polled from
+	// here, as the page goes away in between.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		state, err := chromedp.Run(ctx, chromedp.Evaluate[string](endpointRow+`?.querySelector('[data-testid="endpoint-state"]').innerText.trim() ?? ""`))
+		if err == nil && state == "disabled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the endpoint is listed %q (%v), want disabled", state, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 
 	// Sign out: the session is gone.
