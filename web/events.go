@@ -25,6 +25,9 @@ type Events interface {
 	// SetEndpointEnabled enables or disables a dashboard endpoint.
 	// ENOTFOUND.
 	SetEndpointEnabled(ctx context.Context, id int64, enabled bool) error
+	// DeleteEndpoint deletes a disabled dashboard endpoint and its
+	// deliveries. ECONFLICT while enabled, ENOTFOUND.
+	DeleteEndpoint(ctx context.Context, id int64) error
 	// Endpoints returns every endpoint, oldest first.
 	Endpoints(ctx context.Context) ([]seckill.Endpoint, error)
 	// Deliveries lists an endpoint's deliveries, newest first.
@@ -73,6 +76,9 @@ func (h *Handler) renderEvents(w http.ResponseWriter, r *http.Request, status in
 				action = "disable"
 			}
 			row.Toggle, row.ToggleText = endpointURL(e.ID, "/"+action), action
+			if !e.Enabled {
+				row.Delete = endpointURL(e.ID, "/delete")
+			}
 		}
 		p.Rows = append(p.Rows, row)
 	}
@@ -117,6 +123,25 @@ func (h *Handler) setEndpoint(w http.ResponseWriter, r *http.Request, enabled bo
 		h.fail(w, r, err)
 		return
 	}
+	http.Redirect(w, r, "/admin/events", http.StatusSeeOther)
+}
+
+// deleteEndpoint deletes a disabled dashboard endpoint, with its
+// deliveries.
+func (h *Handler) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Events == nil {
+		h.notFound(w, r)
+		return
+	}
+	id, err := endpointID(r)
+	if err == nil {
+		err = h.cfg.Events.DeleteEndpoint(r.Context(), id)
+	}
+	if err != nil {
+		h.renderEvents(w, r, statusOf(err), views.EventsPage{Error: h.messageOf(r, err)})
+		return
+	}
+	h.logger.InfoContext(r.Context(), "event endpoint deleted", "endpoint_id", id, "admin", h.meta(r, "", "").Admin)
 	http.Redirect(w, r, "/admin/events", http.StatusSeeOther)
 }
 

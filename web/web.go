@@ -232,6 +232,7 @@ func New(cfg Config) *Handler {
 	page("GET /admin/events/endpoints/{id}", h.deliveriesPage)
 	page("POST /admin/events/endpoints/{id}/enable", h.enableEndpoint)
 	page("POST /admin/events/endpoints/{id}/disable", h.disableEndpoint)
+	page("POST /admin/events/endpoints/{id}/delete", h.deleteEndpoint)
 	page("POST /admin/events/endpoints/{id}/redeliver", h.redeliver)
 
 	monitor := cfg.Monitor

@@ -404,6 +404,34 @@ func TestDashboardInBrowser(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	// Disabled, it can be deleted, after the browser asks: declined, it
+	// stays; confirmed, it is gone from the list.
+	must("decline to delete it", chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`window.confirm = () => false; window.__stayed = true`),
+		chromedp.Click(css(`[data-testid="delete-endpoint"] button`)),
+		chromedp.Sleep(500*time.Millisecond), // a form sent would have left the page by now
+	))
+	if evalString(t, ctx, `String(window.__stayed === true)`) != "true" {
+		t.Fatal("declining the delete left the page")
+	}
+	if n := evalString(t, ctx, `String(document.querySelectorAll('[data-testid="endpoint-row"]').length)`); n != "1" {
+		t.Fatalf("%s endpoints after declining the delete, want 1", n)
+	}
+	must("delete it", chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
+		chromedp.Click(css(`[data-testid="delete-endpoint"] button`)),
+	))
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.readyState === "complete" && location.pathname === "/admin/events" ? document.querySelectorAll('[data-testid="endpoint-row"]').length : -1`))
+		if err == nil && n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d endpoints listed after the delete (%v), want none", n, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
 	// Sign out: the session is gone.
 	must("sign out", chromedp.Do(ctx,
 		chromedp.Navigate(base+"/admin"),

@@ -373,6 +373,10 @@ type EventAdmin interface {
 	// ENOTFOUND for none such (or the environment's, which only the
 	// environment changes).
 	SetEndpointEnabled(ctx context.Context, id int64, enabled bool) error
+	// DeleteEndpoint deletes a disabled dashboard endpoint with its
+	// deliveries (ECONFLICT while it is enabled, ENOTFOUND for none such
+	// or the environment's).
+	DeleteEndpoint(ctx context.Context, id int64) error
 	// Endpoints returns every endpoint, oldest first.
 	Endpoints(ctx context.Context) ([]Endpoint, error)
 	// Deliveries lists an endpoint's deliveries, newest first.

@@ -285,6 +285,26 @@ func (s *Store) SetEndpointEnabled(ctx context.Context, id int64, enabled bool) 
 	return nil
 }
 
+// DeleteEndpoint deletes a disabled dashboard endpoint and its deliveries;
+// see seckill.EventAdmin.
+func (s *Store) DeleteEndpoint(ctx context.Context, id int64) error {
+	var enabled []bool
+	err := s.db.NewRaw(`WITH gone AS (
+			DELETE FROM event_endpoint WHERE id = ? AND source = 'dashboard' AND NOT enabled RETURNING id
+		)
+		SELECT enabled FROM event_endpoint WHERE id = ? AND source = 'dashboard' AND NOT EXISTS (SELECT 1 FROM gone)
+		UNION ALL SELECT false FROM gone`, id, id).Scan(ctx, &enabled)
+	switch {
+	case err != nil:
+		return fmt.Errorf("store: delete event endpoint %d: %w", id, err)
+	case len(enabled) == 0:
+		return seckill.Errorf(seckill.ENOTFOUND, "dashboard endpoint %d not found", id)
+	case enabled[0]:
+		return seckill.Errorf(seckill.ECONFLICT, "endpoint %d is enabled: disable it first", id)
+	}
+	return nil
+}
+
 // deliveryRow is a row of order_event.
 type deliveryRow struct {
 	EndpointID    int64           `bun:"endpoint_id"`

@@ -429,3 +429,68 @@ func TestDeliverDueDeadHoldsBackAndRedelivers(t *testing.T) {
 		t.Fatalf("range redelivery, first %v", got)
 	}
 }
+
+// TestDeleteEndpoint: only a disabled dashboard endpoint can be deleted,
+// and its deliveries go with it; the environment's endpoint belongs to the
+// environment.
+func TestDeleteEndpoint(t *testing.T) {
+	db, s := newStore(t)
+	ctx := t.Context()
+	v := storetest.CreateCampaign(t, db, 10)
+	keep := addEndpoint(t, s, "http://keep.example/events")
+	gone := addEndpoint(t, s, "http://gone.example/events")
+	if err := s.SyncEnvEndpoint(ctx, "http://env.example/events", "env-secret-env-secret"); err != nil {
+		t.Fatal(err)
+	}
+	a := adm(v.ID, 1, 11)
+	a.AdmittedAt = time.Now()
+	if _, err := s.PersistOrders(ctx, []seckill.Admission{a}); err != nil {
+		t.Fatal(err)
+	}
+	perEndpoint := func() map[int64]int {
+		out := map[int64]int{}
+		for _, r := range outbox(t, db) {
+			out[r.EndpointID]++
+		}
+		return out
+	}
+	if n := perEndpoint(); n[keep.ID] != 1 || n[gone.ID] != 1 {
+		t.Fatalf("deliveries per endpoint %v, want one each", n)
+	}
+
+	if err := s.DeleteEndpoint(ctx, gone.ID); seckill.ErrorCode(err) != seckill.ECONFLICT {
+		t.Errorf("deleting an enabled endpoint: %v, want CONFLICT", err)
+	}
+	eps, err := s.Endpoints(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env int64
+	for _, e := range eps {
+		if e.Source == seckill.EndpointEnv {
+			env = e.ID
+		}
+	}
+	if err := s.DeleteEndpoint(ctx, env); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("deleting the environment's endpoint: %v, want NOT_FOUND", err)
+	}
+	if err := s.DeleteEndpoint(ctx, 99999); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("deleting no endpoint: %v, want NOT_FOUND", err)
+	}
+	if err := s.SetEndpointEnabled(ctx, gone.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteEndpoint(ctx, gone.ID); err != nil {
+		t.Fatalf("deleting a disabled endpoint: %v", err)
+	}
+	if n := perEndpoint(); n[gone.ID] != 0 || n[keep.ID] != 1 {
+		t.Errorf("deliveries per endpoint after the delete %v, want the deleted one's gone and the other's kept", n)
+	}
+	if err := s.DeleteEndpoint(ctx, gone.ID); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("deleting it again: %v, want NOT_FOUND", err)
+	}
+	eps, err = s.Endpoints(ctx)
+	if err != nil || len(eps) != 2 {
+		t.Errorf("endpoints after the delete: %+v, %v; want the kept one and the environment's", eps, err)
+	}
+}

@@ -394,6 +394,7 @@ type EndpointRow struct {
 	Link        string // its deliveries
 	Toggle      string // POST here to enable or disable it; empty for the environment's
 	ToggleText  string
+	Delete      string // POST here to delete it: a disabled dashboard endpoint's
 }
 
 // DeliveriesPage lists one endpoint's deliveries, newest first.
