@@ -48,7 +48,7 @@ APP_SLOW = TestOrderLifeModel TestEventsReachAFlakyReceiver TestSalePageInBrowse
 	TestDashboardInBrowser TestPlaygroundInBrowser TestWaitingRoomFair TestWaitingRoomPasses \
 	TestWaitingRoomInstancesAndLoss TestSalePageWaitingRoom TestSalePageRetries TestSalePageFrameAncestors \
 	TestDashboardWaitingRoomInBrowser TestSalePageProofOfWork TestDashboardSignInThroughProviderInBrowser \
-	TestSalePageFollowsCampaignEdits
+	TestSalePageFollowsCampaignEdits TestSalePageLostAnswerThenSoldOut
 TEST_SUITES = test-single test-app-slow test-faults-cluster test-faults-redis test-cluster
 # test-single starts internal/app, its longest package, first, and runs
 # this many packages at once.

@@ -436,6 +436,7 @@ async function buy() {
   buying = true;
   tick0();
   say(t('buying'));
+  let untold = false; // an attempt of this press went unanswered
   try {
     for (;;) {
       // Built again for each attempt: a retry sends the pass of now.
@@ -458,6 +459,8 @@ async function buy() {
         r = (await gql(q, vars, true)).seckill;
       } catch (e) {
         if (e.code === 'UNAVAILABLE' || e.code === 'NETWORK') {
+          // The attempt may have bought a unit whose answer was lost.
+          untold = true;
           const s = e.retryAfter ?? 1;
           say(errorText(e), 'wait');
           await sleep(jitter(s));
@@ -503,6 +506,12 @@ async function buy() {
           say(t(o), 'final');
           return;
         case 'SOLD_OUT': case 'ENDED':
+          // After an attempt whose answer was lost, the unit may be ours:
+          // a server that knows the sale is over answers that without
+          // asking whether this buyer holds an order. Look before saying
+          // so, a few times: the order lists once it is written (seconds
+          // at worst, under load).
+          if (untold && await heldAfterAll()) { say(t('ACCEPTED'), 'ok'); return; }
           bought = true; // nothing more to buy here
           stopRoom();
           say(t(o), 'final');
@@ -608,8 +617,20 @@ async function cancel(orderId) {
 
 // findOrder follows the buyer's live order for this voucher, if any, so
 // that a reload (or a second device) shows it instead of a buy button.
+// heldAfterAll looks for the buyer's order three times over a few seconds:
+// a purchase whose answer was lost may have made one.
+async function heldAfterAll() {
+  for (let i = 0; i < 3; i++) {
+    if (await findOrder()) return true;
+    await sleep(jitter(1));
+  }
+  return false;
+}
+
+// findOrder follows the buyer's order of this campaign, if they hold one,
+// and says whether they do.
 async function findOrder() {
-  if (!token) return;
+  if (!token) return false;
   try {
     const d = await gql(`query { myOrders { id voucherId status } }`, {}, true);
     const o = d.myOrders.find((o) => o.voucherId === voucherId && ['QUEUED', 'CREATED', 'PAID'].includes(o.status));
@@ -619,7 +640,8 @@ async function findOrder() {
       tick0();
       follow(o.id);
     }
-  } catch (e) { /* the buy button stays; the purchase would say ALREADY_PURCHASED */ }
+    return !!o;
+  } catch (e) { return false; /* the buy button stays; the purchase would say ALREADY_PURCHASED */ }
 }
 
 // --- the waiting room -------------------------------------------------------
