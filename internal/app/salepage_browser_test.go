@@ -457,6 +457,37 @@ func TestSalePageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, app, 20*time.Second, "CREATED in the frame", frame+`.body.dataset.status === "CREATED"`)
+	// Pay in the frame: the payment goes to the app that handed the token,
+	// which runs its provider's payment UI, with what it needs.
+	if _, err := chromedp.Run(app, chromedp.Evaluate[bool](`(() => {
+		window.__payments = [];
+		window.addEventListener("message", (ev) => {
+			if (ev.data && ev.data.type === "seckill:payment") window.__payments.push({ data: ev.data, origin: ev.origin });
+		});
+		`+frame+`.getElementById("pay").click();
+		return true;
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, app, 10*time.Second, "the payment handed to the app", `window.__payments.length === 1`)
+	var handed struct {
+		Data struct {
+			Type, VoucherID, OrderID, PaymentID, Currency, PayBy string
+			Amount                                             int64
+			ClientSecret                                       *string
+		}
+		Origin string
+	}
+	got, err := chromedp.Run(app, chromedp.Evaluate[string](`JSON.stringify(window.__payments[0])`))
+	if err != nil || json.Unmarshal([]byte(got), &handed) != nil {
+		t.Fatalf("the payment message: %q, %v", got, err)
+	}
+	d := handed.Data
+	if d.VoucherID != strconv.FormatInt(v, 10) || d.OrderID != evalString(t, app, frame+`.body.dataset.orderId`) ||
+		d.PaymentID == "" || d.PaymentID != evalString(t, app, frame+`.body.dataset.paymentId`) ||
+		d.Amount != 100 || d.Currency != "CNY" || d.PayBy == "" || d.ClientSecret != nil || handed.Origin != e.srv.URL {
+		t.Errorf("the app was handed %s; want this order's payment of 100 CNY, no clientSecret with the built-in provider, from %s", got, e.srv.URL)
+	}
 
 	// A quiz, answered with the keyboard, then the order cancelled.
 	quiz := e.addCampaign("Quiz sale", 3, time.Now().Add(-time.Minute), map[string]any{

@@ -29,6 +29,10 @@ const base = location.pathname.replace(/\/sale\/[^/]*$/, '');
 const endpoint = base + '/graphql';
 
 let token = '';
+// The origin of the app that embeds the page and handed it the token, to
+// which a payment opened here is handed (seckill:payment) so that it runs
+// its provider's payment UI; '' when the token came in the URL.
+let hostOrigin = '';
 let offset = 0; // server clock minus device clock, ms
 let campaign = null;
 let challenge = null; // {kind, token, ...}
@@ -80,6 +84,7 @@ window.addEventListener('message', (ev) => {
   const d = ev.data;
   if (d && d.type === 'seckill:token' && typeof d.token === 'string' && d.token) {
     token = d.token;
+    hostOrigin = ev.origin; // the app that pays: payments are handed to it
     if (ws) { ws.dispose(); ws = null; }
     resetRoom();
     start();
@@ -593,9 +598,22 @@ async function loadOrder(orderId) {
 async function pay(orderId) {
   $('pay').disabled = true;
   try {
-    const d = await gql(`mutation($id: ID!) { createPayment(orderId: $id) { id amount currency status payBy } }`, { id: orderId }, true);
-    document.body.dataset.paymentId = d.createPayment.id;
-    $('payment-id').textContent = d.createPayment.id;
+    const d = await gql(`mutation($id: ID!) { createPayment(orderId: $id) { id amount currency status payBy clientSecret } }`, { id: orderId }, true);
+    const p = d.createPayment;
+    document.body.dataset.paymentId = p.id;
+    $('payment-id').textContent = p.id;
+    if (hostOrigin && hostOrigin !== 'null') {
+      // The embedding app takes the buyer through its payment provider
+      // (Stripe's clientSecret included); the order's status here turns
+      // PAID when the provider confirms it to the server. Only to the
+      // origin that handed the token (an opaque one gets nothing).
+      try {
+        window.parent.postMessage({
+          type: 'seckill:payment', voucherId, orderId, paymentId: p.id, amount: p.amount, currency: p.currency,
+          payBy: p.payBy, clientSecret: p.clientSecret ?? null,
+        }, hostOrigin);
+      } catch (e) { /* the status still follows the provider */ }
+    }
     say(t('paying'), 'info');
   } catch (e) {
     say(errorText(e), 'error');
@@ -615,8 +633,6 @@ async function cancel(orderId) {
   }
 }
 
-// findOrder follows the buyer's live order for this voucher, if any, so
-// that a reload (or a second device) shows it instead of a buy button.
 // heldAfterAll looks for the buyer's order three times over a few seconds:
 // a purchase whose answer was lost may have made one.
 async function heldAfterAll() {
@@ -627,8 +643,9 @@ async function heldAfterAll() {
   return false;
 }
 
-// findOrder follows the buyer's order of this campaign, if they hold one,
-// and says whether they do.
+// findOrder follows the buyer's live order for this voucher, if any, so
+// that a reload (or a second device) shows it instead of a buy button, and
+// says whether there is one.
 async function findOrder() {
   if (!token) return false;
   try {
