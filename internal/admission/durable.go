@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,18 +141,101 @@ type nodeCalls struct {
 }
 
 // sendDurable runs one batch, part by part, each part on its master, at
-// once.
+// once. A call a node answered MOVED (its slot moved: a resharding, a
+// failover; the script did not run) is sent once more, to the master the
+// reloaded slot map names: without that, the first purchase of each moved
+// campaign in each process after a resharding was answered UNAVAILABLE.
 func (p *pipeline) sendDurable(ctx context.Context, calls []pipeCall, out []pipeReply) {
-	parts := p.byMaster(ctx, calls, out)
-	if len(parts) == 1 {
-		p.sendNode(ctx, parts[0], calls, out)
+	moved := p.sendParts(ctx, p.byMaster(ctx, calls, out), calls, out, true)
+	if len(moved) == 0 {
 		return
 	}
-	var wg sync.WaitGroup
+	var parts []nodeCalls
+	at := make(map[*redis.Client]int)
+	for _, m := range moved {
+		node := p.masterAt(ctx, calls[m.i].keys[0], m.addr)
+		if node == nil {
+			out[m.i] = m.reply
+			deliver(calls[m.i], m.reply)
+			continue
+		}
+		j, ok := at[node]
+		if !ok {
+			j = len(parts)
+			at[node] = j
+			parts = append(parts, nodeCalls{node: node})
+		}
+		parts[j].idx = append(parts[j].idx, m.i)
+	}
+	p.sendParts(ctx, parts, calls, out, false)
+}
+
+// movedCall is a call of a batch that a node answered MOVED.
+type movedCall struct {
+	i     int       // its position in the batch
+	addr  string    // the node the reply names
+	reply pipeReply // the MOVED reply, delivered if it cannot be sent again
+}
+
+// sendParts runs the parts at once. With retry, the calls answered MOVED
+// are returned instead of delivered.
+func (p *pipeline) sendParts(ctx context.Context, parts []nodeCalls, calls []pipeCall, out []pipeReply, retry bool) []movedCall {
+	if len(parts) == 1 {
+		return p.sendNode(ctx, parts[0], calls, out, retry)
+	}
+	var (
+		mu    sync.Mutex
+		moved []movedCall
+		wg    sync.WaitGroup
+	)
 	for _, part := range parts {
-		wg.Go(func() { p.sendNode(ctx, part, calls, out) })
+		wg.Go(func() {
+			m := p.sendNode(ctx, part, calls, out, retry)
+			mu.Lock()
+			moved = append(moved, m...)
+			mu.Unlock()
+		})
 	}
 	wg.Wait()
+	return moved
+}
+
+// movedWait bounds the wait for the cluster client's slot map to name the
+// node a MOVED reply named (it reloads in the background).
+const movedWait = 500 * time.Millisecond
+
+// masterAt returns the master of key once the cluster client's slot map
+// says it is the node at addr, or nil after movedWait.
+func (p *pipeline) masterAt(ctx context.Context, key, addr string) *redis.Client {
+	cc, ok := p.rdb.(*redis.ClusterClient)
+	if !ok {
+		return nil
+	}
+	deadline := time.Now().Add(movedWait)
+	for {
+		if node, err := cc.MasterForKey(ctx, key); err == nil && node.Options().Addr == addr {
+			return node
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil
+		}
+		cc.ReloadState(ctx)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// movedTo returns the node a MOVED reply names ("MOVED 3999
+// 127.0.0.1:7002"). ASK (a slot being migrated) is not followed: the call
+// would need an ASKING first, and the migration ends soon.
+func movedTo(err error) (string, bool) {
+	if err == nil || !redis.HasErrorPrefix(err, "MOVED") {
+		return "", false
+	}
+	f := strings.Fields(err.Error())
+	if len(f) != 3 {
+		return "", false
+	}
+	return f[2], true
 }
 
 // byMaster splits a batch by the master that holds each call's keys. A call
@@ -202,7 +286,7 @@ func (p *pipeline) byMaster(ctx context.Context, calls []pipeCall, out []pipeRep
 // stalls, so it runs after sendNode returns, outside the batch's flush
 // slot: the next batches, and their refusals, go out at once instead of
 // queueing behind it; the acceptances are answered when it ends.
-func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCall, out []pipeReply) {
+func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCall, out []pipeReply, retry bool) []movedCall {
 	sub := make([]pipeCall, len(part.idx))
 	res := make([]pipeReply, len(part.idx))
 	for j, i := range part.idx {
@@ -212,11 +296,18 @@ func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCal
 	p.exec(ctx, cn, sub, res)
 	p.reloadIfUnreachable(ctx, res)
 
-	var writers []int // positions in sub of the calls that wrote
+	var (
+		writers []int // positions in sub of the calls that wrote
+		moved   []movedCall
+	)
 	for j, r := range res {
 		if r.err == nil && p.dur.wrote(r.res) {
 			writers = append(writers, j)
 			out[part.idx[j]] = pipeReply{deferred: true}
+			continue
+		}
+		if addr, ok := movedTo(r.err); ok && retry {
+			moved = append(moved, movedCall{i: part.idx[j], addr: addr, reply: r})
 			continue
 		}
 		out[part.idx[j]] = r
@@ -224,7 +315,7 @@ func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCal
 	}
 	if len(writers) == 0 {
 		_ = cn.Close()
-		return
+		return moved
 	}
 	wctx := context.WithoutCancel(ctx) // the callers wait on it, whoever sent the batch
 	p.dur.waits <- struct{}{}
@@ -240,6 +331,7 @@ func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCal
 			deliver(sub[j], r)
 		}
 	}()
+	return moved
 }
 
 // reloadIfUnreachable asks a cluster client to reload its slot map when a
