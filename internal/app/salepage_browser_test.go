@@ -473,8 +473,8 @@ func TestSalePageInBrowser(t *testing.T) {
 	var handed struct {
 		Data struct {
 			Type, VoucherID, OrderID, PaymentID, Currency, PayBy string
-			Amount                                             int64
-			ClientSecret                                       *string
+			Amount                                               int64
+			ClientSecret                                         *string
 		}
 		Origin string
 	}
