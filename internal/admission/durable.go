@@ -150,8 +150,7 @@ func (p *pipeline) sendDurable(ctx context.Context, calls []pipeCall, out []pipe
 	if len(moved) == 0 {
 		return
 	}
-	var parts []nodeCalls
-	at := make(map[*redis.Client]int)
+	var parts byNode
 	for _, m := range moved {
 		node := p.masterAt(ctx, calls[m.i].keys[0], m.addr)
 		if node == nil {
@@ -159,15 +158,9 @@ func (p *pipeline) sendDurable(ctx context.Context, calls []pipeCall, out []pipe
 			deliver(calls[m.i], m.reply)
 			continue
 		}
-		j, ok := at[node]
-		if !ok {
-			j = len(parts)
-			at[node] = j
-			parts = append(parts, nodeCalls{node: node})
-		}
-		parts[j].idx = append(parts[j].idx, m.i)
+		parts.add(node, m.i)
 	}
-	p.sendParts(ctx, parts, calls, out, false)
+	p.sendParts(ctx, parts.parts, calls, out, false)
 }
 
 // movedCall is a call of a batch that a node answered MOVED.
@@ -238,6 +231,26 @@ func movedTo(err error) (string, bool) {
 	return f[2], true
 }
 
+// byNode gathers a batch's calls into a part per node, in the order the
+// nodes first appear.
+type byNode struct {
+	parts []nodeCalls
+	at    map[*redis.Client]int
+}
+
+func (b *byNode) add(node *redis.Client, i int) {
+	if b.at == nil {
+		b.at = make(map[*redis.Client]int)
+	}
+	j, ok := b.at[node]
+	if !ok {
+		j = len(b.parts)
+		b.at[node] = j
+		b.parts = append(b.parts, nodeCalls{node: node})
+	}
+	b.parts[j].idx = append(b.parts[j].idx, i)
+}
+
 // byMaster splits a batch by the master that holds each call's keys. A call
 // whose master cannot be found gets that error (delivered) and is in no
 // part.
@@ -253,8 +266,7 @@ func (p *pipeline) byMaster(ctx context.Context, calls []pipeCall, out []pipeRep
 	case *redis.Client: // a single node, or Sentinel's failover client
 		return all(c)
 	case *redis.ClusterClient:
-		var parts []nodeCalls
-		at := make(map[*redis.Client]int)
+		var parts byNode
 		for i, call := range calls {
 			node, err := c.MasterForKey(ctx, call.keys[0])
 			if err != nil {
@@ -262,15 +274,9 @@ func (p *pipeline) byMaster(ctx context.Context, calls []pipeCall, out []pipeRep
 				deliver(call, out[i])
 				continue
 			}
-			j, ok := at[node]
-			if !ok {
-				j = len(parts)
-				at[node] = j
-				parts = append(parts, nodeCalls{node: node})
-			}
-			parts[j].idx = append(parts[j].idx, i)
+			parts.add(node, i)
 		}
-		return parts
+		return parts.parts
 	}
 	for i, call := range calls {
 		out[i].err = errNoWaitTopology

@@ -122,6 +122,27 @@ func TestUnreplicatedAdmission(t *testing.T) {
 	}
 }
 
+// stalledReplicaSale starts a master whose one required replica is
+// stalled (SIGSTOP until the test ends; WAIT times out after 200 ms), an
+// app on it, a campaign of 10 units, and a purchase path whose order store
+// is wrap's wrapping of the app's.
+func stalledReplicaSale(t *testing.T, wrap func(seckill.OrderStore) seckill.OrderStore) (*testEnv, int64, *seckill.Purchases) {
+	t.Helper()
+	master := testenv.StartRedisServer(t)
+	replica := testenv.StartReplica(t, master)
+	e := newTestEnv(t, "", func(m map[string]string) {
+		m["SECKILL_REDIS_URL"] = master.URL()
+		m["SECKILL_REDIS_MIN_REPLICAS"] = "1"
+		m["SECKILL_REDIS_WAIT_TIMEOUT"] = "200ms"
+		m["SECKILL_USER_RATE"] = "0"
+	})
+	voucher := e.createCampaign(10)
+	p := e.purchasesWith(t, func(d *seckill.PurchaseDeps) { d.Orders = wrap(e.app.Store) })
+	replica.Pause()
+	t.Cleanup(replica.Resume)
+	return e, voucher, p
+}
+
 // lostReply is an OrderStore whose first PersistOrders commits and then
 // reports an error, as a reply lost after Postgres committed.
 type lostReply struct {
@@ -144,19 +165,8 @@ func (l *lostReply) PersistOrders(ctx context.Context, adms []seckill.Admission)
 // Before, the unit and the buyer's slot went back to Redis and the buyer
 // heard UNAVAILABLE.
 func TestUnreplicatedWriteReplyLost(t *testing.T) {
-	master := testenv.StartRedisServer(t)
-	replica := testenv.StartReplica(t, master)
-	e := newTestEnv(t, "", func(m map[string]string) {
-		m["SECKILL_REDIS_URL"] = master.URL()
-		m["SECKILL_REDIS_MIN_REPLICAS"] = "1"
-		m["SECKILL_REDIS_WAIT_TIMEOUT"] = "200ms"
-		m["SECKILL_USER_RATE"] = "0"
-	})
-	voucher := e.createCampaign(10)
-	orders := &lostReply{OrderStore: e.app.Store}
-	p := e.purchasesWith(t, func(d *seckill.PurchaseDeps) { d.Orders = orders })
-	replica.Pause()
-	defer replica.Resume()
+	orders := &lostReply{}
+	e, voucher, p := stalledReplicaSale(t, func(s seckill.OrderStore) seckill.OrderStore { orders.OrderStore = s; return orders })
 	res, err := p.PurchaseWith(asUser(e.ctx, 2001, false), voucher, nil, "")
 	if err != nil || res.Outcome != seckill.OutcomeAccepted {
 		t.Fatalf("purchase whose write's reply was lost: %+v, %v; want ACCEPTED", res, err)
@@ -200,19 +210,7 @@ func (c *commitLostThenAway) PersistOrders(ctx context.Context, adms []seckill.A
 // released: Redis held one unit more than Postgres, which a later buyer
 // would have been told ACCEPTED for and Postgres would have failed.
 func TestUnreplicatedCommitLostPostgresAway(t *testing.T) {
-	master := testenv.StartRedisServer(t)
-	replica := testenv.StartReplica(t, master)
-	e := newTestEnv(t, "", func(m map[string]string) {
-		m["SECKILL_REDIS_URL"] = master.URL()
-		m["SECKILL_REDIS_MIN_REPLICAS"] = "1"
-		m["SECKILL_REDIS_WAIT_TIMEOUT"] = "200ms"
-		m["SECKILL_USER_RATE"] = "0"
-	})
-	voucher := e.createCampaign(10)
-	orders := &commitLostThenAway{OrderStore: e.app.Store}
-	p := e.purchasesWith(t, func(d *seckill.PurchaseDeps) { d.Orders = orders })
-	replica.Pause()
-	defer replica.Resume()
+	e, voucher, p := stalledReplicaSale(t, func(s seckill.OrderStore) seckill.OrderStore { return &commitLostThenAway{OrderStore: s} })
 	_, err := p.PurchaseWith(asUser(e.ctx, 3001, false), voucher, nil, "")
 	if seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
 		t.Fatalf("purchase whose commit's answer was lost, Postgres away: %v; want UNAVAILABLE", err)
@@ -224,7 +222,6 @@ func TestUnreplicatedCommitLostPostgresAway(t *testing.T) {
 	if err != nil || len(pending) != 1 || pending[0].UserID != 3001 {
 		t.Fatalf("pending admissions %+v, %v; want user 3001's", pending, err)
 	}
-	replica.Resume()
 	e.worker() // on the real store: Postgres is back
 	eventually(t, 10*time.Second, "the admission persisted and no longer pending", func() bool {
 		left, err := e.app.Admitter.PendingOf(e.ctx, voucher)
