@@ -194,7 +194,9 @@ func (p *pipeline) sendParts(ctx context.Context, parts []nodeCalls, calls []pip
 }
 
 // movedWait bounds the wait for the cluster client's slot map to name the
-// node a MOVED reply named (it reloads in the background).
+// node a MOVED reply named (it reloads in the background, in milliseconds).
+// The batch's flush slot is held meanwhile: it happens only after a slot
+// moved, once per process and slot.
 const movedWait = 500 * time.Millisecond
 
 // masterAt returns the master of key once the cluster client's slot map
