@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,9 +12,8 @@ import (
 // TestOutageLog: thousands of failures from concurrent workers during an
 // outage make one line when it starts and one when it ends, with the count.
 func TestOutageLog(t *testing.T) {
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
+	logs := &logBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	o := newOutageLog(logger, "persist orders")
 	ctx := context.Background()
 	o.ok(ctx) // healthy: nothing to say
@@ -32,11 +30,9 @@ func TestOutageLog(t *testing.T) {
 	o.ok(ctx)
 	o.ok(ctx)
 
-	mu.Lock()
-	defer mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	if len(lines) != 2 {
-		t.Fatalf("%d lines, want 2:\n%s", len(lines), buf.String())
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), logs.String())
 	}
 	if !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "connection refused") {
 		t.Errorf("first line: %s", lines[0])
@@ -44,17 +40,6 @@ func TestOutageLog(t *testing.T) {
 	if !strings.Contains(lines[1], "recovered") || !strings.Contains(lines[1], "failures=20000") {
 		t.Errorf("last line: %s", lines[1])
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // TestPeriodicStepFailures: the reconciler's steps fail on every pass while
