@@ -143,16 +143,18 @@ type nodeCalls struct {
 // sendDurable runs one batch, part by part, each part on its master, at
 // once. A call a node answered MOVED (its slot moved: a resharding, a
 // failover; the script did not run) is sent once more, to the master the
-// reloaded slot map names: without that, the first purchase of each moved
-// campaign in each process after a resharding was answered UNAVAILABLE.
+// reloaded slot map names (within movedWait): without that, the first
+// purchase of each moved campaign in each process after a resharding was
+// answered UNAVAILABLE.
 func (p *pipeline) sendDurable(ctx context.Context, calls []pipeCall, out []pipeReply) {
 	moved := p.sendParts(ctx, p.byMaster(ctx, calls, out), calls, out, true)
 	if len(moved) == 0 {
 		return
 	}
 	var parts byNode
+	deadline := time.Now().Add(movedWait) // for the whole batch
 	for _, m := range moved {
-		node := p.masterAt(ctx, calls[m.i].keys[0], m.addr)
+		node := p.masterAt(ctx, calls[m.i].keys[0], m.addr, deadline)
 		if node == nil {
 			out[m.i] = m.reply
 			deliver(calls[m.i], m.reply)
@@ -193,20 +195,20 @@ func (p *pipeline) sendParts(ctx context.Context, parts []nodeCalls, calls []pip
 	return moved
 }
 
-// movedWait bounds the wait for the cluster client's slot map to name the
-// node a MOVED reply named (it reloads in the background, in milliseconds).
-// The batch's flush slot is held meanwhile: it happens only after a slot
-// moved, once per process and slot.
-const movedWait = 500 * time.Millisecond
+// movedWait bounds the wait of a batch for the cluster client's slot map
+// to name the nodes its MOVED replies named (it reloads in the background,
+// in milliseconds; longer on a loaded machine). The batch's flush slot is
+// held meanwhile: it happens only after a slot moved, once per process and
+// slot.
+const movedWait = 2 * time.Second
 
 // masterAt returns the master of key once the cluster client's slot map
-// says it is the node at addr, or nil after movedWait.
-func (p *pipeline) masterAt(ctx context.Context, key, addr string) *redis.Client {
+// says it is the node at addr, or nil after deadline.
+func (p *pipeline) masterAt(ctx context.Context, key, addr string, deadline time.Time) *redis.Client {
 	cc, ok := p.rdb.(*redis.ClusterClient)
 	if !ok {
 		return nil
 	}
-	deadline := time.Now().Add(movedWait)
 	for {
 		if node, err := cc.MasterForKey(ctx, key); err == nil && node.Options().Addr == addr {
 			return node
