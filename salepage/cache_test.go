@@ -134,25 +134,9 @@ func TestStock(t *testing.T) {
 			t.Errorf("GET %s (-want +got):\n%s", path, diff)
 		}
 	}
-	// No campaign, no voucher: 404, cached like an answer.
-	for _, path := range []string{"/sale/7/stock", "/sale/8/stock"} {
-		res, _ := get(t, h, path)
-		if res.StatusCode != http.StatusNotFound || res.Header.Get("Cache-Control") != SaleCache {
-			t.Errorf("GET %s: %d %q, want 404 %q", path, res.StatusCode, res.Header.Get("Cache-Control"), SaleCache)
-		}
-	}
-	// Not an id: 404 without a domain read.
-	before := f.reads.Load()
-	for _, path := range []string{"/sale/0/stock", "/sale/-1/stock", "/sale/abc/stock", "/sale/42/stock/",
-		"/sale//stock", "/sale/stock", "/sale/42/stock/x", "/sale/42/x/stock", "/sale/9999999999999999999/stock",
-		"/sale/12345678901234567890/stock", "/sale/1e3/stock", "/sale/+42/stock", "/sale/42%20/stock"} {
-		if res, _ := get(t, h, path); res.StatusCode != http.StatusNotFound {
-			t.Errorf("GET %s: %d, want 404", path, res.StatusCode)
-		}
-	}
-	if n := f.reads.Load() - before; n != 0 {
-		t.Errorf("bad ids made %d domain reads", n)
-	}
+	// No campaign, no voucher: 404, cached like an answer; not an id: 404
+	// without a domain read.
+	checkNotFound(t, h, f, "stock", "/sale/1e3/stock", "/sale/42%20/stock")
 
 	// Within SaleTTL: no new read, the same answer, though the stock moved.
 	f.reads.Store(0)
@@ -297,23 +281,7 @@ func TestCampaign(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &c); err != nil || !c.BeginTime.Equal(begin) || !c.WaitingRoom.OpensAt.Equal(begin.Add(-30*time.Second)) {
 		t.Errorf("beginTime %v, opensAt %v (%v), want %v and 30 s before", c.BeginTime, c.WaitingRoom, err, begin)
 	}
-	for _, path := range []string{"/sale/7/campaign", "/sale/8/campaign"} {
-		res, _ := get(t, h, path)
-		if res.StatusCode != http.StatusNotFound || res.Header.Get("Cache-Control") != SaleCache {
-			t.Errorf("GET %s: %d %q, want 404 %q", path, res.StatusCode, res.Header.Get("Cache-Control"), SaleCache)
-		}
-	}
-	before := f.reads.Load()
-	for _, path := range []string{"/sale/0/campaign", "/sale/-1/campaign", "/sale/abc/campaign", "/sale/42/campaign/",
-		"/sale//campaign", "/sale/campaign", "/sale/42/campaign/x", "/sale/42/x/campaign", "/sale/9999999999999999999/campaign",
-		"/sale/12345678901234567890/campaign", "/sale/+42/campaign", "/sale/42/campaigns", "/sale/42/stock/campaign"} {
-		if res, _ := get(t, h, path); res.StatusCode != http.StatusNotFound {
-			t.Errorf("GET %s: %d, want 404", path, res.StatusCode)
-		}
-	}
-	if n := f.reads.Load() - before; n != 0 {
-		t.Errorf("bad ids made %d domain reads", n)
-	}
+	checkNotFound(t, h, f, "campaign", "/sale/42/campaigns", "/sale/42/stock/campaign")
 
 	// The campaign and the stock share one read: 300 page loads and polls
 	// at once past SaleTTL read once, and within it not at all.
@@ -402,5 +370,31 @@ func TestRev(t *testing.T) {
 	}
 	if rev(same, now.Add(2*time.Minute)) != r {
 		t.Error("the campaign's start (status SCHEDULED to ACTIVE) changes rev")
+	}
+}
+
+// checkNotFound asks for GET /sale/{id}/<what> of a voucher without a
+// campaign (7) and of none (8): 404, cached like an answer; then of paths
+// that name no id (and extra): 404 without a domain read.
+func checkNotFound(t *testing.T, h http.Handler, f *fakeVouchers, what string, extra ...string) {
+	t.Helper()
+	for _, path := range []string{"/sale/7/" + what, "/sale/8/" + what} {
+		res, _ := get(t, h, path)
+		if res.StatusCode != http.StatusNotFound || res.Header.Get("Cache-Control") != SaleCache {
+			t.Errorf("GET %s: %d %q, want 404 %q", path, res.StatusCode, res.Header.Get("Cache-Control"), SaleCache)
+		}
+	}
+	before := f.reads.Load()
+	for _, id := range []string{"0", "-1", "abc", "", "9999999999999999999", "12345678901234567890", "+42"} {
+		extra = append(extra, "/sale/"+id+"/"+what)
+	}
+	extra = append(extra, "/sale/42/"+what+"/", "/sale/"+what, "/sale/42/"+what+"/x", "/sale/42/x/"+what)
+	for _, path := range extra {
+		if res, _ := get(t, h, path); res.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", path, res.StatusCode)
+		}
+	}
+	if n := f.reads.Load() - before; n != 0 {
+		t.Errorf("bad ids made %d domain reads", n)
 	}
 }
