@@ -7,13 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"seckill/internal/auth"
 	"seckill/internal/seckill"
+	"seckill/internal/testenv"
 )
 
 // testEnv is the real domain (its catalog, purchases, challenges and the
@@ -28,7 +27,7 @@ type testEnv struct {
 	tokens  *auth.Tokens
 	handler http.Handler
 	srv     *httptest.Server
-	logs    *syncBuffer
+	logs    *testenv.LogBuffer
 }
 
 func newTestEnv(tb testing.TB, opts Options) *testEnv {
@@ -39,7 +38,7 @@ func newTestEnv(tb testing.TB, opts Options) *testEnv {
 		queue:  &memQueue{},
 		bus:    newMemBus(),
 		tokens: auth.NewTokens([]byte("graph-test-secret-graph-test-secret"), "seckill-test"),
-		logs:   &syncBuffer{},
+		logs:   &testenv.LogBuffer{},
 	}
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	d, purchases := newDomain(tb, e, logger)
@@ -132,35 +131,6 @@ func onlyError(tb testing.TB, r gqlResponse, raw string) gqlError {
 		tb.Fatalf("want exactly one error, got %d: %s", len(r.Errors), raw)
 	}
 	return r.Errors[0]
-}
-
-// syncBuffer is a log destination that the handler's goroutines share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// countLines returns how many log lines contain substr.
-func (s *syncBuffer) countLines(substr string) int {
-	n := 0
-	for line := range strings.Lines(s.String()) {
-		if strings.Contains(line, substr) {
-			n++
-		}
-	}
-	return n
 }
 
 const addVoucherMutation = `mutation Add($input: AddSeckillVoucherInput!) {

@@ -196,7 +196,7 @@ func TestPurchaseFastPathAgrees(t *testing.T) {
 	for _, c := range purchaseCorpus() {
 		t.Run(c.name, func(t *testing.T) {
 			before := tw.fastHits.Load()
-			logsF, logsG := tw.fast.logs.countLines("internal error"), tw.generic.logs.countLines("internal error")
+			logsF, logsG := tw.fast.logs.CountLines("internal error"), tw.generic.logs.CountLines("internal error")
 			got := sendCase(t, tw.fast.srv.URL, tw.tokens, c, vf)
 			want := sendCase(t, tw.generic.srv.URL, tw.tokens, c, vg)
 			if got != want {
@@ -205,7 +205,7 @@ func TestPurchaseFastPathAgrees(t *testing.T) {
 			if fast := tw.fastHits.Load() > before; fast != c.fast {
 				t.Errorf("answered by the fast path: %v, want %v (%s)", fast, c.fast, got.body)
 			}
-			if f, g := tw.fast.logs.countLines("internal error")-logsF, tw.generic.logs.countLines("internal error")-logsG; f != g {
+			if f, g := tw.fast.logs.CountLines("internal error")-logsF, tw.generic.logs.CountLines("internal error")-logsG; f != g {
 				t.Errorf("internal errors logged: %d by the fast path, %d by gqlgen", f, g)
 			}
 		})
@@ -226,7 +226,7 @@ func TestPurchaseFastPathFailures(t *testing.T) {
 			}
 			c := purchaseCase{body: `{"query":` + quote(buyDoc) + `,"variables":{"voucherId":"{{V}}"}}`, token: "user"}
 			before := tw.fastHits.Load()
-			logsF, logsG := tw.fast.logs.countLines("level=ERROR"), tw.generic.logs.countLines("level=ERROR")
+			logsF, logsG := tw.fast.logs.CountLines("level=ERROR"), tw.generic.logs.CountLines("level=ERROR")
 			got, want := sendCase(t, tw.fast.srv.URL, tw.tokens, c, vf), sendCase(t, tw.generic.srv.URL, tw.tokens, c, vg)
 			if got != want {
 				t.Errorf("fast path answered\n%v\ngqlgen answered\n%v", got, want)
@@ -237,7 +237,7 @@ func TestPurchaseFastPathFailures(t *testing.T) {
 			if strings.Contains(got.body, "secret") {
 				t.Errorf("an internal detail reached the client: %s", got.body)
 			}
-			f, g := tw.fast.logs.countLines("level=ERROR")-logsF, tw.generic.logs.countLines("level=ERROR")-logsG
+			f, g := tw.fast.logs.CountLines("level=ERROR")-logsF, tw.generic.logs.CountLines("level=ERROR")-logsG
 			if f != g {
 				t.Errorf("errors logged: %d by the fast path, %d by gqlgen", f, g)
 			}

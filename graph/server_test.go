@@ -417,10 +417,10 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	if strings.Contains(raw, "10.1.2.3") || strings.Contains(raw, "password") {
 		t.Errorf("the response leaks the cause: %s", raw)
 	}
-	if n := e.logs.countLines("10.1.2.3"); n != 1 {
+	if n := e.logs.CountLines("10.1.2.3"); n != 1 {
 		t.Errorf("the cause is logged %d times, want once:\n%s", n, e.logs)
 	}
-	if n := e.logs.countLines("path=vouchers"); n != 1 {
+	if n := e.logs.CountLines("path=vouchers"); n != 1 {
 		t.Errorf("the path is not logged with it:\n%s", e.logs)
 	}
 
@@ -434,7 +434,7 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	if strings.Contains(raw, "secret") || strings.Contains(raw, "corrupted") {
 		t.Errorf("the response leaks the panic: %s", raw)
 	}
-	if n := e.logs.countLines("corrupted page 7"); n != 1 {
+	if n := e.logs.CountLines("corrupted page 7"); n != 1 {
 		t.Errorf("the panic is logged %d times, want once:\n%s", n, e.logs)
 	}
 }

@@ -1,11 +1,9 @@
 package admission_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,24 +46,6 @@ func TestPlacementUneven(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer for a logger that goroutines share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestPlacementResharded: on a cluster that split its slots evenly, the 3
 // shards of a campaign sit on its 3 masters and warming it warns of
 // nothing. Once a shard's slot has moved to another shard's master (a
@@ -78,7 +58,7 @@ func TestPlacementResharded(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
 	t.Cleanup(func() { cc.Close() })
 	ctx := context.Background()
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	a := admission.New(cc, admission.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err := a.Load(ctx); err != nil {
 		t.Fatal(err)

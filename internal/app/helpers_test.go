@@ -33,7 +33,7 @@ type testEnv struct {
 	url    string // the API's base URL
 	ctx    context.Context
 	worker func() // starts the workers; stopped at cleanup
-	logs   *logBuffer
+	logs   *testenv.LogBuffer
 	dsn    string // the database
 	opts   []envOption
 }
@@ -68,7 +68,7 @@ func startTestEnv(t *testing.T, dsn string, flush bool, opts ...envOption) *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	logger := slog.New(obs.NewLogHandler(slog.NewTextHandler(io.MultiWriter(testWriter{t}, logs), &slog.HandlerOptions{Level: cfg.LogLevel})))
 	a, srv := testenv.StartServer(t, func(ctx context.Context) (*App, error) {
 		a, err := New(ctx, cfg, logger)
@@ -88,24 +88,6 @@ func startTestEnv(t *testing.T, dsn string, flush bool, opts ...envOption) *test
 		return a, nil
 	})
 	return &testEnv{t: t, app: a, srv: srv.HTTP, url: srv.URL, ctx: srv.Ctx, worker: srv.StartWorker, logs: logs, dsn: dsn, opts: opts}
-}
-
-// logBuffer keeps what the app logged, for tests that look at it.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // testWriter sends logs to the test's log, so they show only on failure.

@@ -32,6 +32,7 @@ import (
 
 	"seckill/internal/config"
 	"seckill/internal/obs"
+	"seckill/internal/testenv"
 )
 
 // installRecorder makes an SDK tracer provider that records every span in
@@ -295,7 +296,7 @@ func TestRequestID(t *testing.T) {
 // request id and the trace id of the request's span.
 func TestObserveLogsTraceID(t *testing.T) {
 	rec := installRecorder(t)
-	var buf logBuffer
+	var buf testenv.LogBuffer
 	cfg := &config.Config{LogFormat: "json", LogLevel: slog.LevelInfo}
 	a := &App{Metrics: NewMetrics(), Logger: newLogger(cfg, &buf)}
 	h := a.observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

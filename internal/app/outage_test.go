@@ -7,12 +7,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"seckill/internal/testenv"
 )
 
 // TestOutageLog: thousands of failures from concurrent workers during an
 // outage make one line when it starts and one when it ends, with the count.
 func TestOutageLog(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	o := newOutageLog(logger, "persist orders")
 	ctx := context.Background()
@@ -47,7 +49,7 @@ func TestOutageLog(t *testing.T) {
 // logs one line when its failures start and one when they end, and a pass
 // cut short by shutdown logs nothing.
 func TestPeriodicStepFailures(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	a := &App{Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	ctx := context.Background()
 	away := errors.New(`database "seckill" is not currently accepting connections`)
