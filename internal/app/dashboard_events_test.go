@@ -130,11 +130,33 @@ func TestDashboardEvents(t *testing.T) {
 		t.Errorf("%d calls with a signature that does not verify", n)
 	}
 
+	// Enabled, it cannot be deleted (no button, and a POST all the same
+	// is refused); disabled, it can, and its page is gone.
+	if e.page(e.get("/admin/events")).Find(`[data-testid="delete-endpoint"]`).Length() != 0 {
+		t.Error("an enabled endpoint offers a delete")
+	}
+	res = e.post(link+"/delete", url.Values{})
+	if body := e.page(res).Find(`[data-testid="action-error"]`).Text(); res.StatusCode != http.StatusConflict || !strings.Contains(body, "disable it first") {
+		t.Errorf("deleting an enabled endpoint: %s %q, want 409 and why", res.Status, body)
+	}
 	toggle, _ := e.page(e.get("/admin/events")).Find(`[data-testid="toggle-endpoint"]`).Attr("action")
 	if res := e.post(toggle, url.Values{}); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("disable: %s", res.Status)
 	}
 	if state := e.page(e.get("/admin/events")).Find(`[data-testid="endpoint-state"]`).Text(); !strings.Contains(state, "disabled") {
 		t.Errorf("endpoint state %q after disabling", state)
+	}
+	del, _ := e.page(e.get("/admin/events")).Find(`[data-testid="delete-endpoint"]`).Attr("action")
+	if res := e.post(del, url.Values{}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("delete: %s", res.Status)
+	}
+	if n := e.page(e.get("/admin/events")).Find(`[data-testid="endpoint-row"]`).Length(); n != 0 {
+		t.Errorf("%d endpoints listed after the delete", n)
+	}
+	if res := e.get(link); res.StatusCode != http.StatusNotFound {
+		t.Errorf("the deleted endpoint's page: %s, want 404", res.Status)
+	}
+	if res := e.post(del, url.Values{}); res.StatusCode != http.StatusNotFound {
+		t.Errorf("deleting it again: %s, want 404", res.Status)
 	}
 }
