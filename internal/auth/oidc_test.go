@@ -302,3 +302,27 @@ func fetchJWKS(tb testing.TB, url string) jose.JSONWebKeySet {
 	}
 	return set
 }
+
+// TestOriginOf: the dashboard's sign-in pages let their form go on to the
+// origin of the provider's authorization endpoint (their
+// Content-Security-Policy's form-action), so that origin must be exactly
+// scheme://host[:port] of an http(s) URL, and nothing that could end the
+// CSP directive or add a source.
+func TestOriginOf(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://id.example/oauth2/authorize?x=1": "https://id.example",
+		"http://127.0.0.1:8099/authorize":         "http://127.0.0.1:8099",
+		"https://[::1]:8443/a":                    "https://[::1]:8443",
+		"https://user@id.example/a":               "https://id.example", // an origin has no user
+	} {
+		if got, err := originOf(raw); err != nil || got != want {
+			t.Errorf("originOf(%q) = %q, %v; want %q", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{"", "/authorize", "javascript:alert(1)", "ftp://id.example/a",
+		"https://id.example; script-src *", "https://id.example%3B%20script-src%20*/a"} {
+		if got, err := originOf(raw); err == nil {
+			t.Errorf("originOf(%q) = %q, want an error", raw, got)
+		}
+	}
+}
