@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,6 +245,13 @@ func TestConstraints(t *testing.T) {
 			[]any{seckill.OrderID(v.ID, 1), v.ID}, "23505"},
 		{"order of no voucher", "INSERT INTO voucher_order (id, user_id, voucher_id, admitted_at) VALUES (?, 2, ?, now())",
 			[]any{seckill.OrderID(v.ID+1000, 1), v.ID + 1000}, "23503"},
+		{"orders of a voucher and of none", `INSERT INTO voucher_order (id, user_id, voucher_id, admitted_at)
+			VALUES (?, 5, ?, now()), (?, 6, ?, now())`,
+			[]any{seckill.OrderID(v.ID, 5), v.ID, seckill.OrderID(v.ID+1000, 2), v.ID + 1000}, "23503"},
+		{"order moved to another voucher", "UPDATE voucher_order SET voucher_id = ? WHERE voucher_id = ?",
+			[]any{normal(), v.ID}, "23503"},
+		{"voucher of an order deleted", "DELETE FROM voucher WHERE id = ?", []any{v.ID}, "23503"},
+		{"voucher of an order renumbered", "UPDATE voucher SET id = ? WHERE id = ?", []any{v.ID + 2000, v.ID}, "23503"},
 		{"order status", "INSERT INTO voucher_order (id, user_id, voucher_id, status, admitted_at) VALUES (?, 3, ?, 'FAILED', now())",
 			[]any{seckill.OrderID(v.ID, 3), v.ID}, "23514"},
 		{"order without user", "INSERT INTO voucher_order (id, user_id, voucher_id, admitted_at) VALUES (?, 0, ?, now())",
@@ -259,6 +267,70 @@ func TestConstraints(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeleteVoucherWhilePersisting: a voucher is deleted only while no
+// order refers to it, however its deletion and its orders' persistence
+// interleave. Persisting locks the voucher's row once per statement (the
+// voucher_order_voucher_check trigger); without that lock a delete whose
+// check ran while a batch held the campaign row deletes the voucher under
+// the batch's orders.
+func TestDeleteVoucherWhilePersisting(t *testing.T) {
+	db, s := newStore(t)
+	ctx := t.Context()
+	deleted, kept := 0, 0
+	for round := range 40 {
+		v := storetest.CreateCampaign(t, db, 100)
+		batch := make([]seckill.Admission, 50)
+		for i := range batch {
+			batch[i] = adm(v.ID, int64(i+1), int64(i+1))
+		}
+		var wg sync.WaitGroup
+		var outs []seckill.PersistOutcome
+		var perr, derr error
+		wg.Go(func() { outs, perr = s.PersistOrders(ctx, batch) })
+		wg.Go(func() {
+			time.Sleep(time.Duration(round%8) * 300 * time.Microsecond)
+			derr = s.DeleteVoucher(ctx, v.ID)
+		})
+		wg.Wait()
+		if perr != nil {
+			t.Fatalf("round %d: persist: %v", round, perr)
+		}
+		var orders int
+		if err := db.NewSelect().Table("voucher_order").ColumnExpr("count(*)").Where("voucher_id = ?", v.ID).Scan(ctx, &orders); err != nil {
+			t.Fatal(err)
+		}
+		switch seckill.ErrorCode(derr) {
+		case "":
+			deleted++
+			if orders != 0 {
+				t.Errorf("round %d: voucher deleted under %d orders", round, orders)
+			}
+			for _, o := range outs {
+				if o.Status != seckill.OrderFailed || o.Reason != seckill.FailureNoCampaign {
+					t.Errorf("round %d: order %d of a deleted voucher: %s %q", round, o.Admission.OrderID, o.Status, o.Reason)
+					break
+				}
+			}
+		case seckill.ECONFLICT:
+			kept++
+			if orders != len(batch) {
+				t.Errorf("round %d: delete refused, %d orders of %d", round, orders, len(batch))
+			}
+		default:
+			t.Fatalf("round %d: delete: %v", round, derr)
+		}
+	}
+	var orphans int
+	if err := db.NewRaw(`SELECT count(*) FROM voucher_order AS o
+		WHERE NOT EXISTS (SELECT 1 FROM voucher AS v WHERE v.id = o.voucher_id)`).Scan(ctx, &orphans); err != nil {
+		t.Fatal(err)
+	}
+	if orphans != 0 {
+		t.Errorf("%d orders of no voucher", orphans)
+	}
+	t.Logf("deleted first %d times, refused %d times", deleted, kept)
 }
 
 func TestDeleteVoucher(t *testing.T) {
