@@ -36,7 +36,7 @@ export GORACE ?= atexit_sleep_ms=0
 # test-single. Each name is a whole test name.
 APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterMasterKilledBuyersReturn TestClusterReplicaRestarted \
 	TestClusterPostgresAway TestClusterProcessesKilled TestClusterFailoverToStaleReplica TestClusterShardMasterKilled \
-	TestCheckShards
+	TestCheckShards TestAdmitDuringSlotMigration
 APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisDownForAWhile \
 	TestRedisKilled TestRedisEmptyWhilePostgresSlow TestSentinelPurchase TestSentinelMasterKilled \
 	TestUnreplicatedAdmission TestUnreplicatedWriteReplyLost TestUnreplicatedCommitLostPostgresAway

@@ -141,66 +141,101 @@ type nodeCalls struct {
 }
 
 // sendDurable runs one batch, part by part, each part on its master, at
-// once. A call a node answered MOVED (its slot moved: a resharding, a
-// failover; the script did not run) is sent once more, to the master the
-// reloaded slot map names (within movedWait): without that, the first
-// purchase of each moved campaign in each process after a resharding was
+// once. A call that a node turned away without running the script is sent
+// again, within one redirectWait for the whole batch: answered MOVED (its
+// slot moved: a resharding, a failover), to the master the reloaded slot
+// map names; answered ASK or TRYAGAIN (its slot is being migrated: the
+// source sends it to the target, and the target refuses a script some of
+// whose keys it lacks, as the user's keys of an admission always are), to
+// the slot's master once more after a pause, until the migration ends.
+// Without that, the first purchase of each moved campaign in each process
+// after a resharding, and every purchase of it during the migration, was
 // answered UNAVAILABLE.
 func (p *pipeline) sendDurable(ctx context.Context, calls []pipeCall, out []pipeReply) {
-	moved := p.sendParts(ctx, p.byMaster(ctx, calls, out), calls, out, true)
-	if len(moved) == 0 {
-		return
-	}
-	var parts byNode
-	deadline := time.Now().Add(movedWait) // for the whole batch
-	for _, m := range moved {
-		node := p.masterAt(ctx, calls[m.i].keys[0], m.addr, deadline)
-		if node == nil {
-			out[m.i] = m.reply
-			deliver(calls[m.i], m.reply)
-			continue
+	redirected := p.sendParts(ctx, p.byMaster(ctx, calls, out), calls, out, true)
+	deadline := time.Now().Add(redirectWait) // for the whole batch
+	for len(redirected) > 0 {
+		var parts byNode
+		for _, r := range redirected {
+			node := p.redirectTo(ctx, calls[r.i].keys[0], r.addr, deadline)
+			if node == nil {
+				out[r.i] = r.reply
+				deliver(calls[r.i], r.reply)
+				continue
+			}
+			parts.add(node, r.i)
 		}
-		parts.add(node, m.i)
+		redirected = p.sendParts(ctx, parts.parts, calls, out, time.Now().Before(deadline))
 	}
-	p.sendParts(ctx, parts.parts, calls, out, false)
 }
 
-// movedCall is a call of a batch that a node answered MOVED.
-type movedCall struct {
+// redirectedCall is a call of a batch that a node turned away (MOVED, ASK,
+// TRYAGAIN) without running its script.
+type redirectedCall struct {
 	i     int       // its position in the batch
-	addr  string    // the node the reply names
-	reply pipeReply // the MOVED reply, delivered if it cannot be sent again
+	addr  string    // the node a MOVED reply names; "" for ASK and TRYAGAIN
+	reply pipeReply // the node's reply, delivered if it cannot be sent again
 }
 
-// sendParts runs the parts at once. With retry, the calls answered MOVED
-// are returned instead of delivered.
-func (p *pipeline) sendParts(ctx context.Context, parts []nodeCalls, calls []pipeCall, out []pipeReply, retry bool) []movedCall {
+// sendParts runs the parts at once. With retry, the calls turned away are
+// returned instead of delivered.
+func (p *pipeline) sendParts(ctx context.Context, parts []nodeCalls, calls []pipeCall, out []pipeReply, retry bool) []redirectedCall {
 	if len(parts) == 1 {
 		return p.sendNode(ctx, parts[0], calls, out, retry)
 	}
 	var (
-		mu    sync.Mutex
-		moved []movedCall
-		wg    sync.WaitGroup
+		mu         sync.Mutex
+		redirected []redirectedCall
+		wg         sync.WaitGroup
 	)
 	for _, part := range parts {
 		wg.Go(func() {
-			m := p.sendNode(ctx, part, calls, out, retry)
+			r := p.sendNode(ctx, part, calls, out, retry)
 			mu.Lock()
-			moved = append(moved, m...)
+			redirected = append(redirected, r...)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return moved
+	return redirected
 }
 
-// movedWait bounds the wait of a batch for the cluster client's slot map
-// to name the nodes its MOVED replies named (it reloads in the background,
-// in milliseconds; longer on a loaded machine). The batch's flush slot is
-// held meanwhile: it happens only after a slot moved, once per process and
-// slot.
-const movedWait = 2 * time.Second
+// redirectWait bounds how long a batch sends again the calls turned away:
+// the wait for the cluster client's slot map to name the nodes its MOVED
+// replies named (it reloads in the background, in milliseconds; longer on
+// a loaded machine), or for a slot's migration to end. The batch's flush
+// slot is held meanwhile: it happens only while or after a slot moves.
+const redirectWait = 2 * time.Second
+
+// migrationPause is how long a call answered ASK or TRYAGAIN waits before
+// it is sent again.
+const migrationPause = 20 * time.Millisecond
+
+// redirectTo returns the master to send a turned-away call of key to, or
+// nil once deadline passed: for MOVED (addr set), the master the slot map
+// names once it names addr; for ASK and TRYAGAIN, the slot's master after
+// migrationPause and a reload of the slot map, which names the target once
+// the migration ended.
+func (p *pipeline) redirectTo(ctx context.Context, key, addr string, deadline time.Time) *redis.Client {
+	if addr != "" {
+		return p.masterAt(ctx, key, addr, deadline)
+	}
+	cc, ok := p.rdb.(*redis.ClusterClient)
+	if !ok || time.Now().Add(migrationPause).After(deadline) {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(migrationPause):
+	}
+	cc.ReloadState(ctx)
+	node, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return nil
+	}
+	return node
+}
 
 // masterAt returns the master of key once the cluster client's slot map
 // says it is the node at addr, or nil after deadline.
@@ -221,18 +256,25 @@ func (p *pipeline) masterAt(ctx context.Context, key, addr string, deadline time
 	}
 }
 
-// movedTo returns the node a MOVED reply names ("MOVED 3999
-// 127.0.0.1:7002"). ASK (a slot being migrated) is not followed: the call
-// would need an ASKING first, and the migration ends soon.
-func movedTo(err error) (string, bool) {
-	if err == nil || !redis.HasErrorPrefix(err, "MOVED") {
+// turnedAway reports whether a reply is a cluster node's refusal to run the
+// call at all, and for MOVED the node it names ("MOVED 3999
+// 127.0.0.1:7002"). ASK ("ASK 3999 127.0.0.1:7002") is not followed to
+// its node with ASKING: that node answers TRYAGAIN to an admission, whose
+// user keys it lacks, until the migration ends.
+func turnedAway(err error) (addr string, ok bool) {
+	switch {
+	case err == nil:
 		return "", false
+	case redis.HasErrorPrefix(err, "MOVED"):
+		f := strings.Fields(err.Error())
+		if len(f) != 3 {
+			return "", false
+		}
+		return f[2], true
+	case redis.HasErrorPrefix(err, "ASK"), redis.HasErrorPrefix(err, "TRYAGAIN"):
+		return "", true
 	}
-	f := strings.Fields(err.Error())
-	if len(f) != 3 {
-		return "", false
-	}
-	return f[2], true
+	return "", false
 }
 
 // byNode gathers a batch's calls into a part per node, in the order the
@@ -296,7 +338,7 @@ func (p *pipeline) byMaster(ctx context.Context, calls []pipeCall, out []pipeRep
 // stalls, so it runs after sendNode returns, outside the batch's flush
 // slot: the next batches, and their refusals, go out at once instead of
 // queueing behind it; the acceptances are answered when it ends.
-func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCall, out []pipeReply, retry bool) []movedCall {
+func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCall, out []pipeReply, retry bool) []redirectedCall {
 	sub := make([]pipeCall, len(part.idx))
 	res := make([]pipeReply, len(part.idx))
 	for j, i := range part.idx {
@@ -307,8 +349,8 @@ func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCal
 	p.reloadIfUnreachable(ctx, res)
 
 	var (
-		writers []int // positions in sub of the calls that wrote
-		moved   []movedCall
+		writers    []int // positions in sub of the calls that wrote
+		redirected []redirectedCall
 	)
 	for j, r := range res {
 		if r.err == nil && p.dur.wrote(r.res) {
@@ -316,8 +358,8 @@ func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCal
 			out[part.idx[j]] = pipeReply{deferred: true}
 			continue
 		}
-		if addr, ok := movedTo(r.err); ok && retry {
-			moved = append(moved, movedCall{i: part.idx[j], addr: addr, reply: r})
+		if addr, ok := turnedAway(r.err); ok && retry {
+			redirected = append(redirected, redirectedCall{i: part.idx[j], addr: addr, reply: r})
 			continue
 		}
 		out[part.idx[j]] = r
@@ -325,7 +367,7 @@ func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCal
 	}
 	if len(writers) == 0 {
 		_ = cn.Close()
-		return moved
+		return redirected
 	}
 	wctx := context.WithoutCancel(ctx) // the callers wait on it, whoever sent the batch
 	p.dur.waits <- struct{}{}
@@ -341,7 +383,7 @@ func (p *pipeline) sendNode(ctx context.Context, part nodeCalls, calls []pipeCal
 			deliver(sub[j], r)
 		}
 	}()
-	return moved
+	return redirected
 }
 
 // reloadIfUnreachable asks a cluster client to reload its slot map when a

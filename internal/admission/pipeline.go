@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -95,7 +96,45 @@ func (p *pipeline) send(ctx context.Context, calls []pipeCall, out []pipeReply) 
 		return nil
 	}
 	p.exec(ctx, p.rdb, calls, out)
+	if _, ok := p.rdb.(*redis.ClusterClient); ok {
+		p.sendTurnedAway(ctx, calls, out)
+	}
 	return nil
+}
+
+// sendTurnedAway sends again, within redirectWait, the calls of a batch on
+// a cluster client that a node turned away without running their script
+// after the client's own few redirects: while a slot is being migrated,
+// the target answers TRYAGAIN to an admission (its user keys exist nowhere)
+// until the migration ends, which takes longer than those redirects. The
+// cluster client routes each call as its slot map says, after a pause.
+func (p *pipeline) sendTurnedAway(ctx context.Context, calls []pipeCall, out []pipeReply) {
+	deadline := time.Now().Add(redirectWait)
+	for {
+		var idx []int
+		for i := range out {
+			if _, ok := turnedAway(out[i].err); ok {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 0 || time.Now().Add(migrationPause).After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(migrationPause):
+		}
+		sub := make([]pipeCall, len(idx))
+		res := make([]pipeReply, len(idx))
+		for j, i := range idx {
+			sub[j] = calls[i]
+		}
+		p.exec(ctx, p.rdb, sub, res)
+		for j, i := range idx {
+			out[i] = res[j]
+		}
+	}
 }
 
 // exec runs calls on c (runScripts): alone, or as one pipeline.

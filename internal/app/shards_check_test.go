@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/admission"
+	"seckill/internal/seckill"
 	"seckill/internal/testenv"
 )
 
@@ -80,6 +82,15 @@ func TestCheckShards(t *testing.T) {
 // redis-cli --cluster reshard does, and waits until every node agrees.
 func reshard(t *testing.T, cluster *testenv.RedisCluster, slot int, from, to *testenv.RedisServer) {
 	t.Helper()
+	migrateSlot(t, cluster, slot, from, to)()
+}
+
+// migrateSlot moves a slot's keys from one master to another and leaves
+// the slot migrating (the source answers ASK, the target TRYAGAIN to a
+// script some of whose keys it lacks); the function it returns ends the
+// migration and waits until every node agrees.
+func migrateSlot(t *testing.T, cluster *testenv.RedisCluster, slot int, from, to *testenv.RedisServer) func() {
+	t.Helper()
 	ctx := context.Background()
 	node := func(addr string) *redis.Client {
 		c := redis.NewClient(&redis.Options{Addr: addr})
@@ -88,19 +99,23 @@ func reshard(t *testing.T, cluster *testenv.RedisCluster, slot int, from, to *te
 	}
 	src, dst := node(from.Addr()), node(to.Addr())
 	srcID, dstID := src.ClusterMyID(ctx).Val(), dst.ClusterMyID(ctx).Val()
-	do := func(c *redis.Client, args ...any) {
-		t.Helper()
+	do := func(c *redis.Client, args ...any) error {
 		if err := c.Do(ctx, args...).Err(); err != nil {
-			t.Fatalf("%v on %s: %v", args, c.Options().Addr, err)
+			return fmt.Errorf("%v on %s: %w", args, c.Options().Addr, err)
 		}
+		return nil
 	}
-	do(dst, "cluster", "setslot", slot, "importing", srcID)
-	do(src, "cluster", "setslot", slot, "migrating", dstID)
-	for {
-		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+	must := func(err error) {
+		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	must(do(dst, "cluster", "setslot", slot, "importing", srcID))
+	must(do(src, "cluster", "setslot", slot, "migrating", dstID))
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		must(err)
 		if len(keys) == 0 {
 			break
 		}
@@ -108,18 +123,27 @@ func reshard(t *testing.T, cluster *testenv.RedisCluster, slot int, from, to *te
 		for _, k := range keys {
 			args = append(args, k)
 		}
-		do(src, args...)
+		must(do(src, args...))
 	}
-	do(dst, "cluster", "setslot", slot, "node", dstID)
-	do(src, "cluster", "setslot", slot, "node", dstID)
-	deadline := time.Now().Add(10 * time.Second)
-	for _, addr := range cluster.Addrs() {
-		c := node(addr)
-		for !servedBy(ctx, c, slot, to.Addr()) {
-			if time.Now().After(deadline) {
-				t.Fatalf("node %s does not see slot %d on %s", addr, slot, to.Addr())
+	// Called from the test's goroutine or another: errors are reported,
+	// not fatal.
+	return func() {
+		for _, c := range []*redis.Client{dst, src} {
+			if err := do(c, "cluster", "setslot", slot, "node", dstID); err != nil {
+				t.Error(err)
+				return
 			}
-			time.Sleep(20 * time.Millisecond)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for _, addr := range cluster.Addrs() {
+			c := node(addr)
+			for !servedBy(ctx, c, slot, to.Addr()) {
+				if time.Now().After(deadline) {
+					t.Errorf("node %s does not see slot %d on %s", addr, slot, to.Addr())
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
 		}
 	}
 }
@@ -131,4 +155,70 @@ func servedBy(ctx context.Context, c *redis.Client, slot int, addr string) bool 
 		}
 	}
 	return false
+}
+
+// TestAdmitDuringSlotMigration: a purchase made while its campaign's slot
+// moves between masters (the source answers ASK, the target TRYAGAIN, as
+// the script's user keys exist nowhere: it ran on neither) is sent again
+// until the migration ends, and ACCEPTED, on the durable path (WAIT for a
+// replica, the default on a cluster) and without it; before, both answered
+// it UNAVAILABLE. Every ACCEPTED order reaches Postgres.
+func TestAdmitDuringSlotMigration(t *testing.T) {
+	for _, minReplicas := range []string{"1", "0"} {
+		t.Run("min replicas "+minReplicas, func(t *testing.T) {
+			admitDuringSlotMigration(t, minReplicas)
+		})
+	}
+}
+
+func admitDuringSlotMigration(t *testing.T, minReplicas string) {
+	cluster := testenv.StartCluster(t)
+	e := newTestEnv(t, "", onCluster(cluster), func(m map[string]string) { m["SECKILL_REDIS_MIN_REPLICAS"] = minReplicas })
+	e.worker()
+	v := e.createCampaign(30)
+	ctx := context.Background()
+	var accepted []int64
+	buy := func(user int64, when string) {
+		t.Helper()
+		res, err := e.buy(nil, e.token(user, false), v)
+		if err != nil || res.Outcome != "ACCEPTED" {
+			t.Errorf("buyer %d %s: %+v, %v; want ACCEPTED", user, when, res, err)
+			return
+		}
+		if res.OrderID == nil {
+			t.Fatalf("buyer %d: ACCEPTED without an order id", user)
+		}
+		id, err := strconv.ParseInt(*res.OrderID, 10, 64)
+		if err != nil {
+			t.Fatalf("order id %q: %v", *res.OrderID, err)
+		}
+		accepted = append(accepted, id)
+	}
+	buy(1001, "before the migration")
+
+	tag := "{" + admission.ShardTag(v, 0, 1) + "}"
+	any0 := redis.NewClient(&redis.Options{Addr: cluster.Addrs()[0]})
+	defer any0.Close()
+	slot := int(any0.ClusterKeySlot(ctx, tag).Val())
+	// Shard 1 of 3 lies on another master of an even cluster.
+	from, to := cluster.MasterOf(tag), cluster.MasterOf("{"+admission.ShardTag(v, 1, 3)+"}")
+	if from == to {
+		t.Fatalf("no other master than %s", from.Addr())
+	}
+	finish := migrateSlot(t, cluster, slot, from, to)
+	const migrating = 400 * time.Millisecond
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(migrating)
+		finish()
+	}()
+	start := time.Now()
+	buy(1002, "while the slot migrates")
+	t.Logf("answered after %s (the migration ended after %s)", time.Since(start).Round(time.Millisecond), migrating)
+	<-done
+	buy(1003, "after the migration")
+	for _, id := range accepted {
+		eventually(t, 20*time.Second, fmt.Sprintf("order %d CREATED", id), func() bool { return e.status(id) == seckill.OrderCreated })
+	}
 }
