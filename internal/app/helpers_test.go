@@ -125,8 +125,14 @@ func (r *gqlResponse) code() string {
 
 // gql posts a GraphQL request through the real HTTP handler.
 func (e *testEnv) gql(client *http.Client, token, query string, vars map[string]any, data any) (*gqlResponse, error) {
+	return postGQL(client, e.url, token, query, vars, data)
+}
+
+// postGQL posts a GraphQL request to the server at base (with token, when
+// set; on client, or http.DefaultClient) and decodes its data into data.
+func postGQL(client *http.Client, base, token, query string, vars map[string]any, data any) (*gqlResponse, error) {
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, err := http.NewRequest(http.MethodPost, e.url+"/graphql", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

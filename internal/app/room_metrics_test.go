@@ -1,10 +1,6 @@
 package app
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -16,30 +12,12 @@ import (
 // and decodes its data into out; an error answer fails the test.
 func postGraphQL(tb testing.TB, base, token, query string, vars map[string]any, out any) {
 	tb.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, _ := http.NewRequest(http.MethodPost, base+"/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
+	res, err := postGQL(nil, base, token, query, vars, out)
 	if err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("%s: %v", query, err)
 	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var ans struct {
-		Data   json.RawMessage `json:"data"`
-		Errors []struct {
-			Message string `json:"message"`
-		} `json:"errors"`
-	}
-	if err := json.Unmarshal(raw, &ans); err != nil || len(ans.Errors) > 0 {
-		tb.Fatalf("%s: %d %s (%v)", query, res.StatusCode, raw, err)
-	}
-	if err := json.Unmarshal(ans.Data, out); err != nil {
-		tb.Fatalf("%s: %s: %v", query, ans.Data, err)
+	if len(res.Errors) > 0 {
+		tb.Fatalf("%s: %s", query, res.Errors[0].Message)
 	}
 }
 
