@@ -461,6 +461,7 @@ func BenchmarkPersistOrders(b *testing.B) {
 	v := storetest.CreateCampaign(b, db, int64(b.N*batchSize+1))
 	batch := make([]seckill.Admission, batchSize)
 	seq := int64(0)
+	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		for i := range batch {
