@@ -244,7 +244,7 @@ func (s *Store) persistBatch(ctx context.Context, batch []seckill.Admission) (ma
 		// several vouchers cannot deadlock. A unit is taken only in the
 		// admission's epoch: a campaign rebuilt since sells it again.
 		take := make(map[epochKey]int64)
-		var fresh []createdOrder
+		fresh := make([]createdOrder, 0, len(inserted))
 		for _, a := range batch {
 			if r, ok := inserted[a.OrderID]; ok {
 				take[epochKey{a.VoucherID, seckill.OrderEpoch(a.OrderID)}]++
@@ -406,7 +406,7 @@ func insertOrders(ctx context.Context, db bun.IDB, adms []seckill.Admission) ([]
 	for i, a := range adms {
 		ids[i], vouchers[i], users[i], at[i] = a.OrderID, a.VoucherID, a.UserID, a.AdmittedAt
 	}
-	var ins []idTime
+	ins := make([]idTime, 0, len(adms))
 	err := db.NewRaw(insertOrdersSQL, pgdialect.Array(ids), pgdialect.Array(vouchers),
 		pgdialect.Array(users), pgdialect.Array(at)).Scan(ctx, &ins)
 	return ins, err
