@@ -285,9 +285,21 @@ func (s *Store) SetEndpointEnabled(ctx context.Context, id int64, enabled bool) 
 	return nil
 }
 
+// endpointDeleteChunk is how many deliveries one statement of
+// DeleteEndpoint deletes: an endpoint that kept millions (retained, or
+// owed to a receiver that went away) goes in many short transactions, not
+// one long one that holds its row lock and keeps vacuum off the table.
+var endpointDeleteChunk = 10000
+
 // DeleteEndpoint deletes a disabled dashboard endpoint and its deliveries;
-// see seckill.EventAdmin.
+// see seckill.EventAdmin. The deliveries go endpointDeleteChunk at a
+// time, each chunk while the endpoint's row is locked and still disabled,
+// then the endpoint; enabled again halfway, it stays with what is left of
+// them (ECONFLICT).
 func (s *Store) DeleteEndpoint(ctx context.Context, id int64) error {
+	if _, err := s.deleteDeliveries(ctx, id); err != nil {
+		return err
+	}
 	var enabled []bool
 	err := s.db.NewRaw(`WITH gone AS (
 			DELETE FROM event_endpoint WHERE id = ? AND source = 'dashboard' AND NOT enabled RETURNING id
@@ -303,6 +315,29 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id int64) error {
 		return seckill.Errorf(seckill.ECONFLICT, "endpoint %d is enabled: disable it first", id)
 	}
 	return nil
+}
+
+// deleteDeliveries deletes the deliveries of a disabled dashboard endpoint,
+// endpointDeleteChunk a statement, and returns how many statements deleted
+// some; none for an endpoint that is enabled or not a dashboard's.
+func (s *Store) deleteDeliveries(ctx context.Context, id int64) (int, error) {
+	for chunks := 0; ; chunks++ {
+		var n int
+		err := s.db.NewRaw(`WITH e AS (
+				SELECT id FROM event_endpoint WHERE id = ? AND source = 'dashboard' AND NOT enabled FOR UPDATE
+			), gone AS (
+				DELETE FROM order_event WHERE ctid IN (
+					SELECT ctid FROM order_event WHERE endpoint_id = (SELECT id FROM e) LIMIT ?)
+				RETURNING 1
+			)
+			SELECT count(*) FROM gone`, id, endpointDeleteChunk).Scan(ctx, &n)
+		if err != nil {
+			return chunks, fmt.Errorf("store: delete the deliveries of event endpoint %d: %w", id, err)
+		}
+		if n == 0 {
+			return chunks, nil
+		}
+	}
 }
 
 // deliveryRow is a row of order_event.

@@ -442,9 +442,15 @@ func TestDeleteEndpoint(t *testing.T) {
 	if err := s.SyncEnvEndpoint(ctx, "http://env.example/events", "env-secret-env-secret"); err != nil {
 		t.Fatal(err)
 	}
-	a := adm(v.ID, 1, 11)
-	a.AdmittedAt = time.Now()
-	if _, err := s.PersistOrders(ctx, []seckill.Admission{a}); err != nil {
+	// Five deliveries each, deleted two a statement: three chunks.
+	store.SetEndpointDeleteChunk(t, 2)
+	var adms []seckill.Admission
+	for i := range int64(5) {
+		a := adm(v.ID, i+1, 11+i)
+		a.AdmittedAt = time.Now()
+		adms = append(adms, a)
+	}
+	if _, err := s.PersistOrders(ctx, adms); err != nil {
 		t.Fatal(err)
 	}
 	perEndpoint := func() map[int64]int {
@@ -454,12 +460,15 @@ func TestDeleteEndpoint(t *testing.T) {
 		}
 		return out
 	}
-	if n := perEndpoint(); n[keep.ID] != 1 || n[gone.ID] != 1 {
-		t.Fatalf("deliveries per endpoint %v, want one each", n)
+	if n := perEndpoint(); n[keep.ID] != 5 || n[gone.ID] != 5 {
+		t.Fatalf("deliveries per endpoint %v, want five each", n)
 	}
 
 	if err := s.DeleteEndpoint(ctx, gone.ID); seckill.ErrorCode(err) != seckill.ECONFLICT {
 		t.Errorf("deleting an enabled endpoint: %v, want CONFLICT", err)
+	}
+	if n := perEndpoint(); n[gone.ID] != 5 {
+		t.Errorf("the enabled endpoint kept %d deliveries of 5", n[gone.ID])
 	}
 	eps, err := s.Endpoints(ctx)
 	if err != nil {
@@ -477,13 +486,22 @@ func TestDeleteEndpoint(t *testing.T) {
 	if err := s.DeleteEndpoint(ctx, 99999); seckill.ErrorCode(err) != seckill.ENOTFOUND {
 		t.Errorf("deleting no endpoint: %v, want NOT_FOUND", err)
 	}
+	if n, err := store.DeleteDeliveries(s, ctx, gone.ID); n != 0 || err != nil {
+		t.Errorf("deleting an enabled endpoint's deliveries: %d statements, %v; want none", n, err)
+	}
 	if err := s.SetEndpointEnabled(ctx, gone.ID, false); err != nil {
 		t.Fatal(err)
+	}
+	if n, err := store.DeleteDeliveries(s, ctx, gone.ID); n != 3 || err != nil {
+		t.Errorf("deleting 5 deliveries 2 at a time: %d statements, %v; want 3", n, err)
+	}
+	if n := perEndpoint(); n[gone.ID] != 0 || n[keep.ID] != 5 {
+		t.Errorf("deliveries per endpoint after deleting the disabled one's: %v", n)
 	}
 	if err := s.DeleteEndpoint(ctx, gone.ID); err != nil {
 		t.Fatalf("deleting a disabled endpoint: %v", err)
 	}
-	if n := perEndpoint(); n[gone.ID] != 0 || n[keep.ID] != 1 {
+	if n := perEndpoint(); n[gone.ID] != 0 || n[keep.ID] != 5 {
 		t.Errorf("deliveries per endpoint after the delete %v, want the deleted one's gone and the other's kept", n)
 	}
 	if err := s.DeleteEndpoint(ctx, gone.ID); seckill.ErrorCode(err) != seckill.ENOTFOUND {
