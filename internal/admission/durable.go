@@ -155,9 +155,18 @@ func (p *pipeline) sendDurable(ctx context.Context, calls []pipeCall, out []pipe
 	redirected := p.sendParts(ctx, p.byMaster(ctx, calls, out), calls, out, true)
 	deadline := time.Now().Add(redirectWait) // for the whole batch
 	for len(redirected) > 0 {
+		// One pause a round, however many calls met a migration.
+		migrating := slices.ContainsFunc(redirected, func(r redirectedCall) bool { return r.addr == "" }) &&
+			p.pauseForMigration(ctx, deadline)
 		var parts byNode
 		for _, r := range redirected {
-			node := p.redirectTo(ctx, calls[r.i].keys[0], r.addr, deadline)
+			var node *redis.Client
+			switch key := calls[r.i].keys[0]; {
+			case r.addr != "":
+				node = p.masterAt(ctx, key, r.addr, deadline)
+			case migrating:
+				node = p.slotMaster(ctx, key)
+			}
 			if node == nil {
 				out[r.i] = r.reply
 				deliver(calls[r.i], r.reply)
@@ -211,25 +220,31 @@ const redirectWait = 2 * time.Second
 // it is sent again.
 const migrationPause = 20 * time.Millisecond
 
-// redirectTo returns the master to send a turned-away call of key to, or
-// nil once deadline passed: for MOVED (addr set), the master the slot map
-// names once it names addr; for ASK and TRYAGAIN, the slot's master after
-// migrationPause and a reload of the slot map, which names the target once
-// the migration ended.
-func (p *pipeline) redirectTo(ctx context.Context, key, addr string, deadline time.Time) *redis.Client {
-	if addr != "" {
-		return p.masterAt(ctx, key, addr, deadline)
-	}
+// pauseForMigration waits migrationPause before the calls answered ASK or
+// TRYAGAIN are sent again, then reloads the slot map (which names the
+// target once the migration ended); false, without waiting, when that
+// would pass deadline or the client is not a cluster's.
+func (p *pipeline) pauseForMigration(ctx context.Context, deadline time.Time) bool {
 	cc, ok := p.rdb.(*redis.ClusterClient)
 	if !ok || time.Now().Add(migrationPause).After(deadline) {
-		return nil
+		return false
 	}
 	select {
 	case <-ctx.Done():
-		return nil
+		return false
 	case <-time.After(migrationPause):
 	}
 	cc.ReloadState(ctx)
+	return true
+}
+
+// slotMaster returns the master the cluster client's slot map names for
+// key, or nil.
+func (p *pipeline) slotMaster(ctx context.Context, key string) *redis.Client {
+	cc, ok := p.rdb.(*redis.ClusterClient)
+	if !ok {
+		return nil
+	}
 	node, err := cc.MasterForKey(ctx, key)
 	if err != nil {
 		return nil

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -135,4 +136,79 @@ func (c *RedisCluster) ReplicaOf(master *RedisServer) *RedisServer {
 	}
 	c.tb.Fatalf("master %s has no replica:\n%s", master.Addr(), info)
 	return nil
+}
+
+// MigrateSlot moves a slot's keys from one master to another and leaves
+// the slot migrating: the source answers ASK to a command whose keys it no
+// longer has, and the target TRYAGAIN to one of several keys some of which
+// it lacks (it serves only those it holds, and only after ASKING). The
+// function it returns ends the migration, as redis-cli --cluster reshard
+// does, and waits until every node agrees; it may be called from another
+// goroutine, and reports errors without stopping the test.
+func (c *RedisCluster) MigrateSlot(slot int, from, to *RedisServer) func() {
+	c.tb.Helper()
+	ctx := context.Background()
+	node := func(addr string) *redis.Client {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		c.tb.Cleanup(func() { rdb.Close() })
+		return rdb
+	}
+	src, dst := node(from.Addr()), node(to.Addr())
+	srcID, dstID := src.ClusterMyID(ctx).Val(), dst.ClusterMyID(ctx).Val()
+	do := func(rdb *redis.Client, args ...any) error {
+		if err := rdb.Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("%v on %s: %w", args, rdb.Options().Addr, err)
+		}
+		return nil
+	}
+	must := func(err error) {
+		c.tb.Helper()
+		if err != nil {
+			c.tb.Fatal(err)
+		}
+	}
+	must(do(dst, "cluster", "setslot", slot, "importing", srcID))
+	must(do(src, "cluster", "setslot", slot, "migrating", dstID))
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		must(err)
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"migrate", "127.0.0.1", to.Port, "", 0, 5000, "keys"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		must(do(src, args...))
+	}
+	return func() {
+		for _, rdb := range []*redis.Client{dst, src} {
+			if err := do(rdb, "cluster", "setslot", slot, "node", dstID); err != nil {
+				c.tb.Error(err)
+				return
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for _, addr := range c.Addrs() {
+			rdb := node(addr)
+			for !servedBy(ctx, rdb, slot, to.Addr()) {
+				if time.Now().After(deadline) {
+					c.tb.Errorf("node %s does not see slot %d on %s", addr, slot, to.Addr())
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+}
+
+// servedBy reports whether the node behind rdb says slot is served by the
+// master at addr.
+func servedBy(ctx context.Context, rdb *redis.Client, slot int, addr string) bool {
+	for _, r := range rdb.ClusterSlots(ctx).Val() {
+		if r.Start <= slot && slot <= r.End && len(r.Nodes) > 0 {
+			return r.Nodes[0].Addr == addr
+		}
+	}
+	return false
 }
