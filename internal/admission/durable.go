@@ -226,16 +226,27 @@ const migrationPause = 20 * time.Millisecond
 // would pass deadline or the client is not a cluster's.
 func (p *pipeline) pauseForMigration(ctx context.Context, deadline time.Time) bool {
 	cc, ok := p.rdb.(*redis.ClusterClient)
-	if !ok || time.Now().Add(migrationPause).After(deadline) {
+	if !ok || !migrationWait(ctx, deadline) {
 		return false
-	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(migrationPause):
 	}
 	cc.ReloadState(ctx)
 	return true
+}
+
+// migrationWait waits migrationPause, unless that would pass deadline or
+// ctx ends first; it reports whether it waited.
+func migrationWait(ctx context.Context, deadline time.Time) bool {
+	if time.Now().Add(migrationPause).After(deadline) {
+		return false
+	}
+	t := time.NewTimer(migrationPause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // slotMaster returns the master the cluster client's slot map names for

@@ -117,13 +117,8 @@ func (p *pipeline) sendTurnedAway(ctx context.Context, calls []pipeCall, out []p
 				idx = append(idx, i)
 			}
 		}
-		if len(idx) == 0 || time.Now().Add(migrationPause).After(deadline) {
+		if len(idx) == 0 || !migrationWait(ctx, deadline) {
 			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(migrationPause):
 		}
 		sub := make([]pipeCall, len(idx))
 		res := make([]pipeReply, len(idx))

@@ -295,7 +295,8 @@ var endpointDeleteChunk = 10000
 // see seckill.EventAdmin. The deliveries go endpointDeleteChunk at a
 // time, each chunk while the endpoint's row is locked and still disabled,
 // then the endpoint; enabled again halfway, it stays with what is left of
-// them (ECONFLICT).
+// them (ECONFLICT). A delete cut short (its ctx ends, Postgres goes away)
+// leaves the disabled endpoint with the rest: deleting it again finishes.
 func (s *Store) DeleteEndpoint(ctx context.Context, id int64) error {
 	if _, err := s.deleteDeliveries(ctx, id); err != nil {
 		return err

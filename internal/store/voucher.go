@@ -89,9 +89,11 @@ func (s *Store) DeleteVoucher(ctx context.Context, id int64) error {
 }
 
 func deleteVoucher(ctx context.Context, db bun.IDB, id int64) error {
-	// The foreign keys of voucher_order and order_failure decide, race
-	// free: an order inserted concurrently either commits first (the
-	// delete fails) or waits for the delete and then fails itself.
+	// order_failure's foreign key and voucher_order's triggers (migration
+	// 20261201180000) decide, race free: an order inserted concurrently
+	// holds the voucher's row (FOR KEY SHARE) until it commits, so the
+	// delete waits for it and then fails, or it waits for the delete and
+	// then fails itself (TestDeleteVoucherWhilePersisting).
 	res, err := db.NewDelete().Model((*voucherRow)(nil)).Where("id = ?", id).Exec(ctx)
 	if sqlState(err) == codeForeignKeyViolation {
 		return seckill.Errorf(seckill.ECONFLICT, "voucher %d has orders", id)
