@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -286,7 +285,7 @@ func fencedBlocks(t *testing.T, readme, heading, lang string) []string {
 type server struct {
 	addr string
 	dir  string
-	out  *lockedBuffer
+	out  *testenv.LogBuffer
 }
 
 func startServer(t *testing.T) *server {
@@ -312,7 +311,7 @@ func startServer(t *testing.T) *server {
 	addr := ln.Addr().String()
 	ln.Close()
 
-	s := &server{addr: addr, dir: dir, out: &lockedBuffer{}}
+	s := &server{addr: addr, dir: dir, out: &testenv.LogBuffer{}}
 	cmd := exec.Command(filepath.Join(dir, "bin", "seckill"), "serve")
 	cmd.Dir = dir
 	cmd.Env = []string{
@@ -416,22 +415,4 @@ func (s *server) post(t *testing.T, token string, request map[string]any, out an
 	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
