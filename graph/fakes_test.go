@@ -170,11 +170,11 @@ func (s *memStore) CampaignsEndedBetween(context.Context, time.Time, time.Time) 
 func (s *memStore) CampaignsEndingAfter(context.Context, time.Time) ([]int64, error) {
 	return nil, nil
 }
-func (s *memStore) RebuildCampaign(_ context.Context, id int64) (seckill.WarmState, error) {
+func (s *memStore) RebuildCampaign(_ context.Context, id int64, _ []int) (seckill.WarmState, error) {
 	return seckill.WarmState{}, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", id)
 }
-func (s *memStore) CampaignEpoch(_ context.Context, id int64) (int64, error) {
-	return 0, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", id)
+func (s *memStore) CampaignEpochs(_ context.Context, id int64) (seckill.Epochs, error) {
+	return seckill.Epochs{}, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", id)
 }
 
 func (s *memStore) CampaignQuiz(context.Context, int64) ([]seckill.QuizQuestion, error) {
@@ -321,8 +321,8 @@ func (a *memAdmitter) NeedsRebuild(context.Context, []int64) ([]int64, error) { 
 func (a *memAdmitter) Retire(context.Context, []int64, time.Duration) (int, error) {
 	return 0, nil
 }
-func (a *memAdmitter) BeginRebuild(context.Context, int64) (string, bool, error) {
-	return "", false, nil
+func (a *memAdmitter) BeginRebuild(context.Context, int64) (seckill.RebuildLock, bool, error) {
+	return seckill.RebuildLock{}, false, nil
 }
 func (a *memAdmitter) AbortRebuild(context.Context, int64, string) error             { return nil }
 func (a *memAdmitter) PendingOf(context.Context, int64) ([]seckill.Admission, error) { return nil, nil }

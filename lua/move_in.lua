@@ -1,9 +1,10 @@
 -- move_in is the second step of a move of units between two stock shards
 -- (move_out.lua is the first): it adds the units a move took from its
 -- donor to the recipient shard's stock, once per move id (recorded in a set
--- in the recipient's hash tag), and only in the epoch the units were taken
--- in: a recipient rebuilt since (another epoch) or stopped counts from
--- Postgres, where the units never left, so it takes nothing. The donor's
+-- in the recipient's hash tag), and only in the epoch the mover saw the
+-- recipient in: a recipient rebuilt since (another epoch) or stopped counts
+-- from Postgres, where the units never left (at once, or by the recount),
+-- so it takes nothing. The donor's
 -- record is cleared after this (HDEL), by the mover or the reconciler.
 --
 -- KEYS[1] -> <p>seckill:{<recipient tag>}:campaign  hash: stock, epoch, state, ...
@@ -11,7 +12,8 @@
 -- --
 -- ARGV[1] -> move id, as move_out.lua recorded it
 -- ARGV[2] -> m: the units it took (1 to 10^15)
--- ARGV[3] -> epoch: the donor's epoch when it took them (0 to 1023)
+-- ARGV[3] -> epoch: the recipient's epoch the move was recorded for (0 to
+--            1023)
 --
 -- Returns:
 --   1  applied now: stock + m

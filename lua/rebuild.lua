@@ -15,6 +15,11 @@
 -- KEYS[4] -> <p>seckill:{v<voucher>}:pending_at     zset of pending admissions
 -- KEYS[5] -> <p>seckill:{v<voucher>}:rebuild        string: the lock holder's token
 -- KEYS[6] -> <p>seckill:{v<voucher>}:buyers_staged  set: the buyers to install
+-- KEYS[7] -> <p>seckill:{v<voucher>}:moves          hash of moves out of shard 0,
+-- KEYS[8] -> <p>seckill:{v<voucher>}:moved_in       set of moves applied to it
+--            (KEYS[7] and KEYS[8] optional: given for a campaign of several
+--            shards; what they held is of an earlier epoch, which the
+--            rebuild counted from Postgres)
 -- --
 -- ARGV[1] -> token: the lock holder's token
 -- ARGV[2] -> stock: units left to sell (integer, 0 <= stock <= 10^15)
@@ -44,6 +49,9 @@ if redis.call('GET', KEYS[5]) ~= token then
   return 0
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+if KEYS[8] then
+  redis.call('DEL', KEYS[7], KEYS[8])
+end
 if redis.call('EXISTS', KEYS[6]) == 1 then
   redis.call('RENAME', KEYS[6], KEYS[2])
   redis.call('PERSIST', KEYS[2])

@@ -52,6 +52,8 @@ func toViewBalance(b seckill.Balance) views.Balance {
 		v.Message = n(b.Diff, 10) + " orders were persisted while the numbers were read, so they count as queued and awaiting payment at once."
 	case seckill.BalanceSurplus:
 		v.Message = "Redis and Postgres together hold " + n(b.Diff, 10) + " units more than were put on sale."
+	case seckill.BalanceRecount:
+		v.Message = n(-b.Diff, 10) + " units of stock shards rebuilt after a failover are in Postgres's stock but not yet in Redis: they are counted back when nothing is left in the other shards."
 	case seckill.BalanceShortfall:
 		v.Message = n(-b.Diff, 10) + " units put on sale are neither left, queued, awaiting payment nor paid (a unit given back in Postgres that Redis has not taken yet shows so until the reconciler's sweep returns it)."
 	}

@@ -83,7 +83,14 @@ func KeySlot(key string) uint16 { return keySlot(key) }
 func MoveOut(ctx context.Context, a *Admitter, voucherID int64, shards, from, to int, n int64) (string, int64, int64, error) {
 	bases := a.bases(voucherID, shards)
 	id := fmt.Sprintf("t%d-%d-%d-%d", voucherID, from, to, time.Now().UnixNano())
-	res, err := runScript(ctx, a.rdb, moveOutScript, []string{bases[from] + "campaign", moves(bases[from])}, id, n, to).Int64Slice()
+	args := []any{id, n, to}
+	if e, err := a.rdb.HGet(ctx, bases[to]+"campaign", "epoch").Result(); err == nil {
+		args = append(args, e) // the recipient's epoch, as a survey reads it
+	}
+	res, err := runScript(ctx, a.rdb, moveOutScript, []string{bases[from] + "campaign", moves(bases[from])}, args...).Int64Slice()
+	if err == nil && len(res) == 1 && res[0] == -1 {
+		return id, 0, 0, nil // the donor is stopped: nothing moves
+	}
 	if err != nil || len(res) != 2 {
 		return "", 0, 0, fmt.Errorf("move out: %v %v", res, err)
 	}

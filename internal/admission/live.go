@@ -85,22 +85,24 @@ func (a *Admitter) LiveCounts(ctx context.Context, voucherIDs []int64) (map[int6
 // the moves applied to it.
 type liveShard struct {
 	seckill.ShardLive
-	out []liveMove
-	in  map[string]bool
+	out     []liveMove
+	in      map[string]bool
+	recount bool
 }
 
 // liveMove is a move recorded in its donor: its id, recipient and units.
 type liveMove struct {
-	id    string
-	to    int
-	units int64
+	id      string
+	to      int
+	units   int64
+	toEpoch int64 // the recipient's epoch the move is for
 }
 
 // parseLive reads live.lua's reply: 4 numbers, and for a shard of a
 // campaign of several the moves recorded out of it and those applied to it.
 func parseLive(v any, sharded bool) (liveShard, error) {
 	f, ok := v.([]any)
-	if !ok || len(f) < 4 || (sharded && len(f) != 6) {
+	if !ok || len(f) < 4 || (sharded && len(f) != 7) {
 		return liveShard{}, fmt.Errorf("reply %v", v)
 	}
 	var n [4]int64
@@ -118,17 +120,20 @@ func parseLive(v any, sharded bool) (liveShard, error) {
 	}
 	out, ok1 := f[4].([]any)
 	in, ok2 := f[5].([]any)
-	if !ok1 || !ok2 || len(out)%3 != 0 {
+	recount, ok3 := f[6].(int64)
+	if !ok1 || !ok2 || !ok3 || len(out)%4 != 0 {
 		return liveShard{}, fmt.Errorf("reply %v", v)
 	}
-	for i := 0; i < len(out); i += 3 {
+	s.recount = recount == 1
+	for i := 0; i < len(out); i += 4 {
 		id, ok1 := out[i].(string)
 		to, ok2 := out[i+1].(int64)
 		units, ok3 := out[i+2].(int64)
-		if !ok1 || !ok2 || !ok3 {
+		toEpoch, ok4 := out[i+3].(int64)
+		if !ok1 || !ok2 || !ok3 || !ok4 {
 			return liveShard{}, fmt.Errorf("move in reply %v", v)
 		}
-		s.out = append(s.out, liveMove{id: id, to: int(to), units: units})
+		s.out = append(s.out, liveMove{id: id, to: int(to), units: units, toEpoch: toEpoch})
 	}
 	if len(in) > 0 {
 		s.in = make(map[string]bool, len(in))
@@ -144,17 +149,22 @@ func parseLive(v any, sharded bool) (liveShard, error) {
 }
 
 // sumShards adds up the shards of one campaign, in shard order. A move
-// recorded in its donor whose id its recipient applied already, in the same
-// epoch (move_in.lua's second step done, the record not cleared yet), is in
-// the recipient's stock: it is taken off the donor's count, so that no unit
-// counts twice.
+// recorded in its donor whose id its recipient applied already, in the
+// epoch it was recorded for (move_in.lua's second step done, the record not
+// cleared yet), is in the recipient's stock: it is taken off the donor's
+// count, so that no unit counts twice; one whose recipient is in another
+// epoch now is void (shards.go) and is not counted either: the recount
+// counts its units back. Shard 0's recount mark is the campaign's
+// (Recount).
 func sumShards(shards []liveShard) seckill.LiveCounts {
 	var c seckill.LiveCounts
 	for i, s := range shards {
 		for _, m := range s.out {
 			if m.to >= 0 && m.to < len(shards) {
 				r := shards[m.to]
-				if r.Known && r.Epoch == s.Epoch && r.in[m.id] {
+				// Applied (in the recipient's stock now), or void (the
+				// recipient was rebuilt since: the recount counts them).
+				if r.Known && (r.Epoch != m.toEpoch || r.in[m.id]) {
 					s.Remaining -= m.units
 				}
 			}
@@ -164,6 +174,7 @@ func sumShards(shards []liveShard) seckill.LiveCounts {
 			c.Remaining += s.Remaining
 		}
 		c.Known = c.Known || (i == 0 && s.Known) // shard 0 holds the campaign
+		c.Recount = c.Recount || (i == 0 && s.recount)
 		c.Shards = append(c.Shards, s.ShardLive)
 	}
 	return c

@@ -33,38 +33,32 @@ var (
 // NeedsRebuild returns those of ids whose campaign Redis does not hold, or
 // holds with a state set (stale after a restart or failover, rebuilding),
 // from before epochs, or with its epoch's sequence used up: the campaigns
-// Admit would answer ENOTFOUND or seckill.ErrRebuildNeeded for. One round
-// trip.
+// Admit would answer ENOTFOUND or seckill.ErrRebuildNeeded for. A campaign
+// of several shards is listed when any shard is, and when its units are to
+// be counted back (recountDue). One round trip.
 func (a *Admitter) NeedsRebuild(ctx context.Context, ids []int64) ([]int64, error) {
 	ids = slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return !validVoucherID(id) })
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	// A campaign of several shards needs a rebuild when any shard does:
-	// the rebuild restores them all from Postgres.
 	refs, err := a.allShards(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	cmds := make([]*redis.SliceCmd, len(refs))
-	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, r := range refs {
-			cmds[i] = p.HMGet(ctx, r.base+"campaign", "stock", "epoch", "state", "seq")
-		}
-		return nil
-	})
+	views, err := a.shardStates(ctx, refs)
 	if err != nil {
-		return nil, redisError("needs rebuild", err, nil)
+		return nil, err
 	}
 	var out []int64
-	for i, cmd := range cmds {
-		v := cmd.Val()
-		id := refs[i].voucherID
-		if len(v) != 4 || v[0] == nil || v[1] == nil || v[2] != nil || usedUp(v[3]) {
-			if len(out) == 0 || out[len(out)-1] != id {
-				out = append(out, id)
-			}
+	for i := 0; i < len(refs); {
+		j := i + 1
+		for j < len(refs) && refs[j].voucherID == refs[i].voucherID {
+			j++
 		}
+		if p, _ := plan(views[i:j]); p != rebuildNone {
+			out = append(out, refs[i].voucherID)
+		}
+		i = j
 	}
 	return out, nil
 }
@@ -77,77 +71,243 @@ func usedUp(seq any) bool {
 	return err == nil && n >= seckill.MaxEpochSeq
 }
 
+// shardState is one stock shard as a rebuild's look saw it.
+type shardState struct {
+	held    bool   // stock and epoch present
+	state   string // "" while it admits
+	usedUp  bool   // its epoch's sequence is used up
+	stock   int64
+	recount bool  // shard 0 only: units to count back (rebuild_begin.lua)
+	moves   int64 // moves recorded out of it (campaigns of several shards)
+}
+
+// needs reports whether the shard must be rebuilt before it admits.
+func (s shardState) needs() bool { return !s.held || s.state != "" || s.usedUp }
+
+// shardStates reads the shards refs name, in one round trip: the campaign
+// hash's stock, epoch, state, seq and recount, and for a shard of a
+// campaign of several the number of moves recorded out of it.
+func (a *Admitter) shardStates(ctx context.Context, refs []shardRef) ([]shardState, error) {
+	hm := make([]*redis.SliceCmd, len(refs))
+	hl := make([]*redis.IntCmd, len(refs))
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range refs {
+			hm[i] = p.HMGet(ctx, r.base+"campaign", "stock", "epoch", "state", "seq", "recount")
+			if r.shard > 0 || (i+1 < len(refs) && refs[i+1].voucherID == r.voucherID) {
+				hl[i] = p.HLen(ctx, moves(r.base))
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, redisError("needs rebuild", err, nil)
+	}
+	out := make([]shardState, len(refs))
+	for i := range refs {
+		v := hm[i].Val()
+		if len(v) != 5 {
+			continue // not held (a key of another type): rebuilt
+		}
+		stock, ok := intField(v[0])
+		st, _ := v[2].(string)
+		if v[2] != nil && st == "" {
+			st = "?"
+		}
+		out[i] = shardState{held: ok && v[1] != nil, state: st, usedUp: usedUp(v[3]), stock: stock, recount: v[4] != nil}
+		if hl[i] != nil {
+			out[i].moves = hl[i].Val()
+		}
+	}
+	return out, nil
+}
+
+// What a campaign's rebuild is for (plan).
+const (
+	rebuildNone  = iota // it admits as it is
+	rebuildSome         // some stock shards: those a failover or restart lost
+	rebuildWhole        // every shard, from Postgres's stock
+)
+
+// plan decides, from a look at every shard of one campaign (shard 0
+// first), what its rebuild must do, and for rebuildSome which shards.
+//
+// A campaign of one shard, or one whose every shard needs it, is rebuilt
+// whole, as is one whose epoch's sequence is used up in a shard. When only
+// some shards lost their state, only they are rebuilt: they start again
+// with their buyers and no units, in a new epoch, while the others keep
+// selling. The units the lost shards held are not lost (Postgres's stock
+// still counts them) but cannot be counted while the others sell: shard 0
+// is marked "recount", and once nothing is left anywhere (every shard
+// admitting, at 0, no move recorded), the campaign is rebuilt whole, which
+// counts them back from Postgres and stops nobody who could have bought.
+// Shard 0 with state "recount" asks for that rebuild (shard_stop.lua).
+func plan(vs []shardState) (int, []int) {
+	var some []int
+	for i, v := range vs {
+		if v.usedUp {
+			return rebuildWhole, nil
+		}
+		if v.needs() {
+			some = append(some, i)
+		}
+	}
+	switch {
+	case len(some) == len(vs), vs[0].state == "recount":
+		return rebuildWhole, nil
+	case len(some) > 0:
+		return rebuildSome, some
+	case recountDue(vs):
+		return rebuildWhole, nil
+	}
+	return rebuildNone, nil
+}
+
+// recountDue reports whether a campaign of several shards has units to
+// count back (shard 0 marked "recount") and nothing left to sell: every
+// shard admitting at 0, no move recorded.
+func recountDue(vs []shardState) bool {
+	if len(vs) < 2 || !vs[0].recount {
+		return false
+	}
+	for _, v := range vs {
+		if v.needs() || v.stock > 0 || v.moves > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // BeginRebuild takes the campaign's rebuild lock (for rebuildLockTTL) and
 // stops its admissions until FinishRebuild, if the campaign needs a rebuild
 // (as NeedsRebuild decides, in the same step); ok is false while another
-// process holds the lock, or when the campaign needs none.
-func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (string, bool, error) {
+// process holds the lock, or when the campaign needs none. For a campaign
+// of several shards of which only some need it (plan), the lock names
+// them, and only they stop.
+func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (seckill.RebuildLock, bool, error) {
 	if !validVoucherID(voucherID) {
-		return "", false, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+		return seckill.RebuildLock{}, false, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
+	lock := seckill.RebuildLock{Token: hex.EncodeToString(b[:])}
 	shards, err := a.shardCounts(ctx, []int64{voucherID})
 	if err != nil {
-		return "", false, err
+		return seckill.RebuildLock{}, false, err
 	}
-	var others []string // the key bases of shards 1 and up
-	if n := shards[voucherID]; n > 1 {
-		others = a.bases(voucherID, n)[1:]
-		if err := a.stopForShards(ctx, voucherID, others); err != nil {
-			return "", false, err
-		}
+	n := shards[voucherID]
+	if n <= 1 {
+		ok, err := a.lockWhole(ctx, voucherID, lock.Token)
+		return lock, ok, err
 	}
+	refs := a.refs(voucherID, n)
+	views, err := a.shardStates(ctx, refs)
+	if err != nil {
+		return seckill.RebuildLock{}, false, err
+	}
+	switch p, _ := plan(views); p {
+	case rebuildNone:
+		return seckill.RebuildLock{}, false, nil
+	case rebuildWhole:
+		ok, err := a.lockWholeShards(ctx, voucherID, lock.Token, refs, views)
+		return lock, ok, err
+	}
+	// Some shards: the lock first, then a second look under it (another
+	// process may have rebuilt them meanwhile), then those shards stop.
+	r, err := runScript(ctx, a.rdb, beginScript, []string{a.keys.campaign(voucherID), a.keys.rebuild(voucherID)},
+		lock.Token, rebuildLockTTL.Milliseconds(), seckill.MaxEpochSeq, "shards").Int64()
+	if err != nil {
+		return seckill.RebuildLock{}, false, redisError("begin rebuild", err, nil)
+	}
+	if r != 1 {
+		return seckill.RebuildLock{}, false, nil
+	}
+	if views, err = a.shardStates(ctx, refs); err != nil {
+		_ = a.AbortRebuild(context.WithoutCancel(ctx), voucherID, lock.Token)
+		return seckill.RebuildLock{}, false, err
+	}
+	p, some := plan(views)
+	if p != rebuildSome {
+		// Rebuilt meanwhile, or the whole campaign needs it now: the next
+		// look decides.
+		_ = a.AbortRebuild(context.WithoutCancel(ctx), voucherID, lock.Token)
+		return seckill.RebuildLock{}, false, nil
+	}
+	lock.Shards = some
+	if err := a.stopShards(ctx, voucherID, lock.Token, refs, lock.Shards); err != nil {
+		return seckill.RebuildLock{}, false, err
+	}
+	a.local.invalidate(voucherID)
+	return lock, true, nil
+}
+
+// refs returns the shards of a campaign of n shards.
+func (a *Admitter) refs(voucherID int64, n int) []shardRef {
+	out := make([]shardRef, n)
+	for i, b := range a.bases(voucherID, n) {
+		out[i] = shardRef{voucherID: voucherID, shard: i, base: b}
+	}
+	return out
+}
+
+// lockWhole takes the rebuild lock of a campaign of one shard (or shard 0
+// of one of several), if it needs a rebuild (rebuild_begin.lua decides).
+func (a *Admitter) lockWhole(ctx context.Context, voucherID int64, token string) (bool, error) {
 	n, err := runScript(ctx, a.rdb, beginScript, []string{a.keys.campaign(voucherID), a.keys.rebuild(voucherID)},
 		token, rebuildLockTTL.Milliseconds(), seckill.MaxEpochSeq).Int64()
 	if err != nil {
-		return "", false, redisError("begin rebuild", err, nil)
+		return false, redisError("begin rebuild", err, nil)
 	}
 	if n != 1 {
-		return "", false, nil
-	}
-	if len(others) > 0 {
-		// The lock is ours: stop the other shards too, each recording the
-		// token that alone may install it again.
-		calls := make([]scriptCall, len(others))
-		for i, b := range others {
-			calls[i] = scriptCall{keys: []string{b + "campaign"}, args: []any{token}}
-		}
-		cmds := make([]*redis.Cmd, len(calls))
-		runScripts(ctx, a.rdb, shardStopScript, calls, cmds)
-		for _, c := range cmds {
-			if err := c.Err(); err != nil {
-				_ = a.AbortRebuild(context.WithoutCancel(ctx), voucherID, token)
-				return "", false, redisError("stop shards", err, nil)
-			}
-		}
+		return false, nil
 	}
 	// The campaign admits nobody now: drop any local mark, so that this
 	// process asks Redis (and hears "rebuild") rather than repeat an
 	// outcome from before.
 	a.local.invalidate(voucherID)
-	return token, true, nil
+	return true, nil
 }
 
-// stopForShards marks shard 0 of a campaign stale when another of its
-// shards (others: their key bases) needs a rebuild, so that the lock taken
-// on shard 0 (rebuild_begin.lua, which asks shard 0 only) covers them.
-func (a *Admitter) stopForShards(ctx context.Context, voucherID int64, others []string) error {
-	cmds := make([]*redis.SliceCmd, len(others))
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, b := range others {
-			cmds[i] = p.HMGet(ctx, b+"campaign", "stock", "epoch", "state", "seq")
+// lockWholeShards takes the lock of a rebuild of every shard of a campaign
+// of several (views: how they were seen): shard 0 is marked "recount"
+// first when it admits, so that rebuild_begin.lua (which asks shard 0)
+// takes the lock, then every other shard stops too, each recording the
+// token that alone may install it again. For the recount alone, shard 0
+// is marked only while it still owes one.
+func (a *Admitter) lockWholeShards(ctx context.Context, voucherID int64, token string, refs []shardRef, views []shardState) (bool, error) {
+	if zero := views[0]; zero.held && zero.state == "" {
+		args := []any{""}
+		if recountDue(views) {
+			args = append(args, "recount")
 		}
-		return nil
-	})
-	if err != nil {
-		return redisError("needs rebuild", err, nil)
+		if err := runScript(ctx, a.rdb, shardStopScript, []string{a.keys.campaign(voucherID)}, args...).Err(); err != nil {
+			return false, redisError("stop shard 0", err, nil)
+		}
 	}
-	for _, cmd := range cmds {
-		if v := cmd.Val(); len(v) != 4 || v[0] == nil || v[1] == nil || v[2] != nil || usedUp(v[3]) {
-			err := runScript(ctx, a.rdb, shardStopScript, []string{a.keys.campaign(voucherID)}, "").Err()
-			return redisError("stop shard 0", err, nil)
+	ok, err := a.lockWhole(ctx, voucherID, token)
+	if err != nil || !ok {
+		return false, err
+	}
+	others := make([]int, 0, len(refs)-1)
+	for i := 1; i < len(refs); i++ {
+		others = append(others, i)
+	}
+	return true, a.stopShards(ctx, voucherID, token, refs, others)
+}
+
+// stopShards stops the shards some of a campaign (refs: all its shards)
+// for the rebuild holding token (shard_stop.lua); on an error it releases
+// the lock.
+func (a *Admitter) stopShards(ctx context.Context, voucherID int64, token string, refs []shardRef, some []int) error {
+	calls := make([]scriptCall, len(some))
+	for i, s := range some {
+		calls[i] = scriptCall{keys: []string{refs[s].base + "campaign"}, args: []any{token}}
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	runScripts(ctx, a.rdb, shardStopScript, calls, cmds)
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			_ = a.AbortRebuild(context.WithoutCancel(ctx), voucherID, token)
+			return redisError("stop shards", err, nil)
 		}
 	}
 	return nil
@@ -174,6 +334,9 @@ func (a *Admitter) AbortRebuild(ctx context.Context, voucherID int64, token stri
 func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.WarmState) (bool, error) {
 	c := st.Campaign
 	id := c.VoucherID
+	if c.ShardCount() > 1 && st.Shards != nil {
+		return a.finishSome(ctx, token, st)
+	}
 	if c.ShardCount() > 1 {
 		return a.finishShards(ctx, token, st)
 	}
@@ -236,11 +399,65 @@ func (a *Admitter) finishShards(ctx context.Context, token string, st seckill.Wa
 	}
 	sc := c
 	sc.Stock = stock[0]
-	keys := append(a.keys.admit(id), a.keys.rebuild(id), a.keys.buyersStaged(id))
+	keys := append(a.keys.admit(id), a.keys.rebuild(id), a.keys.buyersStaged(id), moves(bases[0]), movedIn(bases[0]))
 	args := append(append([]any{token}, campaignArgs(sc)...), n)
 	v, err := runScript(ctx, a.rdb, rebuildScript, keys, args...).Int64()
 	if err != nil {
 		return false, redisError("rebuild", err, nil)
+	}
+	if v != 1 {
+		return false, nil
+	}
+	a.shardN.Store(id, n)
+	a.stockReturned(ctx, id)
+	return true, nil
+}
+
+// finishSome is FinishRebuild for a rebuild of some shards of a campaign
+// (st.Shards; plan): each starts again in the new epoch with its buyers and
+// no units, only if still stopped by this rebuild (shard_install.lua);
+// shard 0, when among them, stays marked "recount" (rebuild_begin.lua
+// marked it when it took the lock). Then the lock is released. The other
+// shards are not touched: they kept selling.
+func (a *Admitter) finishSome(ctx context.Context, token string, st seckill.WarmState) (bool, error) {
+	c := st.Campaign
+	id, n := c.VoucherID, c.ShardCount()
+	if err := validShards(c); err != nil {
+		return false, err
+	}
+	if err := validWarmState(st); err != nil {
+		return false, err
+	}
+	for _, s := range st.Shards {
+		if s < 0 || s >= n {
+			return false, seckill.Invalidf("shards", "campaign %d has shards 0 to %d", id, n-1)
+		}
+	}
+	bases := a.bases(id, n)
+	buyers := splitBuyers(st.Buyers, n)
+	for _, s := range st.Shards {
+		b := bases[s]
+		if err := a.writeShardBuyers(ctx, b, buyers[s], rebuildLockTTL, c, n); err != nil {
+			return false, err
+		}
+		sc := c
+		sc.Stock = 0
+		args := append([]any{token}, campaignArgs(sc)...)
+		if s == 0 {
+			args = append(args, n, "1")
+		}
+		keys := []string{b + "campaign", b + "buyers", b + "pending", b + "pending_at", b + "buyers_staged", moves(b), movedIn(b)}
+		v, err := runScript(ctx, a.rdb, shardInstallScript, keys, args...).Int64()
+		if err != nil {
+			return false, redisError("install shard", err, nil)
+		}
+		if v != 1 {
+			return false, nil
+		}
+	}
+	v, err := runScript(ctx, a.rdb, abortScript, []string{a.keys.rebuild(id)}, token).Int64()
+	if err != nil {
+		return false, redisError("end rebuild", err, nil)
 	}
 	if v != 1 {
 		return false, nil

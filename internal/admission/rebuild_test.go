@@ -38,7 +38,7 @@ func TestRebuild(t *testing.T) {
 		t.Errorf("BeginRebuild of a campaign that needs none wrote (-before +after):\n%s", diff)
 	}
 	stopCampaign(t, a, rdb, 1)
-	token, ok, err := a.BeginRebuild(ctx, 1)
+	lock, ok, err := a.BeginRebuild(ctx, 1)
 	if err != nil || !ok {
 		t.Fatalf("BeginRebuild = %v, %v", ok, err)
 	}
@@ -68,7 +68,7 @@ func TestRebuild(t *testing.T) {
 	if ok, err := a.FinishRebuild(ctx, "not the token", st); err != nil || ok {
 		t.Fatalf("FinishRebuild with a foreign token = %v, %v; want false", ok, err)
 	}
-	if ok, err := a.FinishRebuild(ctx, token, st); err != nil || !ok {
+	if ok, err := a.FinishRebuild(ctx, lock.Token, st); err != nil || !ok {
 		t.Fatalf("FinishRebuild = %v, %v", ok, err)
 	}
 	if need, _ := a.NeedsRebuild(ctx, []int64{1}); len(need) != 0 {
@@ -170,7 +170,7 @@ func TestAbortRebuild(t *testing.T) {
 	ctx := context.Background()
 	a, rdb := newLiveAdmitter(t, 1, 10)
 	stopCampaign(t, a, rdb, 1)
-	token, ok, err := a.BeginRebuild(ctx, 1)
+	lock, ok, err := a.BeginRebuild(ctx, 1)
 	if err != nil || !ok {
 		t.Fatalf("BeginRebuild = %v, %v", ok, err)
 	}
@@ -180,7 +180,7 @@ func TestAbortRebuild(t *testing.T) {
 	if _, ok, err := a.BeginRebuild(ctx, 1); err != nil || ok {
 		t.Fatalf("BeginRebuild after an abort with another token = %v, %v; want the lock still taken", ok, err)
 	}
-	if err := a.AbortRebuild(ctx, 1, token); err != nil {
+	if err := a.AbortRebuild(ctx, 1, lock.Token); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := a.Admit(ctx, 1, 3, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
@@ -294,7 +294,7 @@ func TestWarmDuringRebuild(t *testing.T) {
 		}})
 		c := liveCampaign(21, 30)
 		c.Shards = shards
-		token, ok, err := a.BeginRebuild(ctx, 21)
+		lock, ok, err := a.BeginRebuild(ctx, 21)
 		if err != nil || !ok {
 			t.Fatalf("%d shards: BeginRebuild of a campaign Redis lacks = %v, %v", shards, ok, err)
 		}
@@ -307,7 +307,7 @@ func TestWarmDuringRebuild(t *testing.T) {
 			}
 		}
 		c.Epoch = 1
-		if ok, err := a.FinishRebuild(ctx, token, seckill.WarmState{Campaign: c}); err != nil || !ok {
+		if ok, err := a.FinishRebuild(ctx, lock.Token, seckill.WarmState{Campaign: c}); err != nil || !ok {
 			t.Fatalf("%d shards: FinishRebuild = %v, %v", shards, ok, err)
 		}
 		mustAccept(t, a, 21, 1, seckill.ShardOrderID(21, seckill.ShardOf(1, shards), 1<<22|1), "after the rebuild")

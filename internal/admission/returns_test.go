@@ -54,7 +54,7 @@ func TestReturnUnit(t *testing.T) {
 	}
 	// While the campaign is rebuilt: not now.
 	stopCampaign(t, a, rdb, 1)
-	token, ok, err := a.BeginRebuild(ctx, 1)
+	lock, ok, err := a.BeginRebuild(ctx, 1)
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -63,7 +63,7 @@ func TestReturnUnit(t *testing.T) {
 	}
 	next := st
 	next.Campaign.Epoch = 3
-	if ok, err := a.FinishRebuild(ctx, token, next); err != nil || !ok {
+	if ok, err := a.FinishRebuild(ctx, lock.Token, next); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	// Redis holds none: whatever installs it reads Postgres.

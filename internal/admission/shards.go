@@ -34,9 +34,11 @@ import (
 // steps, each atomic in its own shard:
 //
 //  1. move_out.lua takes them from the donor's stock and records the move
-//     (id, recipient, units, epoch) in the donor's moves hash;
+//     (id, recipient, units, the donor's epoch and the recipient's) in the
+//     donor's moves hash;
 //  2. move_in.lua adds them to the recipient's stock once per move id
-//     (its moved_in set), in the same epoch only;
+//     (its moved_in set), only while the recipient is in the epoch
+//     recorded;
 //  3. the donor's record is deleted.
 //
 // A process that dies between the steps leaves the record, and the
@@ -44,7 +46,10 @@ import (
 // So a unit is always in one shard's stock or in one record (in both
 // between steps 2 and 3, never counted twice: step 2 happens once), and a
 // rebuild (a new epoch, read from Postgres, where moved units never left)
-// makes the records of earlier epochs void. The buyer is answered SOLD_OUT
+// makes the records of earlier epochs void (of the donor's, or of the
+// recipient's: a shard rebuilt alone starts again with no units, and what
+// it lost, records included, is counted back by the recount; rebuild.go's
+// plan). The buyer is answered SOLD_OUT
 // only when two surveys in a row find every shard at 0, no move recorded,
 // no shard stopped and no move started between them (each shard's moved
 // counter, which move_out.lua increments); while units remain anywhere it
@@ -190,6 +195,7 @@ type shardView struct {
 	stopped bool  // absent, or state set
 	moved   int64 // moves out of it so far (move_out.lua's counter)
 	moves   int64 // moves recorded, not cleared
+	recount bool  // shard 0: units of shards rebuilt alone to count back
 }
 
 // survey reads every shard of a campaign: one command per shard, in one
@@ -199,7 +205,7 @@ func (a *Admitter) survey(ctx context.Context, bases []string) ([]shardView, err
 	hl := make([]*redis.IntCmd, len(bases))
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range bases {
-			hm[i] = p.HMGet(ctx, b+"campaign", "stock", "epoch", "state", "moved")
+			hm[i] = p.HMGet(ctx, b+"campaign", "stock", "epoch", "state", "moved", "recount")
 			hl[i] = p.HLen(ctx, moves(b))
 		}
 		return nil
@@ -210,13 +216,14 @@ func (a *Admitter) survey(ctx context.Context, bases []string) ([]shardView, err
 	out := make([]shardView, len(bases))
 	for i := range bases {
 		v := hm[i].Val()
-		if len(v) != 4 {
+		if len(v) != 5 {
 			return nil, fmt.Errorf("admission: survey shard %d: reply %v", i, v)
 		}
 		stock, ok1 := intField(v[0])
 		epoch, ok2 := intField(v[1])
 		moved, _ := intField(v[3])
-		out[i] = shardView{stock: stock, epoch: epoch, stopped: !ok1 || !ok2 || v[2] != nil, moved: moved, moves: hl[i].Val()}
+		out[i] = shardView{stock: stock, epoch: epoch, stopped: !ok1 || !ok2 || v[2] != nil, moved: moved, moves: hl[i].Val(),
+			recount: v[4] != nil}
 	}
 	return out, nil
 }
@@ -299,6 +306,11 @@ func (a *Admitter) restock(ctx context.Context, voucherID int64, shards, to int,
 		}
 	}
 	switch {
+	case errors.Is(c.err, seckill.ErrRebuildNeeded):
+		// Nothing left anywhere, but units of shards rebuilt alone are
+		// to be counted back: the Service rebuilds the campaign whole,
+		// then asks again.
+		return pipeReply{}, false, false, c.err
 	case c.err != nil:
 		a.logger.WarnContext(ctx, "move units between shards; the buyer tries again", "voucher_id", voucherID,
 			"shard", to, "err", c.err)
@@ -315,7 +327,10 @@ func (a *Admitter) restock(ctx context.Context, voucherID int64, shards, to int,
 // what it holds), or finds the whole campaign sold out. moved is set when
 // shard to has units now. Moves that their movers left halfway are
 // finished here when no shard has units in its stock, so that a buyer is
-// not told TRY_AGAIN for units that nobody is moving any more.
+// not told TRY_AGAIN for units that nobody is moving any more. When
+// nothing is left but shard 0 says units of shards rebuilt alone are to
+// be counted back, it answers seckill.ErrRebuildNeeded instead of sold out
+// (rebuild.go's recountDue).
 func (a *Admitter) bringUnits(ctx context.Context, voucherID int64, shards, to int) (soldOut, moved bool, err error) {
 	bases := a.bases(voucherID, shards)
 	for round := 0; round < 3; round++ {
@@ -335,7 +350,7 @@ func (a *Admitter) bringUnits(ctx context.Context, voucherID int64, shards, to i
 		}
 		switch {
 		case donor >= 0:
-			n, err := a.move(ctx, bases, donor, to, (first[donor].stock+1)/2)
+			n, err := a.move(ctx, bases, donor, to, (first[donor].stock+1)/2, first[to].epoch)
 			if err != nil || n > 0 {
 				return false, n > 0, err
 			}
@@ -352,19 +367,26 @@ func (a *Admitter) bringUnits(ctx context.Context, voucherID int64, shards, to i
 			if err != nil {
 				return false, false, err
 			}
-			return empty(second) && sameMoves(first, second), false, nil
+			if !empty(second) || !sameMoves(first, second) {
+				return false, false, nil
+			}
+			if second[0].recount {
+				return false, false, seckill.ErrRebuildNeeded
+			}
+			return true, false, nil
 		}
 	}
 	return false, false, nil
 }
 
-// move moves up to n units from shard from to shard to (bases are the
-// campaign's shards) and returns how many arrived.
-func (a *Admitter) move(ctx context.Context, bases []string, from, to int, n int64) (int64, error) {
+// move moves up to n units from shard from to shard to, which a survey saw
+// in toEpoch (bases are the campaign's shards), and returns how many
+// arrived.
+func (a *Admitter) move(ctx context.Context, bases []string, from, to int, n, toEpoch int64) (int64, error) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
-	res, err := runScript(ctx, a.rdb, moveOutScript, []string{bases[from] + "campaign", moves(bases[from])}, id, n, to).Int64Slice()
+	res, err := runScript(ctx, a.rdb, moveOutScript, []string{bases[from] + "campaign", moves(bases[from])}, id, n, to, toEpoch).Int64Slice()
 	if err != nil {
 		return 0, redisError("move out", err, nil)
 	}
@@ -379,8 +401,9 @@ func (a *Admitter) move(ctx context.Context, bases []string, from, to int, n int
 }
 
 // finishMove does steps 2 and 3 of a move recorded in shard from's moves
-// hash; ok is false when the recipient cannot take it now (it is stopped
-// or rebuilt), and the record stays for the reconciler.
+// hash, for the recipient in epoch; ok is false when the recipient cannot
+// take it now (it is stopped or rebuilt), and the record stays for the
+// reconciler.
 func (a *Admitter) finishMove(ctx context.Context, from, to, id string, n, epoch int64) (bool, error) {
 	r, err := runScript(ctx, a.rdb, moveInScript, []string{to + "campaign", movedIn(to)}, id, n, epoch).Int64()
 	if err != nil {
@@ -398,8 +421,9 @@ func (a *Admitter) finishMove(ctx context.Context, from, to, id string, n, epoch
 // FinishMoves finishes the moves of units between the shards of the
 // campaigns ids that were left halfway (their mover died, or lost Redis
 // for a moment) for longer than finishMovesAfter, and drops the records of
-// moves from an earlier epoch (the rebuild that started the new one counted
-// their units from Postgres). It returns how many it finished; the
+// moves from an earlier epoch of their donor or of their recipient (the
+// rebuild that started the new one counted their units from Postgres, or
+// left them to the recount). It returns how many it finished; the
 // reconciler calls it. Safe to run in many processes at once.
 func (a *Admitter) FinishMoves(ctx context.Context, ids []int64) (int, error) {
 	n, err := a.shardCounts(ctx, ids)
@@ -437,27 +461,35 @@ func (a *Admitter) finishShardMoves(ctx context.Context, bases []string, age tim
 		return 0, redisError("moves", err, nil)
 	}
 	cutoff := now.Val().Add(-age).UnixMilli()
+	current := make([]int64, len(bases)) // -1: unknown
+	for i := range bases {
+		e, err := epochs[i].Int64()
+		if err != nil {
+			e = -1
+		}
+		current[i] = e
+	}
 	done := 0
 	var errs []error
 	for i, b := range bases {
-		epoch, eerr := epochs[i].Int64()
 		for id, rec := range recs[i].Val() {
-			to, m, recEpoch, at, ok := parseMove(rec)
-			if !ok || to >= len(bases) {
+			mv, ok := parseMove(rec)
+			if !ok || mv.to >= len(bases) {
 				a.logger.WarnContext(ctx, "skip malformed move record", "key", moves(b), "move", id, "record", rec)
 				continue
 			}
-			if at > cutoff {
+			if mv.at > cutoff {
 				continue
 			}
-			if eerr == nil && recEpoch < epoch {
-				// Void: the campaign was rebuilt from Postgres since.
+			if (current[i] >= 0 && mv.epoch < current[i]) || mv.toEpoch < current[mv.to] {
+				// Void: the donor or the recipient was rebuilt from
+				// Postgres since.
 				if err := a.rdb.HDel(ctx, moves(b), id).Err(); err != nil {
 					errs = append(errs, redisError("drop move", err, nil))
 				}
 				continue
 			}
-			ok, err := a.finishMove(ctx, b, bases[to], id, m, recEpoch)
+			ok, err := a.finishMove(ctx, b, bases[mv.to], id, mv.units, mv.toEpoch)
 			if err != nil {
 				errs = append(errs, err)
 			} else if ok {
@@ -468,15 +500,35 @@ func (a *Admitter) finishShardMoves(ctx context.Context, bases []string, age tim
 	return done, errors.Join(errs...)
 }
 
-// parseMove reads a move record "<to>:<n>:<epoch>:<ms>".
-func parseMove(rec string) (to int, n, epoch, ms int64, ok bool) {
+// moveRecord is a move as move_out.lua recorded it.
+type moveRecord struct {
+	to             int
+	units          int64
+	epoch, toEpoch int64 // the donor's and the recipient's
+	at             int64 // Unix milliseconds
+}
+
+// parseMove reads a move record "<to>:<n>:<epoch>:<ms>:<to epoch>"; one
+// written before shards had epochs of their own has no last field (the
+// recipient was in the donor's epoch).
+func parseMove(rec string) (moveRecord, bool) {
 	f := strings.Split(rec, ":")
-	if len(f) != 4 {
-		return 0, 0, 0, 0, false
+	if len(f) != 4 && len(f) != 5 {
+		return moveRecord{}, false
 	}
-	t, e1 := strconv.Atoi(f[0])
-	n, e2 := strconv.ParseInt(f[1], 10, 64)
-	epoch, e3 := strconv.ParseInt(f[2], 10, 64)
-	ms, e4 := strconv.ParseInt(f[3], 10, 64)
-	return t, n, epoch, ms, e1 == nil && e2 == nil && e3 == nil && e4 == nil && n > 0
+	var n [5]int64
+	for i, x := range f {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil || v < 0 {
+			return moveRecord{}, false
+		}
+		n[i] = v
+	}
+	if len(f) == 4 {
+		n[4] = n[2]
+	}
+	if n[1] <= 0 || n[0] >= seckill.MaxShards {
+		return moveRecord{}, false
+	}
+	return moveRecord{to: int(n[0]), units: n[1], epoch: n[2], at: n[3], toEpoch: n[4]}, true
 }

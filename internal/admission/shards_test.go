@@ -495,36 +495,129 @@ func TestShardedReturnsAndRelease(t *testing.T) {
 	}
 }
 
-// TestShardedRebuild: one stopped shard stops the campaign for a rebuild,
-// which installs every shard from Postgres's state in the new epoch; an
-// admission then gets an id of that epoch and its buyer's shard.
-func TestShardedRebuild(t *testing.T) {
+// TestShardedRebuildSome: a shard that lost its state (stopped, as after
+// its master failed over) is rebuilt alone while the others keep selling:
+// it starts again in a new epoch with its buyers and no units, and buyers
+// who fall on it get units moved from the others. Once nothing is left
+// anywhere, the campaign is rebuilt whole (the recount), which counts
+// back the units the lost shard held, instead of answering SOLD_OUT.
+func TestShardedRebuildSome(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
 	const v, shards = 506, 3
 	c := shardedCampaign(v, 30, shards)
 	mustWarm(t, a, seckill.WarmState{Campaign: c})
-	u := usersOn(1, 1, 1, shards)[0]
 	if err := rdb.HSet(ctx, admission.ShardCampaignKey(a, v, 2, shards), "state", "stale").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if need, err := a.NeedsRebuild(ctx, []int64{v}); err != nil || !slices.Equal(need, []int64{v}) {
 		t.Fatalf("needs rebuild: %v, %v", need, err)
 	}
-	wantStale := usersOn(1, 1, 2, shards)[0]
-	if _, _, err := a.Admit(ctx, v, wantStale, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
+	onTwo := usersOn(1, 3, 2, shards)
+	if _, _, err := a.Admit(ctx, v, onTwo[0], seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
 		t.Errorf("a buyer of the stopped shard: %v, want ErrRebuildNeeded", err)
 	}
-	token, ok, err := a.BeginRebuild(ctx, v)
+	lock, ok, err := a.BeginRebuild(ctx, v)
+	if err != nil || !ok || !slices.Equal(lock.Shards, []int{2}) {
+		t.Fatalf("begin rebuild: %+v, %v, %v; want a lock for shard 2", lock, ok, err)
+	}
+	if _, ok, err := a.BeginRebuild(ctx, v); err != nil || ok {
+		t.Errorf("second begin rebuild: %v, %v; want the lock taken", ok, err)
+	}
+	onOne := usersOn(1, 1, 1, shards)[0]
+	if o, adm := mustAdmit(t, a, v, onOne); o != seckill.OutcomeAccepted || seckill.OrderEpoch(adm.OrderID) != 0 {
+		t.Fatalf("a buyer of another shard during the rebuild: %s, order %d; want ACCEPTED in epoch 0", o, adm.OrderID)
+	}
+	if _, _, err := a.Admit(ctx, v, onTwo[1], seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
+		t.Errorf("a buyer of the shard being rebuilt: %v, want ErrRebuildNeeded", err)
+	}
+	// Postgres moved shard 2 to epoch 1; onTwo[0] holds an order there.
+	next := c
+	next.Epoch = 1
+	ok, err = a.FinishRebuild(ctx, lock.Token, seckill.WarmState{Campaign: next, Buyers: []int64{onTwo[0]}, Shards: []int{2}})
 	if err != nil || !ok {
-		t.Fatalf("begin rebuild: %v, %v", ok, err)
+		t.Fatalf("finish rebuild: %v, %v", ok, err)
+	}
+	if need, err := a.NeedsRebuild(ctx, []int64{v}); err != nil || len(need) != 0 {
+		t.Errorf("needs rebuild after it: %v, %v", need, err)
+	}
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{10, 9, 0}) {
+		t.Errorf("shards after the rebuild of shard 2: %v, want [10 9 0]", got)
+	}
+	if e := rdb.HGet(ctx, admission.ShardCampaignKey(a, v, 1, shards), "epoch").Val(); e != "0" {
+		t.Errorf("shard 1's epoch %q, want 0: it was not rebuilt", e)
+	}
+	lc := liveOf(t, a, v)
+	if !lc.Recount || lc.Remaining != 19 {
+		t.Errorf("live counts %+v, want 19 remaining and a recount owed", lc)
+	}
+	wantOutcome(t, a, v, onTwo[0], seckill.OutcomeAlreadyPurchased, "a buyer Postgres knows")
+	o, adm := mustAdmit(t, a, v, onTwo[2])
+	if _, shard, _ := seckill.SplitShardOrderID(adm.OrderID); o != seckill.OutcomeAccepted || shard != 2 || seckill.OrderEpoch(adm.OrderID) != 1 {
+		t.Fatalf("a buyer of the rebuilt shard: %s, order %d; want ACCEPTED in shard 2, epoch 1", o, adm.OrderID)
+	}
+
+	// Sell what is left; then the next buyer hears of the recount, not
+	// SOLD_OUT.
+	for i, u := range usersOn(100, 18, 0, shards) {
+		if o, _ := mustAdmit(t, a, v, u); o != seckill.OutcomeAccepted {
+			t.Fatalf("buyer %d of the 18 units left: %s", i, o)
+		}
+	}
+	last := usersOn(1000, 1, 1, shards)[0]
+	if _, _, err := a.Admit(ctx, v, last, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
+		t.Fatalf("a buyer once nothing is left but a recount is owed: %v, want ErrRebuildNeeded", err)
+	}
+	if need, err := a.NeedsRebuild(ctx, []int64{v}); err != nil || !slices.Equal(need, []int64{v}) {
+		t.Fatalf("needs rebuild for the recount: %v, %v", need, err)
+	}
+	lock, ok, err = a.BeginRebuild(ctx, v)
+	if err != nil || !ok || lock.Shards != nil {
+		t.Fatalf("begin the recount: %+v, %v, %v; want a rebuild of the whole campaign", lock, ok, err)
+	}
+	// Postgres still counts the 10 units shard 2 lost.
+	whole := c
+	whole.Stock, whole.Epoch = 10, 2
+	if ok, err := a.FinishRebuild(ctx, lock.Token, seckill.WarmState{Campaign: whole}); err != nil || !ok {
+		t.Fatalf("finish the recount: %v, %v", ok, err)
+	}
+	if got := shardStocks(t, a, rdb, v, shards); !slices.Equal(got, []int64{4, 3, 3}) {
+		t.Errorf("shards after the recount: %v, want [4 3 3]", got)
+	}
+	if lc := liveOf(t, a, v); lc.Recount || lc.Remaining != 10 {
+		t.Errorf("live counts after the recount %+v, want 10 remaining, no recount", lc)
+	}
+	wantOutcome(t, a, v, last, seckill.OutcomeAccepted, "the buyer after the recount")
+}
+
+// TestShardedRebuildWhole: when every shard lost its state, the rebuild
+// stops the whole campaign and installs every shard from Postgres's state
+// in the new epoch; an admission then gets an id of that epoch and its
+// buyer's shard.
+func TestShardedRebuildWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+	const v, shards = 510, 3
+	c := shardedCampaign(v, 30, shards)
+	mustWarm(t, a, seckill.WarmState{Campaign: c})
+	u := usersOn(1, 1, 1, shards)[0]
+	for s := range shards {
+		if err := rdb.HSet(ctx, admission.ShardCampaignKey(a, v, s, shards), "state", "stale").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantStale := usersOn(1, 1, 2, shards)[0]
+	lock, ok, err := a.BeginRebuild(ctx, v)
+	if err != nil || !ok || lock.Shards != nil {
+		t.Fatalf("begin rebuild: %+v, %v, %v", lock, ok, err)
 	}
 	if _, _, err := a.Admit(ctx, v, u, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
-		t.Errorf("a buyer of another shard during the rebuild: %v, want ErrRebuildNeeded", err)
+		t.Errorf("a buyer during the rebuild: %v, want ErrRebuildNeeded", err)
 	}
 	c.Stock, c.Epoch = 20, 1
-	ok, err = a.FinishRebuild(ctx, token, seckill.WarmState{Campaign: c, Buyers: []int64{wantStale}})
+	ok, err = a.FinishRebuild(ctx, lock.Token, seckill.WarmState{Campaign: c, Buyers: []int64{wantStale}})
 	if err != nil || !ok {
 		t.Fatalf("finish rebuild: %v, %v", ok, err)
 	}
@@ -542,6 +635,16 @@ func TestShardedRebuild(t *testing.T) {
 	if _, shard, _ := seckill.SplitShardOrderID(adm.OrderID); shard != 1 || seckill.OrderEpoch(adm.OrderID) != 1 {
 		t.Errorf("order %d: shard %d epoch %d, want shard 1 epoch 1", adm.OrderID, shard, seckill.OrderEpoch(adm.OrderID))
 	}
+}
+
+// liveOf reads one campaign's live counts.
+func liveOf(t *testing.T, a *admission.Admitter, v int64) seckill.LiveCounts {
+	t.Helper()
+	m, err := a.LiveCounts(context.Background(), []int64{v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m[v]
 }
 
 func TestShardedForget(t *testing.T) {

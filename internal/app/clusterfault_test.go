@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,6 +81,16 @@ type clusterSale struct {
 	// shards, when above 1, is the number of stock shards of every
 	// campaign of the sale.
 	shards int
+	// lost names, by campaign, the stock shards the fault stops (under
+	// mu); set, the buyers of the other shards of an affected campaign
+	// are counted apart (faultCost.keptSelling), and only the lost shards'
+	// buyers say when its sales resumed.
+	lost map[int64]map[int]bool
+	// stock is every campaign's stock (100,000 unset). With drain set, the
+	// load is followed by buyers who buy until every campaign answers
+	// SOLD_OUT, and each campaign must have sold exactly its stock.
+	stock int
+	drain bool
 }
 
 // untold returns the error codes whose buyer may hold an order no answer
@@ -148,6 +159,11 @@ type faultCost struct {
 	resumed            time.Duration // from the fault to the first ACCEPTED on an affected campaign; -1: never
 	lastResumed        time.Duration // from the fault until every affected campaign had an ACCEPTED again; -1: one never did
 	persisted          time.Duration // from the end of the load to every accepted order in Postgres
+	// keptSelling counts, with clusterSale.lost, the ACCEPTED answers to
+	// buyers of an affected campaign's other shards between the fault and
+	// the first ACCEPTED of its lost shards.
+	keptSelling int
+	drained     int // ACCEPTED answers of the drain (clusterSale.drain)
 }
 
 func (c faultCost) String() string {
@@ -159,6 +175,12 @@ func (c faultCost) String() string {
 		} else {
 			resumed += " (not on all of them)"
 		}
+	}
+	if c.keptSelling > 0 {
+		resumed += fmt.Sprintf("; meanwhile %d purchases ACCEPTED on their other shards", c.keptSelling)
+	}
+	if c.drained > 0 {
+		resumed += fmt.Sprintf("; %d more sold to the end", c.drained)
 	}
 	return fmt.Sprintf("%d attempts, %d accepted, errors %v (slowest %s), %d repeats of an accepted purchase (%d ALREADY_PURCHASED); %s; every accepted order persisted %s after the load ended",
 		c.attempts, c.accepted, c.errs, c.slowest.Round(time.Millisecond), c.repeats, c.refused, resumed, c.persisted.Round(time.Millisecond))
@@ -203,7 +225,8 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 	worker.worker()
 	worker.reconciler()
 
-	const campaigns, stock = 6, 100_000
+	const campaigns = 6
+	stock := cmp.Or(s.stock, 100_000)
 	for range campaigns {
 		if s.shards > 1 {
 			s.vouchers = append(s.vouchers, api1.createShardedCampaign(stock, s.shards, 900))
@@ -218,6 +241,7 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 		accepted  = map[int][]answer{} // each buyer's ACCEPTED answers, for repeats
 		resumedAt time.Time
 		resumedOn = map[int64]time.Time{} // the first ACCEPTED after the fault, by affected campaign
+		kept      int                     // see faultCost.keptSelling
 	)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: buyers}, Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
@@ -244,9 +268,14 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 				accepted[b] = append(accepted[b], a)
 			}
 			if a.outcome == "ACCEPTED" && s.affected[voucher] && !s.faultAt.IsZero() && a.began.After(s.faultAt) && resumedOn[voucher].IsZero() {
-				resumedOn[voucher] = time.Now()
-				if resumedAt.IsZero() {
-					resumedAt = resumedOn[voucher]
+				switch {
+				case s.lost != nil && !s.lost[voucher][seckill.ShardOf(a.user, s.shards)]:
+					kept++
+				default:
+					resumedOn[voucher] = time.Now()
+					if resumedAt.IsZero() {
+						resumedAt = resumedOn[voucher]
+					}
 				}
 			}
 			s.mu.Unlock()
@@ -261,6 +290,10 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 	fault(s)
 	time.Sleep(cmp.Or(s.after, 1500*time.Millisecond))
 	stop()
+	drained := 0
+	if s.drain {
+		drained = drainSale(t, s, client, answers)
+	}
 	loadEnd := time.Now()
 
 	// want counts the ACCEPTED answers of each campaign; maybe the
@@ -322,7 +355,8 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 		}
 		return strings.Join(why, "; ")
 	})
-	cost := faultCost{errs: map[string]int{}, resumed: -1, lastResumed: -1, persisted: time.Since(loadEnd)}
+	cost := faultCost{errs: map[string]int{}, resumed: -1, lastResumed: -1, persisted: time.Since(loadEnd),
+		keptSelling: kept, drained: drained}
 	eventually(t, 30*time.Second, "Redis agrees with Postgres", func() bool {
 		for _, v := range s.vouchers {
 			if api1.remaining(v) != api1.pgStock(v) {
@@ -335,6 +369,10 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 		created, failed := checkSale(t, api1, v, stock, answers[v], untold)
 		if failed > 0 {
 			t.Errorf("voucher %d: %d ACCEPTED orders FAILED; with a replica confirming each, none may be lost", v, failed)
+		}
+		if s.drain && (created != stock || api1.pgStock(v) != 0) {
+			t.Errorf("voucher %d sold out with %d orders CREATED of %d units, %d left in Postgres: units were stranded",
+				v, created, stock, api1.pgStock(v))
 		}
 		cost.accepted += created + failed
 		for _, a := range answers[v] {
@@ -371,6 +409,64 @@ func saleOn(t *testing.T, topology envOption, setup func(s *clusterSale), fault 
 		}
 	}
 	return cost
+}
+
+// drainSale buys every campaign of s to the end after the load, with new
+// users (16 buyers at once, through both APIs), until each answers
+// SOLD_OUT; TRY_AGAIN and UNAVAILABLE are tried again. The answers join
+// answers; it returns how many were ACCEPTED.
+func drainSale(t *testing.T, s *clusterSale, client *http.Client, answers map[int64][]answer) int {
+	t.Helper()
+	var (
+		mu       sync.Mutex
+		soldOut  = map[int64]bool{}
+		accepted int
+		next     atomic.Int64
+		wg       sync.WaitGroup
+	)
+	next.Store(50_000_000)
+	deadline := time.Now().Add(90 * time.Second)
+	for b := range 16 {
+		api := []*testEnv{s.api1, s.api2}[b%2]
+		wg.Go(func() {
+			for k := b; time.Now().Before(deadline); k++ {
+				mu.Lock()
+				var open []int64
+				for _, v := range s.vouchers {
+					if !soldOut[v] {
+						open = append(open, v)
+					}
+				}
+				mu.Unlock()
+				if len(open) == 0 {
+					return
+				}
+				v := open[k%len(open)]
+				a := api.attempt(client, next.Add(1), v)
+				a.voucher = v
+				if a.err == "NETWORK" {
+					api = s.api1
+				}
+				mu.Lock()
+				answers[v] = append(answers[v], a)
+				switch a.outcome {
+				case "ACCEPTED":
+					accepted++
+				case string(seckill.OutcomeSoldOut):
+					soldOut[v] = true
+				}
+				mu.Unlock()
+				if a.err != "" || a.outcome == string(seckill.OutcomeTryAgain) {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(soldOut) != len(s.vouchers) {
+		t.Fatalf("after 90 s of buying to the end, %d of %d campaigns answered SOLD_OUT", len(soldOut), len(s.vouchers))
+	}
+	return accepted
 }
 
 // unpersisted names a few ACCEPTED orders of answers that Postgres lacks,
@@ -466,13 +562,16 @@ func TestClusterMasterKilledBuyersReturn(t *testing.T) {
 // TestClusterShardMasterKilled kills -9 the master of one stock shard (not
 // shard 0) of a campaign of 3 shards in the middle of its sale; its replica
 // takes over. The promoted replica is a new server: the shards it holds
-// stop, and their campaigns are rebuilt from Postgres (every shard of each,
-// in a new epoch), then sell on: every ACCEPTED order is CREATED for its
-// buyer, no order id is handed out twice, nothing is oversold, and the
-// campaigns with no shard on the killed master never stop.
+// stop and are rebuilt alone from Postgres (in a new epoch, with their
+// buyers and no units), while the other shards of their campaigns keep
+// selling; then the rebuilt shards' buyers get units moved from the
+// others. Every ACCEPTED order is CREATED for its buyer, no order id is
+// handed out twice, nothing is oversold, and, once bought to the end, every
+// campaign sold exactly its stock: the units the lost shards held were
+// counted back from Postgres when nothing was left elsewhere.
 func TestClusterShardMasterKilled(t *testing.T) {
 	bound := testenv.ClusterNodeTimeout + 8*time.Second
-	cost := saleOnCluster(t, func(s *clusterSale) { s.shards = 3 }, func(s *clusterSale) {
+	cost := saleOnCluster(t, func(s *clusterSale) { s.shards, s.stock, s.drain = 3, 600, true }, func(s *clusterSale) {
 		key := func(v int64, shard int) string {
 			return "seckill:{" + admission.ShardTag(v, shard, s.shards) + "}:campaign"
 		}
@@ -480,12 +579,18 @@ func TestClusterShardMasterKilled(t *testing.T) {
 		if victim == s.cluster.MasterOf(key(s.vouchers[0], 0)) {
 			t.Fatal("shards 0 and 1 of a campaign of 3 on one master")
 		}
-		affected := map[int64]bool{}
+		affected, lost := map[int64]bool{}, map[int64]map[int]bool{}
 		for _, v := range s.vouchers {
+			lost[v] = map[int]bool{}
 			for shard := range s.shards {
-				affected[v] = affected[v] || s.cluster.MasterOf(key(v, shard)) == victim
+				if s.cluster.MasterOf(key(v, shard)) == victim {
+					affected[v], lost[v][shard] = true, true
+				}
 			}
 		}
+		s.mu.Lock()
+		s.lost = lost
+		s.mu.Unlock()
 		s.setAffected(affected)
 		s.masterKilled = true
 		victim.Kill()
@@ -495,7 +600,10 @@ func TestClusterShardMasterKilled(t *testing.T) {
 	})
 	t.Logf("fault cost (kill -9 of the master of a campaign's shard 1): %s", cost)
 	if cost.resumed < 0 || cost.resumed > bound {
-		t.Errorf("sales on the killed master's campaigns resumed after %s, want within %s", cost.resumed, bound)
+		t.Errorf("sales on the killed master's shards resumed after %s, want within %s", cost.resumed, bound)
+	}
+	if cost.keptSelling == 0 {
+		t.Error("no purchase was ACCEPTED on the other shards of the killed master's campaigns before its shards resumed: they stopped too")
 	}
 }
 

@@ -14,10 +14,11 @@ import (
 func TestLostIDIsNotFoundForAStranger(t *testing.T) {
 	e := newTestEnv(t, "")
 	voucher := e.createCampaign(5)
-	epoch, err := e.app.Store.CampaignEpoch(e.ctx, voucher)
+	epochs, err := e.app.Store.CampaignEpochs(e.ctx, voucher)
 	if err != nil {
 		t.Fatal(err)
 	}
+	epoch := epochs.Campaign
 	if err := testenv.FlushRedis(e.ctx, e.app.Redis); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestLostAdmissionRecordedForItsBuyer(t *testing.T) {
 	if err := testenv.FlushRedis(e.ctx, e.app.Redis); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.app.Store.RebuildCampaign(e.ctx, voucher); err != nil {
+	if _, err := e.app.Store.RebuildCampaign(e.ctx, voucher, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.app.Purchases.Reconcile(e.ctx, time.Hour, 100); err != nil {

@@ -457,12 +457,12 @@ func TestCampaignLostAlone(t *testing.T) {
 	keptKey := fmt.Sprintf("seckill:{v%d}:campaign", kept)
 	keptBefore := e.app.Redis.HGetAll(e.ctx, keptKey).Val()
 	epochs := func() (int64, int64) {
-		a, err1 := e.app.Store.CampaignEpoch(e.ctx, lost)
-		b, err2 := e.app.Store.CampaignEpoch(e.ctx, kept)
+		a, err1 := e.app.Store.CampaignEpochs(e.ctx, lost)
+		b, err2 := e.app.Store.CampaignEpochs(e.ctx, kept)
 		if err1 != nil || err2 != nil {
 			t.Fatal(err1, err2)
 		}
-		return a, b
+		return a.Campaign, b.Campaign
 	}
 	lostEpoch, keptEpoch := epochs()
 

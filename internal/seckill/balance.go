@@ -54,6 +54,11 @@ const (
 	// (an expiry, a cancellation) that Redis has not taken back yet shows
 	// so until it does, or until the reconciler's sweep returns it.
 	BalanceShortfall BalanceReason = "shortfall"
+	// BalanceRecount: units are neither left, queued, awaiting payment nor
+	// paid (Diff < 0) while the campaign has units of shards rebuilt alone
+	// to count back (LiveCounts.Recount): Postgres's stock holds them, and
+	// Redis counts them again once nothing is left elsewhere (settling).
+	BalanceRecount BalanceReason = "recount"
 	// BalanceNotHeld: Redis does not hold the campaign (not warmed, or
 	// ended and trimmed, or ended before Redis restarted).
 	BalanceNotHeld BalanceReason = "not_held"
@@ -104,6 +109,8 @@ func CheckBalance(live LiveCounts, t CampaignTotals) Balance {
 		b.State, b.Reason = BalanceSettling, BalanceInFlight
 	case b.Diff > 0:
 		b.State, b.Reason = BalanceMismatch, BalanceSurplus
+	case live.Recount:
+		b.State, b.Reason = BalanceSettling, BalanceRecount
 	default:
 		b.State, b.Reason = BalanceMismatch, BalanceShortfall
 	}

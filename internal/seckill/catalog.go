@@ -96,6 +96,11 @@ type LiveCounts struct {
 	// Shards holds each stock shard's own numbers, for a campaign of more
 	// than one (nil otherwise); Remaining and Queued are their sums.
 	Shards []ShardLive
+	// Recount is set while units of shards rebuilt alone (their master
+	// failed over) are still to be counted back from Postgres: Remaining
+	// lacks them until nothing is left elsewhere and the campaign is
+	// rebuilt whole.
+	Recount bool
 }
 
 // ShardLive is one stock shard's live numbers (admission's Redis): its

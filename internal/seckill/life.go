@@ -84,7 +84,8 @@ type UnitReturn struct {
 	OrderID   int64
 	VoucherID int64
 	UserID    int64
-	// Epoch is the campaign's epoch when Postgres took the unit back: a
+	// Epoch is the epoch of the order's stock shard (the campaign's, for a
+	// campaign of one) when Postgres took the unit back: a
 	// Redis state installed in a later epoch was read from Postgres after
 	// that and counts the unit already.
 	Epoch int64

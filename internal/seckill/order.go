@@ -252,4 +252,41 @@ type StatusEvent struct {
 type WarmState struct {
 	Campaign Campaign
 	Buyers   []int64 // users holding an order (CREATED) for the campaign
+	// Shards names the stock shards a rebuild of some of them moved to
+	// Campaign.Epoch (nil: the whole campaign). Those shards start again
+	// with no units and their buyers; the units their Redis lost are
+	// counted back later (admission's recount), when nothing is left
+	// anywhere else.
+	Shards []int
+}
+
+// RebuildLock is a campaign's rebuild lock as BeginRebuild took it: its
+// token, and the stock shards the rebuild is for (nil: the whole
+// campaign).
+type RebuildLock struct {
+	Token  string
+	Shards []int
+}
+
+// Epochs is where a campaign's order ids stand: the epoch of each of its
+// stock shards. A rebuild of the whole campaign moves every shard to a new
+// epoch; one of some shards (those a failover lost) moves only them, to an
+// epoch above every other.
+type Epochs struct {
+	Campaign int64   // the highest; every shard's when Shards is nil
+	Shards   []int64 // each shard's, once a rebuild of some moved them alone
+}
+
+// Of returns the epoch of one shard.
+func (e Epochs) Of(shard int) int64 {
+	if shard >= 0 && shard < len(e.Shards) {
+		return e.Shards[shard]
+	}
+	return e.Campaign
+}
+
+// OfOrder returns the epoch that the shard an order id names is in now.
+func (e Epochs) OfOrder(orderID int64) int64 {
+	_, shard, _ := SplitShardOrderID(orderID)
+	return e.Of(shard)
 }

@@ -78,14 +78,15 @@ func (r *recent) of(voucherID int64) []Admission {
 	return slices.Clone(r.by[voucherID])
 }
 
-// before returns what is remembered of one campaign from epochs before
-// epoch: usually nothing, found without copying the list.
-func (r *recent) before(voucherID, epoch int64) []Admission {
+// before returns what is remembered of one campaign from epochs its stock
+// shards have left (epochs: where they are now): usually nothing, found
+// without copying the list.
+func (r *recent) before(voucherID int64, epochs Epochs) []Admission {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Admission
 	for _, a := range r.by[voucherID] {
-		if OrderEpoch(a.OrderID) < epoch {
+		if OrderEpoch(a.OrderID) < epochs.OfOrder(a.OrderID) {
 			out = append(out, a)
 		}
 	}
@@ -111,14 +112,15 @@ func (r *recent) campaigns() []int64 {
 	return ids
 }
 
-// forget drops what is remembered of a campaign from epochs before epoch.
-func (r *recent) forget(voucherID, epoch int64) {
+// forget drops what is remembered of a campaign from epochs its stock
+// shards have left (epochs: where they are now).
+func (r *recent) forget(voucherID int64, epochs Epochs) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	list := r.by[voucherID]
 	kept := list[:0]
 	for _, a := range list {
-		if OrderEpoch(a.OrderID) >= epoch {
+		if OrderEpoch(a.OrderID) >= epochs.OfOrder(a.OrderID) {
 			kept = append(kept, a)
 		}
 	}
@@ -134,21 +136,21 @@ func (r *recent) forget(voucherID, epoch int64) {
 func (p *Purchases) persistLost(ctx context.Context) (int, error) {
 	n := 0
 	for _, id := range p.recent.campaigns() {
-		epoch, err := p.campaigns.CampaignEpoch(ctx, id)
+		epochs, err := p.campaigns.CampaignEpochs(ctx, id)
 		if ErrorCode(err) == ENOTFOUND {
-			p.recent.forget(id, MaxEpoch+1)
+			p.recent.forget(id, Epochs{Campaign: MaxEpoch + 1})
 			continue
 		} else if err != nil {
-			return n, fmt.Errorf("epoch of campaign %d: %w", id, err)
+			return n, fmt.Errorf("epochs of campaign %d: %w", id, err)
 		}
-		lost := p.recent.before(id, epoch)
+		lost := p.recent.before(id, epochs)
 		if len(lost) == 0 {
 			continue
 		}
 		if err := p.PersistAdmissions(ctx, lost); err != nil {
 			return n, fmt.Errorf("persist %d admissions of campaign %d's earlier epochs: %w", len(lost), id, err)
 		}
-		p.recent.forget(id, epoch)
+		p.recent.forget(id, epochs)
 		n += len(lost)
 	}
 	return n, nil

@@ -25,10 +25,10 @@ func TestRecentRemembers(t *testing.T) {
 	now = now.Add(recentFor / 2)
 	r.add(recentAdm(1, 1, 1, now)) // campaign 1 rebuilt into epoch 1
 
-	if got := r.before(1, 1); len(got) != 2 || got[0].UserID != 1 || got[1].UserID != 2 {
+	if got := r.before(1, Epochs{Campaign: 1}); len(got) != 2 || got[0].UserID != 1 || got[1].UserID != 2 {
 		t.Fatalf("before(1, epoch 1) = %+v, want the two admissions of epoch 0", got)
 	}
-	if got := r.before(1, 0); len(got) != 0 {
+	if got := r.before(1, Epochs{Campaign: 0}); len(got) != 0 {
 		t.Fatalf("before(1, epoch 0) = %+v, want none", got)
 	}
 	if got := r.of(1); len(got) != 3 || got[0].Trace != "" {
@@ -47,7 +47,7 @@ func TestRecentRemembers(t *testing.T) {
 	if r.n != 2 {
 		t.Fatalf("counted %d, want 2", r.n)
 	}
-	r.forget(1, 2)
+	r.forget(1, Epochs{Campaign: 2})
 	if got := r.of(1); len(got) != 0 || r.n != 0 {
 		t.Fatalf("after forget(1, 2): %+v, counted %d", got, r.n)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -162,10 +163,10 @@ func (p *Purchases) RebuildCampaign(ctx context.Context, voucherID int64) error 
 	}
 	// A voucher Postgres does not know (an attacker's made-up id) costs one
 	// read and writes nothing to Redis, not even a lock.
-	if _, err := p.campaigns.CampaignEpoch(ctx, voucherID); err != nil {
+	if _, err := p.campaigns.CampaignEpochs(ctx, voucherID); err != nil {
 		return err
 	}
-	token, ok, err := p.rebuilder.BeginRebuild(ctx, voucherID)
+	lock, ok, err := p.rebuilder.BeginRebuild(ctx, voucherID)
 	if err != nil {
 		return fmt.Errorf("begin rebuild: %w", err)
 	}
@@ -174,7 +175,7 @@ func (p *Purchases) RebuildCampaign(ctx context.Context, voucherID int64) error 
 		// campaign (then the first look says so).
 		return p.awaitRebuild(ctx, voucherID)
 	}
-	return p.rebuildLocked(ctx, voucherID, token)
+	return p.rebuildLocked(ctx, voucherID, lock)
 }
 
 // rebuildLocked does steps 2 to 4 of RebuildCampaign under the lock token.
@@ -183,10 +184,10 @@ func (p *Purchases) RebuildCampaign(ctx context.Context, voucherID int64) error 
 // for the lock to expire with the campaign stopped: after a Sentinel
 // failover a sentinel that has not heard of it yet can send one of these
 // steps to the dead master.
-func (p *Purchases) rebuildLocked(ctx context.Context, voucherID int64, token string) error {
-	err := p.rebuildSteps(ctx, voucherID, token)
+func (p *Purchases) rebuildLocked(ctx context.Context, voucherID int64, lock RebuildLock) error {
+	err := p.rebuildSteps(ctx, voucherID, lock)
 	if err != nil {
-		p.abortRebuild(context.WithoutCancel(ctx), voucherID, token)
+		p.abortRebuild(context.WithoutCancel(ctx), voucherID, lock.Token)
 	}
 	return err
 }
@@ -216,14 +217,22 @@ func (p *Purchases) abortRebuild(ctx context.Context, voucherID int64, token str
 	}
 }
 
-func (p *Purchases) rebuildSteps(ctx context.Context, voucherID int64, token string) error {
+func (p *Purchases) rebuildSteps(ctx context.Context, voucherID int64, lock RebuildLock) error {
+	// A rebuild of some stock shards (their master failed over) persists
+	// and recounts only what those shards admitted: the others keep
+	// selling meanwhile.
+	ours := func(orderID int64) bool {
+		_, shard, _ := SplitShardOrderID(orderID)
+		return lock.Shards == nil || slices.Contains(lock.Shards, shard)
+	}
 	survivors, err := p.outbox.PendingOf(ctx, voucherID)
 	if err != nil {
 		return fmt.Errorf("pending admissions: %w", err)
 	}
+	survivors = slices.DeleteFunc(survivors, func(a Admission) bool { return !ours(a.OrderID) })
 	// What this process admitted lately was promised too: Redis may have
 	// lost it (persisting it again is a no-op for what Postgres has).
-	epoch, err := p.campaigns.CampaignEpoch(ctx, voucherID)
+	epochs, err := p.campaigns.CampaignEpochs(ctx, voucherID)
 	if err != nil {
 		return err
 	}
@@ -232,25 +241,25 @@ func (p *Purchases) rebuildSteps(ctx context.Context, voucherID int64, token str
 		seen[a.OrderID] = true
 	}
 	for _, a := range p.recent.of(voucherID) {
-		if !seen[a.OrderID] && OrderEpoch(a.OrderID) == epoch {
+		if !seen[a.OrderID] && ours(a.OrderID) && OrderEpoch(a.OrderID) == epochs.OfOrder(a.OrderID) {
 			survivors = append(survivors, a)
 		}
 	}
 	if err := p.PersistAdmissions(ctx, survivors); err != nil {
 		return fmt.Errorf("persist %d pending admissions: %w", len(survivors), err)
 	}
-	st, err := p.campaigns.RebuildCampaign(ctx, voucherID)
+	st, err := p.campaigns.RebuildCampaign(ctx, voucherID, lock.Shards)
 	if err != nil {
 		return err
 	}
-	installed, err := p.rebuilder.FinishRebuild(ctx, token, st)
+	installed, err := p.rebuilder.FinishRebuild(ctx, lock.Token, st)
 	if err != nil {
 		return fmt.Errorf("install campaign: %w", err)
 	} else if !installed {
 		return Errorf(EUNAVAILABLE, "the rebuild of campaign %d lost its lock", voucherID)
 	}
 	p.logger.Warn("rebuilt campaign from Postgres", "voucher_id", voucherID, "epoch", st.Campaign.Epoch,
-		"stock", st.Campaign.Stock, "buyers", len(st.Buyers), "persisted_pending", len(survivors))
+		"shards", st.Shards, "stock", st.Campaign.Stock, "buyers", len(st.Buyers), "persisted_pending", len(survivors))
 	return nil
 }
 
@@ -273,12 +282,12 @@ func (p *Purchases) awaitRebuild(ctx context.Context, voucherID int64) error {
 		}
 		// The holder may have died: its lock expires, and then this
 		// process takes over.
-		token, ok, err := p.rebuilder.BeginRebuild(ctx, voucherID)
+		lock, ok, err := p.rebuilder.BeginRebuild(ctx, voucherID)
 		if err != nil {
 			return err
 		}
 		if ok {
-			return p.rebuildLocked(ctx, voucherID, token)
+			return p.rebuildLocked(ctx, voucherID, lock)
 		}
 	}
 }

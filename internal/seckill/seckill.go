@@ -52,10 +52,15 @@ type RecoveryStore interface {
 	// state in it: what Redis needs to admit again after losing data. It
 	// holds the campaign's row lock while it reads, so no order from an
 	// earlier epoch takes stock afterwards (PersistOrders fails those with
-	// FailureLost). ENOTFOUND; EUNAVAILABLE when the epochs are used up.
-	RebuildCampaign(ctx context.Context, voucherID int64) (WarmState, error)
-	// CampaignEpoch returns a campaign's current epoch. ENOTFOUND.
-	CampaignEpoch(ctx context.Context, voucherID int64) (int64, error)
+	// FailureLost). With shards (stock shards of a campaign of several; nil:
+	// all) it moves only those shards to the new epoch, and the others'
+	// orders keep taking stock in theirs; the state's Shards names them.
+	// ENOTFOUND; EUNAVAILABLE when the epochs are used up; EINVALID for a
+	// shard the campaign does not have.
+	RebuildCampaign(ctx context.Context, voucherID int64, shards []int) (WarmState, error)
+	// CampaignEpochs returns the epoch of a campaign and of each of its
+	// stock shards. ENOTFOUND.
+	CampaignEpochs(ctx context.Context, voucherID int64) (Epochs, error)
 }
 
 // CatalogStore is what the catalog of vouchers and campaigns needs of the
@@ -133,15 +138,18 @@ type Rebuilder interface {
 	// BeginRebuild takes the campaign's rebuild lock, across every process,
 	// and stops its admissions, if the campaign needs a rebuild (decided in
 	// the same step as NeedsRebuild decides it); ok is false while another
-	// process holds the lock or when the campaign needs none.
-	BeginRebuild(ctx context.Context, voucherID int64) (token string, ok bool, err error)
+	// process holds the lock or when the campaign needs none. For a
+	// campaign of several stock shards of which only some need it (their
+	// master failed over), the lock names those shards: only they stop,
+	// and the others keep selling.
+	BeginRebuild(ctx context.Context, voucherID int64) (lock RebuildLock, ok bool, err error)
 	// AbortRebuild releases the lock BeginRebuild took, if it is still
 	// token's, after a rebuild failed before FinishRebuild; the campaign
 	// still admits nobody until it is rebuilt.
 	AbortRebuild(ctx context.Context, voucherID int64, token string) error
 	// FinishRebuild installs st in place of everything Redis held for the
-	// campaign and releases the lock; false when the lock was no longer
-	// token's (nothing changed).
+	// campaign (for the shards st.Shards names, when it names some) and
+	// releases the lock; false when the lock was no longer token's.
 	FinishRebuild(ctx context.Context, token string, st WarmState) (bool, error)
 	// Retire trims those of ids that ended more than after ago, have no
 	// pending admission and are not being rebuilt, to what answering ENDED

@@ -49,10 +49,13 @@ func (s *Store) CloseOrder(ctx context.Context, id int64, to seckill.OrderStatus
 			return fmt.Errorf("close order: %w", err)
 		}
 		if len(closed) == 1 {
+			// The unit goes back to the stock shard of the order, whose
+			// epoch it comes back in.
+			_, shard, _ := seckill.SplitShardOrderID(id)
 			var epoch int64
 			err := tx.NewRaw(`
 				UPDATE seckill_campaign SET stock = stock + 1, updated_at = now()
-				WHERE voucher_id = ? RETURNING epoch`, closed[0].VoucherID).Scan(ctx, &epoch)
+				WHERE voucher_id = ? RETURNING coalesce(shard_epochs[?], epoch)`, closed[0].VoucherID, shard+1).Scan(ctx, &epoch)
 			if err != nil {
 				return fmt.Errorf("return unit: %w", err)
 			}
@@ -153,11 +156,12 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 			counts[i] = units[v]
 		}
 		// The units go back to each campaign's stock in one statement,
-		// campaigns locked in id order; the epoch each is in then is the
-		// one the units came back in (see CloseOrder).
+		// campaigns locked in id order; the epoch each order's stock shard
+		// is in then is the one its unit came back in (see CloseOrder).
 		var epochs []struct {
-			VoucherID int64 `bun:"voucher_id"`
-			Epoch     int64 `bun:"epoch"`
+			VoucherID   int64   `bun:"voucher_id"`
+			Epoch       int64   `bun:"epoch"`
+			ShardEpochs []int64 `bun:"shard_epochs,array"`
 		}
 		err = tx.NewRaw(`
 			WITH locked AS (
@@ -166,17 +170,22 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 			UPDATE seckill_campaign AS c SET stock = c.stock + n.units, updated_at = now()
 			FROM unnest(?0::bigint[], ?1::bigint[]) AS n(voucher_id, units), locked
 			WHERE c.voucher_id = n.voucher_id AND locked.voucher_id = n.voucher_id
-			RETURNING c.voucher_id, c.epoch`, pgdialect.Array(campaigns), pgdialect.Array(counts)).Scan(ctx, &epochs)
+			RETURNING c.voucher_id, c.epoch, c.shard_epochs`, pgdialect.Array(campaigns), pgdialect.Array(counts)).Scan(ctx, &epochs)
 		if err != nil {
 			return fmt.Errorf("return units: %w", err)
 		}
-		epochOf := make(map[int64]int64, len(epochs))
+		epochsOf := make(map[int64]seckill.Epochs, len(epochs))
 		for _, e := range epochs {
-			epochOf[e.VoucherID] = e.Epoch
+			epochsOf[e.VoucherID] = seckill.Epochs{Campaign: e.Epoch, Shards: e.ShardEpochs}
+		}
+		returnEpochs := make([]int64, len(closed))
+		for i, c := range closed {
+			returnEpochs[i] = epochsOf[c.VoucherID].OfOrder(c.ID)
 		}
 		_, err = tx.NewRaw(`
-			UPDATE voucher_order AS o SET return_epoch = c.epoch
-			FROM seckill_campaign AS c WHERE o.id = ANY(?) AND c.voucher_id = o.voucher_id`, pgdialect.Array(ids)).Exec(ctx)
+			UPDATE voucher_order AS o SET return_epoch = r.epoch
+			FROM unnest(?::bigint[], ?::bigint[]) AS r(id, epoch) WHERE o.id = r.id`,
+			pgdialect.Array(ids), pgdialect.Array(returnEpochs)).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("record return epochs: %w", err)
 		}
@@ -190,9 +199,9 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 		if err := s.emitEach(ctx, tx, seckill.EventOrderExpired, ids); err != nil {
 			return err
 		}
-		for _, c := range closed {
+		for i, c := range closed {
 			out = append(out, seckill.Expired{Return: seckill.UnitReturn{OrderID: c.ID, VoucherID: c.VoucherID,
-				UserID: c.UserID, Epoch: epochOf[c.VoucherID]}, At: c.ClosedAt.UTC()})
+				UserID: c.UserID, Epoch: returnEpochs[i]}, At: c.ClosedAt.UTC()})
 		}
 		return nil
 	})

@@ -51,6 +51,7 @@ type campaignRow struct {
 	Brake        int       `bun:"brake,notnull"`
 	PayWindow    int64     `bun:"pay_window_seconds,nullzero,notnull,default:900"`
 	Shards       int       `bun:"shards,nullzero,notnull,default:1"`
+	ShardEpochs  []int64   `bun:"shard_epochs,array"`
 	RoomOpens    int64     `bun:"room_opens_before_seconds,notnull"`
 	RoomRate     int       `bun:"room_admit_per_second,notnull"`
 	RoomPass     int64     `bun:"room_pass_seconds,notnull"`

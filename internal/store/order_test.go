@@ -147,15 +147,15 @@ func TestRebuildCampaign(t *testing.T) {
 		{untouched, seckill.WarmState{Campaign: campaign(untouched, 10, 1)}},
 		{untouched, seckill.WarmState{Campaign: campaign(untouched, 10, 2)}},
 	} {
-		got, err := s.RebuildCampaign(ctx, tc.v.ID)
+		got, err := s.RebuildCampaign(ctx, tc.v.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("RebuildCampaign(%d) (-want +got):\n%s", tc.v.ID, diff)
 		}
-		if epoch, err := s.CampaignEpoch(ctx, tc.v.ID); err != nil || epoch != tc.want.Campaign.Epoch {
-			t.Errorf("CampaignEpoch(%d) = %d, %v; want %d", tc.v.ID, epoch, err, tc.want.Campaign.Epoch)
+		if e, err := s.CampaignEpochs(ctx, tc.v.ID); err != nil || e.Campaign != tc.want.Campaign.Epoch || e.Shards != nil {
+			t.Errorf("CampaignEpochs(%d) = %+v, %v; want %d", tc.v.ID, e, err, tc.want.Campaign.Epoch)
 		}
 	}
 
@@ -180,19 +180,19 @@ func TestRebuildCampaign(t *testing.T) {
 		Where("voucher_id = ?", scheduled.ID).Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RebuildCampaign(ctx, scheduled.ID); seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
+	if _, err := s.RebuildCampaign(ctx, scheduled.ID, nil); seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
 		t.Errorf("RebuildCampaign on the last epoch = %v, want UNAVAILABLE", err)
 	}
-	if epoch, _ := s.CampaignEpoch(ctx, scheduled.ID); epoch != seckill.MaxEpoch {
-		t.Errorf("epoch after the refused rebuild = %d, want %d", epoch, seckill.MaxEpoch)
+	if e, _ := s.CampaignEpochs(ctx, scheduled.ID); e.Campaign != seckill.MaxEpoch {
+		t.Errorf("epoch after the refused rebuild = %d, want %d", e.Campaign, seckill.MaxEpoch)
 	}
 
 	for _, id := range []int64{0, 1 << 40} {
-		if _, err := s.RebuildCampaign(ctx, id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		if _, err := s.RebuildCampaign(ctx, id, nil); seckill.ErrorCode(err) != seckill.ENOTFOUND {
 			t.Errorf("RebuildCampaign(%d) = %v, want NOT_FOUND", id, err)
 		}
-		if _, err := s.CampaignEpoch(ctx, id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
-			t.Errorf("CampaignEpoch(%d) = %v, want NOT_FOUND", id, err)
+		if _, err := s.CampaignEpochs(ctx, id); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+			t.Errorf("CampaignEpochs(%d) = %v, want NOT_FOUND", id, err)
 		}
 	}
 }
@@ -239,7 +239,7 @@ func TestRebuildFencesPersist(t *testing.T) {
 	wg.Go(func() {
 		<-start
 		time.Sleep(5 * time.Millisecond)
-		st, err := s.RebuildCampaign(ctx, v.ID)
+		st, err := s.RebuildCampaign(ctx, v.ID, nil)
 		if err != nil {
 			t.Error(err)
 		}

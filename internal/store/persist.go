@@ -241,13 +241,19 @@ func (s *Store) persistBatch(ctx context.Context, batch []seckill.Admission) (ma
 		// Take the units last: the campaign row is the hottest row of the
 		// schema, so hold its lock for as short a time as possible, and
 		// lock campaigns in voucher id order so that batches spanning
-		// several vouchers cannot deadlock. A unit is taken only in the
-		// admission's epoch: a campaign rebuilt since sells it again.
-		take := make(map[epochKey]int64)
+		// several vouchers cannot deadlock. A unit is taken only while the
+		// admission's stock shard is in the admission's epoch: a shard
+		// rebuilt since sells it again. One statement a campaign.
+		take := make(map[int64]*stockTake)
 		fresh := make([]createdOrder, 0, len(inserted))
 		for _, a := range batch {
 			if r, ok := inserted[a.OrderID]; ok {
-				take[epochKey{a.VoucherID, seckill.OrderEpoch(a.OrderID)}]++
+				t := take[a.VoucherID]
+				if t == nil {
+					t = &stockTake{}
+					take[a.VoucherID] = t
+				}
+				t.add(a.OrderID)
 				out[a.OrderID] = createdNow(r)
 				fresh = append(fresh, createdOrder{a, r})
 			}
@@ -257,11 +263,8 @@ func (s *Store) persistBatch(ctx context.Context, batch []seckill.Admission) (ma
 		if err := s.emitCreated(ctx, tx, fresh); err != nil {
 			return err
 		}
-		keys := slices.SortedFunc(maps.Keys(take), func(x, y epochKey) int {
-			return cmp.Or(cmp.Compare(x.voucherID, y.voucherID), cmp.Compare(x.epoch, y.epoch))
-		})
-		for _, k := range keys {
-			ok, err := takeStock(ctx, tx, k.voucherID, k.epoch, take[k])
+		for _, v := range slices.Sorted(maps.Keys(take)) {
+			ok, err := takeStock(ctx, tx, v, take[v])
 			if err != nil {
 				return err
 			} else if !ok {
@@ -334,8 +337,9 @@ func (s *Store) persistOne(ctx context.Context, a seckill.Admission) (decision, 
 			return err
 		}
 
-		epoch := seckill.OrderEpoch(a.OrderID)
-		ok, err := takeStock(ctx, tx, a.VoucherID, epoch, 1)
+		var one stockTake
+		one.add(a.OrderID)
+		ok, err := takeStock(ctx, tx, a.VoucherID, &one)
 		if err != nil {
 			return err
 		} else if ok {
@@ -343,14 +347,14 @@ func (s *Store) persistOne(ctx context.Context, a seckill.Admission) (decision, 
 			return s.emitCreated(ctx, tx, []createdOrder{{a, ins[0]}})
 		}
 		reason := ReasonNoStock
-		var current []int64
-		err = tx.NewSelect().Model((*campaignRow)(nil)).Column("epoch").Where("voucher_id = ?", a.VoucherID).Scan(ctx, &current)
+		var current []campaignRow
+		err = tx.NewSelect().Model(&current).Column("epoch", "shard_epochs").Where("voucher_id = ?", a.VoucherID).Scan(ctx)
 		switch {
 		case err != nil:
 			return fmt.Errorf("select campaign %d: %w", a.VoucherID, err)
 		case len(current) == 0:
 			reason = ReasonNoCampaign
-		case current[0] != epoch:
+		case (seckill.Epochs{Campaign: current[0].Epoch, Shards: current[0].ShardEpochs}).OfOrder(a.OrderID) != seckill.OrderEpoch(a.OrderID):
 			reason = ReasonLost
 		}
 		// Delete the order but keep its id held (the delete commits with
@@ -494,8 +498,30 @@ func deleteOrders(ctx context.Context, db bun.IDB, ids []int64) error {
 	return nil
 }
 
-// epochKey is a campaign in one epoch.
-type epochKey struct{ voucherID, epoch int64 }
+// stockTake is what a batch takes from one campaign's stock: units, and
+// the epoch each stock shard they were admitted in must still be in.
+type stockTake struct {
+	units  int64
+	epochs []shardEpoch // sorted by shard, each shard once
+}
+
+type shardEpoch struct {
+	shard int
+	epoch int64
+}
+
+// add counts one order's unit.
+func (t *stockTake) add(orderID int64) {
+	t.units++
+	_, shard, _ := seckill.SplitShardOrderID(orderID)
+	e := shardEpoch{shard, seckill.OrderEpoch(orderID)}
+	i, found := slices.BinarySearchFunc(t.epochs, e, func(x, y shardEpoch) int {
+		return cmp.Or(cmp.Compare(x.shard, y.shard), cmp.Compare(x.epoch, y.epoch))
+	})
+	if !found {
+		t.epochs = slices.Insert(t.epochs, i, e)
+	}
+}
 
 // batchUser returns the user of the admission with order id id in batch.
 func batchUser(batch []seckill.Admission, id int64) int64 {
@@ -506,23 +532,28 @@ func batchUser(batch []seckill.Admission, id int64) int64 {
 	return batch[i].UserID
 }
 
-// takeStock takes n units from a campaign's stock in the given epoch; it
+// takeStock takes t's units from a campaign's stock, in one statement, if
+// each stock shard they were admitted in is still in their epoch; it
 // reports false, and changes nothing, when the campaign does not exist, has
-// moved to another epoch (RebuildCampaign) or has fewer units left.
-func takeStock(ctx context.Context, db bun.IDB, voucherID, epoch, n int64) (bool, error) {
-	res, err := db.NewUpdate().Model((*campaignRow)(nil)).
-		Set("stock = stock - ?", n).
+// moved a shard to another epoch (RebuildCampaign) or has fewer units
+// left. A shard's epoch is shard_epochs' entry, or the campaign's when
+// there is none (a campaign of one shard: shard 0).
+func takeStock(ctx context.Context, db bun.IDB, voucherID int64, t *stockTake) (bool, error) {
+	q := db.NewUpdate().Model((*campaignRow)(nil)).
+		Set("stock = stock - ?", t.units).
 		Set("updated_at = now()").
 		Where("voucher_id = ?", voucherID).
-		Where("epoch = ?", epoch).
-		Where("stock >= ?", n).
-		Exec(ctx)
+		Where("stock >= ?", t.units)
+	for _, e := range t.epochs {
+		q = q.Where("coalesce(shard_epochs[?], epoch) = ?", e.shard+1, e.epoch)
+	}
+	res, err := q.Exec(ctx)
 	if err != nil {
-		return false, fmt.Errorf("take %d units of campaign %d: %w", n, voucherID, err)
+		return false, fmt.Errorf("take %d units of campaign %d: %w", t.units, voucherID, err)
 	}
 	affected, err := res.RowsAffected()
 	if err != nil {
-		return false, fmt.Errorf("take %d units of campaign %d: %w", n, voucherID, err)
+		return false, fmt.Errorf("take %d units of campaign %d: %w", t.units, voucherID, err)
 	}
 	return affected == 1, nil
 }

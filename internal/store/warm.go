@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -69,19 +70,22 @@ func (s *Store) CampaignShards(ctx context.Context, ids []int64) (map[int64]int,
 	return out, nil
 }
 
-// CampaignEpoch returns a campaign's current order id epoch. ENOTFOUND.
-func (s *Store) CampaignEpoch(ctx context.Context, voucherID int64) (int64, error) {
-	var epoch int64
-	err := s.db.NewSelect().Model((*campaignRow)(nil)).Column("c.epoch").
-		Where("c.voucher_id = ?", voucherID).Scan(ctx, &epoch)
-	if err := oneRow(err, "store: select epoch of", "voucher", voucherID); err != nil {
-		return 0, err
+// CampaignEpochs returns the epoch of a campaign and of each of its stock
+// shards. ENOTFOUND.
+func (s *Store) CampaignEpochs(ctx context.Context, voucherID int64) (seckill.Epochs, error) {
+	var row campaignRow
+	err := s.db.NewSelect().Model(&row).Column("c.epoch", "c.shard_epochs").
+		Where("c.voucher_id = ?", voucherID).Scan(ctx)
+	if err := oneRow(err, "store: select epochs of", "voucher", voucherID); err != nil {
+		return seckill.Epochs{}, err
 	}
-	return epoch, nil
+	return seckill.Epochs{Campaign: row.Epoch, Shards: row.ShardEpochs}, nil
 }
 
 // RebuildCampaign moves a campaign to its next order id epoch and returns
-// its state in it: stock, window and the users holding an order.
+// its state in it: stock, window and the users holding an order. With
+// shards (some stock shards of a campaign of several) only those shards
+// move to the new epoch, the others keep theirs (shard_epochs).
 //
 // It locks the campaign's row first and reads after (READ COMMITTED: each
 // statement sees what committed before it), which fences it against
@@ -89,7 +93,7 @@ func (s *Store) CampaignEpoch(ctx context.Context, voucherID int64) (int64, erro
 // stock and buyers; one that comes after finds the epoch moved on, takes
 // nothing, and fails its orders with FailureLost. ENOTFOUND; EUNAVAILABLE
 // when the campaign has used its last epoch.
-func (s *Store) RebuildCampaign(ctx context.Context, voucherID int64) (seckill.WarmState, error) {
+func (s *Store) RebuildCampaign(ctx context.Context, voucherID int64, shards []int) (seckill.WarmState, error) {
 	var st seckill.WarmState
 	err := s.db.RunInTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(ctx context.Context, tx bun.Tx) error {
 		var row campaignRow
@@ -100,8 +104,11 @@ func (s *Store) RebuildCampaign(ctx context.Context, voucherID int64) (seckill.W
 		if row.Epoch >= seckill.MaxEpoch {
 			return seckill.Errorf(seckill.EUNAVAILABLE, "campaign %d has used all its order id epochs", voucherID)
 		}
-		row.Epoch++
-		if _, err := tx.NewUpdate().Model(&row).Column("epoch").Set("updated_at = now()").WherePK().Exec(ctx); err != nil {
+		some, err := shardEpochs(&row, shards)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.NewUpdate().Model(&row).Column("epoch", "shard_epochs").Set("updated_at = now()").WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("next epoch: %w", err)
 		}
 		var buyers []int64
@@ -111,7 +118,7 @@ func (s *Store) RebuildCampaign(ctx context.Context, voucherID int64) (seckill.W
 		if err != nil {
 			return fmt.Errorf("select buyers: %w", err)
 		}
-		st = seckill.WarmState{Campaign: toDomainCampaign(&row), Buyers: buyers}
+		st = seckill.WarmState{Campaign: toDomainCampaign(&row), Buyers: buyers, Shards: some}
 		return nil
 	})
 	if err != nil {
@@ -121,4 +128,32 @@ func (s *Store) RebuildCampaign(ctx context.Context, voucherID int64) (seckill.W
 		return seckill.WarmState{}, fmt.Errorf("store: rebuild campaign %d: %w", voucherID, err)
 	}
 	return st, nil
+}
+
+// shardEpochs moves row to its next epoch: every shard when shards is nil
+// or names them all (shard_epochs NULL), else only the shards it names
+// (each once, in [0, row.Shards)), which it returns sorted; the others keep
+// the epoch they were in.
+func shardEpochs(row *campaignRow, shards []int) ([]int, error) {
+	n := max(row.Shards, 1)
+	some := slices.Clone(shards)
+	slices.Sort(some)
+	some = slices.Compact(some)
+	if len(some) > 0 && (some[0] < 0 || some[len(some)-1] >= n) {
+		return nil, seckill.Invalidf("shards", "campaign %d has shards 0 to %d", row.VoucherID, n-1)
+	}
+	prev := seckill.Epochs{Campaign: row.Epoch, Shards: row.ShardEpochs}
+	row.Epoch++
+	if len(some) == 0 || len(some) == n {
+		row.ShardEpochs = nil
+		return nil, nil
+	}
+	row.ShardEpochs = make([]int64, n)
+	for i := range row.ShardEpochs {
+		row.ShardEpochs[i] = prev.Of(i)
+	}
+	for _, i := range some {
+		row.ShardEpochs[i] = row.Epoch
+	}
+	return some, nil
 }

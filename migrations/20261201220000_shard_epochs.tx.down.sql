@@ -1,0 +1,1 @@
+ALTER TABLE seckill_campaign DROP COLUMN shard_epochs;
