@@ -37,7 +37,8 @@ export GORACE ?= atexit_sleep_ms=0
 APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterMasterKilledBuyersReturn TestClusterReplicaRestarted \
 	TestClusterPostgresAway TestClusterProcessesKilled TestClusterFailoverToStaleReplica TestClusterShardMasterKilled \
 	TestCheckShards TestAdmitDuringSlotMigration
-APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisDownForAWhile \
+APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisRestartedEmptySharded \
+	TestRedisLostItsLastWritesSharded TestRedisDownForAWhile \
 	TestRedisKilled TestRedisEmptyWhilePostgresSlow TestSentinelPurchase TestSentinelMasterKilled \
 	TestUnreplicatedAdmission TestUnreplicatedWriteReplyLost TestUnreplicatedCommitLostPostgresAway
 # internal/app's slowest tests that need no server of their own (browsers,

@@ -133,6 +133,12 @@ func startBuyers(n int, newBuyer func(b int) func(k, user int64) answer) (stop f
 // after faultAfter. It checks every invariant at the end and reports what
 // the fault cost.
 func saleUnderFault(t *testing.T, stock int, fault func(t *testing.T, e *testEnv, r *redisServer)) {
+	saleUnderFaultOn(t, stock, 1, fault)
+}
+
+// saleUnderFaultOn is saleUnderFault for a campaign of shards stock shards
+// (all on the one Redis, so the fault loses every one).
+func saleUnderFaultOn(t *testing.T, stock, shards int, fault func(t *testing.T, e *testEnv, r *redisServer)) {
 	r := startRedisServer(t)
 	e := newTestEnv(t, "", func(m map[string]string) {
 		m["SECKILL_REDIS_URL"] = r.URL()
@@ -141,6 +147,9 @@ func saleUnderFault(t *testing.T, stock int, fault func(t *testing.T, e *testEnv
 		m["SECKILL_RECONCILE_INTERVAL"] = "250ms"
 	})
 	voucher := e.createCampaign(stock)
+	if shards > 1 {
+		voucher = e.createShardedCampaign(stock, shards, 900)
+	}
 	e.worker()
 	e.reconciler()
 
@@ -378,6 +387,29 @@ func TestRedisLostItsLastWrites(t *testing.T) {
 	saleUnderFault(t, 2000, func(t *testing.T, e *testEnv, r *redisServer) {
 		snap := r.snapshotAOF()
 		time.Sleep(700 * time.Millisecond) // sell on; these writes will be lost
+		r.Kill()
+		r.restoreAOF(snap)
+		r.Start()
+	})
+}
+
+// TestRedisRestartedEmptySharded and TestRedisLostItsLastWritesSharded are
+// the two faults for a campaign of 3 stock shards: every shard is lost
+// together, so the whole campaign is rebuilt at once, from Postgres's stock.
+// Its admissions run faster than one shard's: 10,000 units, so that the
+// fault strikes in the middle of the sale.
+func TestRedisRestartedEmptySharded(t *testing.T) {
+	saleUnderFaultOn(t, 10000, 3, func(t *testing.T, e *testEnv, r *redisServer) {
+		r.Kill()
+		r.wipe()
+		r.Start()
+	})
+}
+
+func TestRedisLostItsLastWritesSharded(t *testing.T) {
+	saleUnderFaultOn(t, 10000, 3, func(t *testing.T, e *testEnv, r *redisServer) {
+		snap := r.snapshotAOF()
+		time.Sleep(700 * time.Millisecond)
 		r.Kill()
 		r.restoreAOF(snap)
 		r.Start()
