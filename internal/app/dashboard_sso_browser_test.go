@@ -88,8 +88,11 @@ func TestDashboardSignInThroughProviderInBrowser(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			loc, err := chromedp.Run(ctx, chromedp.Location())
+			// Back, and the page there loaded: the location changes
+			// before the document does.
 			if u, perr := url.Parse(loc); err == nil && perr == nil && u.Host == publicHost &&
-				(!strings.HasPrefix(u.Path, "/admin/login") || u.Path == "/admin/login/sso/callback") {
+				(!strings.HasPrefix(u.Path, "/admin/login") || u.Path == "/admin/login/sso/callback") &&
+				strings.TrimSpace(text()) != "" {
 				return
 			}
 			if time.Now().After(deadline) {

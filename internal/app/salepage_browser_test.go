@@ -401,7 +401,7 @@ func TestSalePageInBrowser(t *testing.T) {
 	}
 	waitFor(t, ctx, 10*time.Second, "a payment", `document.body.dataset.paymentId !== undefined`)
 	e.pay(evalString(t, ctx, `document.body.dataset.paymentId`))
-	waitFor(t, ctx, 10*time.Second, "PAID", jsStatus+` === "PAID"`)
+	waitFor(t, ctx, 20*time.Second, "PAID", jsStatus+` === "PAID"`)
 	saleShot(t, ctx, "paid")
 	// Loaded again, the page shows the buyer's order, not a buy button.
 	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"),
