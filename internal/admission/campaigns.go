@@ -62,10 +62,7 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 func (a *Admitter) warmShards(ctx context.Context, st seckill.WarmState) (bool, error) {
 	c := st.Campaign
 	id, n := c.VoucherID, c.ShardCount()
-	if err := validShards(c); err != nil {
-		return false, err
-	}
-	if err := validWarmState(st); err != nil {
+	if err := validSharded(st); err != nil {
 		return false, err
 	}
 	if exists, err := a.rdb.Exists(ctx, a.keys.campaign(id)).Result(); err != nil {
@@ -112,6 +109,15 @@ func validShards(c seckill.Campaign) error {
 		return seckill.Invalidf("shards", "a campaign of several shards needs a voucher id up to %d", seckill.MaxShardedVoucherID)
 	}
 	return nil
+}
+
+// validSharded checks the state of a campaign of several shards before
+// any of it is written: its shards, then what validWarmState checks.
+func validSharded(st seckill.WarmState) error {
+	if err := validShards(st.Campaign); err != nil {
+		return err
+	}
+	return validWarmState(st)
 }
 
 // splitBuyers puts each buyer in their shard (seckill.ShardOf).

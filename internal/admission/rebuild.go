@@ -369,10 +369,7 @@ func (a *Admitter) FinishRebuild(ctx context.Context, token string, st seckill.W
 func (a *Admitter) finishShards(ctx context.Context, token string, st seckill.WarmState) (bool, error) {
 	c := st.Campaign
 	id, n := c.VoucherID, c.ShardCount()
-	if err := validShards(c); err != nil {
-		return false, err
-	}
-	if err := validWarmState(st); err != nil {
+	if err := validSharded(st); err != nil {
 		return false, err
 	}
 	bases := a.bases(id, n)
@@ -380,18 +377,8 @@ func (a *Admitter) finishShards(ctx context.Context, token string, st seckill.Wa
 	buyers := splitBuyers(st.Buyers, n)
 	for i := n - 1; i >= 1; i-- {
 		b := bases[i]
-		if err := a.writeShardBuyers(ctx, b, buyers[i], rebuildLockTTL, c, n); err != nil {
+		if ok, err := a.installShard(ctx, token, b, buyers[i], c, n, stock[i]); err != nil || !ok {
 			return false, err
-		}
-		sc := c
-		sc.Stock = stock[i]
-		keys := []string{b + "campaign", b + "buyers", b + "pending", b + "pending_at", b + "buyers_staged", moves(b), movedIn(b)}
-		v, err := runScript(ctx, a.rdb, shardInstallScript, keys, append([]any{token}, campaignArgs(sc)...)...).Int64()
-		if err != nil {
-			return false, redisError("install shard", err, nil)
-		}
-		if v != 1 {
-			return false, nil
 		}
 	}
 	if err := a.writeShardBuyers(ctx, bases[0], buyers[0], rebuildLockTTL, c, n); err != nil {
@@ -413,6 +400,24 @@ func (a *Admitter) finishShards(ctx context.Context, token string, st seckill.Wa
 	return true, nil
 }
 
+// installShard installs one shard (its key base b) of a campaign c of n
+// shards for the rebuild holding token, with stock units and its buyers
+// (shard_install.lua, which takes extra as its optional arguments); false
+// when the shard is no longer stopped by this rebuild.
+func (a *Admitter) installShard(ctx context.Context, token, b string, buyers []int64, c seckill.Campaign, n int, stock int64, extra ...any) (bool, error) {
+	if err := a.writeShardBuyers(ctx, b, buyers, rebuildLockTTL, c, n); err != nil {
+		return false, err
+	}
+	c.Stock = stock
+	args := append(append([]any{token}, campaignArgs(c)...), extra...)
+	keys := []string{b + "campaign", b + "buyers", b + "pending", b + "pending_at", b + "buyers_staged", moves(b), movedIn(b)}
+	v, err := runScript(ctx, a.rdb, shardInstallScript, keys, args...).Int64()
+	if err != nil {
+		return false, redisError("install shard", err, nil)
+	}
+	return v == 1, nil
+}
+
 // finishSome is FinishRebuild for a rebuild of some shards of a campaign
 // (st.Shards; plan): each starts again in the new epoch with its buyers and
 // no units, only if still stopped by this rebuild (shard_install.lua);
@@ -422,10 +427,7 @@ func (a *Admitter) finishShards(ctx context.Context, token string, st seckill.Wa
 func (a *Admitter) finishSome(ctx context.Context, token string, st seckill.WarmState) (bool, error) {
 	c := st.Campaign
 	id, n := c.VoucherID, c.ShardCount()
-	if err := validShards(c); err != nil {
-		return false, err
-	}
-	if err := validWarmState(st); err != nil {
+	if err := validSharded(st); err != nil {
 		return false, err
 	}
 	for _, s := range st.Shards {
@@ -436,23 +438,12 @@ func (a *Admitter) finishSome(ctx context.Context, token string, st seckill.Warm
 	bases := a.bases(id, n)
 	buyers := splitBuyers(st.Buyers, n)
 	for _, s := range st.Shards {
-		b := bases[s]
-		if err := a.writeShardBuyers(ctx, b, buyers[s], rebuildLockTTL, c, n); err != nil {
-			return false, err
-		}
-		sc := c
-		sc.Stock = 0
-		args := append([]any{token}, campaignArgs(sc)...)
+		var zero []any // shard 0 says how many shards there are, and owes the recount
 		if s == 0 {
-			args = append(args, n, "1")
+			zero = []any{n, "1"}
 		}
-		keys := []string{b + "campaign", b + "buyers", b + "pending", b + "pending_at", b + "buyers_staged", moves(b), movedIn(b)}
-		v, err := runScript(ctx, a.rdb, shardInstallScript, keys, args...).Int64()
-		if err != nil {
-			return false, redisError("install shard", err, nil)
-		}
-		if v != 1 {
-			return false, nil
+		if ok, err := a.installShard(ctx, token, bases[s], buyers[s], c, n, 0, zero...); err != nil || !ok {
+			return false, err
 		}
 	}
 	v, err := runScript(ctx, a.rdb, abortScript, []string{a.keys.rebuild(id)}, token).Int64()
