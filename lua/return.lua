@@ -1,7 +1,8 @@
 -- return gives a cancelled or expired order's unit back to its campaign and
 -- frees its buyer's slot, once per order: the order id is recorded in a set
 -- beside the campaign, so a second call (a retry, the sweep, a race) changes
--- nothing. Postgres took the unit back first, in the campaign epoch given in
+-- nothing. Postgres took the unit back first, in the epoch (of the order's
+-- stock shard, whose keys these are) given in
 -- ARGV[3]; a state Redis installed in a later epoch was read from Postgres
 -- after that and counts the unit already.
 --
@@ -11,7 +12,7 @@
 -- --
 -- ARGV[1] -> id: the low 32 bits of the order id (a positive decimal integer)
 -- ARGV[2] -> user id of the order (a positive decimal integer)
--- ARGV[3] -> epoch: the campaign's epoch when Postgres took the unit back
+-- ARGV[3] -> epoch: the shard's epoch when Postgres took the unit back
 --
 -- Returns:
 --   1  returned now: stock + 1, the user is no longer a buyer

@@ -4,14 +4,15 @@
 -- one transaction (the workers' expiry). Each order id is recorded in the
 -- set beside the campaign, so an order returned before (a retry, the
 -- sweep, a race with return.lua) is skipped. Postgres took the units back
--- in the campaign epoch given in ARGV[1]; a state Redis installed in a later
+-- in the epoch given in ARGV[1] (of the orders' stock shard, whose keys
+-- these are; the caller groups them by shard and epoch); a state Redis installed in a later
 -- epoch was read from Postgres after that and counts them already.
 --
 -- KEYS[1] -> <p>seckill:{v<voucher>}:campaign  hash: stock, epoch, state, ...
 -- KEYS[2] -> <p>seckill:{v<voucher>}:buyers    set of user ids holding a unit
 -- KEYS[3] -> <p>seckill:{v<voucher>}:returned  set of order ids (low 32 bits) given back
 -- --
--- ARGV[1] -> epoch: the campaign's epoch when Postgres took the units back
+-- ARGV[1] -> epoch: the shard's epoch when Postgres took the units back
 -- ARGV[2], ARGV[3] -> the first order: the low 32 bits of its id, and its
 --            user id (positive decimal integers)
 -- ARGV[4], ARGV[5] -> the second order, and so on: 1 to 1000 orders

@@ -43,6 +43,7 @@ func splitShardOrderID(orderID int64) (voucherID int64, shard int, seq int64, ok
 type shardRef struct {
 	voucherID int64
 	shard     int
+	shards    int // the campaign's
 	base      string
 }
 
@@ -58,7 +59,7 @@ func (a *Admitter) allShards(ctx context.Context, ids []int64) ([]shardRef, erro
 			continue
 		}
 		for i, b := range a.bases(id, n[id]) {
-			out = append(out, shardRef{voucherID: id, shard: i, base: b})
+			out = append(out, shardRef{voucherID: id, shard: i, shards: n[id], base: b})
 		}
 	}
 	return out, nil

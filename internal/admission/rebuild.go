@@ -93,7 +93,7 @@ func (a *Admitter) shardStates(ctx context.Context, refs []shardRef) ([]shardSta
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, r := range refs {
 			hm[i] = p.HMGet(ctx, r.base+"campaign", "stock", "epoch", "state", "seq", "recount")
-			if r.shard > 0 || (i+1 < len(refs) && refs[i+1].voucherID == r.voucherID) {
+			if r.shards > 1 {
 				hl[i] = p.HLen(ctx, moves(r.base))
 			}
 		}
@@ -110,9 +110,6 @@ func (a *Admitter) shardStates(ctx context.Context, refs []shardRef) ([]shardSta
 		}
 		stock, ok := intField(v[0])
 		st, _ := v[2].(string)
-		if v[2] != nil && st == "" {
-			st = "?"
-		}
 		out[i] = shardState{held: ok && v[1] != nil, state: st, usedUp: usedUp(v[3]), stock: stock, recount: v[4] != nil}
 		if hl[i] != nil {
 			out[i].moves = hl[i].Val()
@@ -244,7 +241,7 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (seckill.R
 func (a *Admitter) refs(voucherID int64, n int) []shardRef {
 	out := make([]shardRef, n)
 	for i, b := range a.bases(voucherID, n) {
-		out[i] = shardRef{voucherID: voucherID, shard: i, base: b}
+		out[i] = shardRef{voucherID: voucherID, shard: i, shards: n, base: b}
 	}
 	return out
 }

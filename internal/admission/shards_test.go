@@ -535,7 +535,14 @@ func TestShardedRebuildSome(t *testing.T) {
 	// Postgres moved shard 2 to epoch 1; onTwo[0] holds an order there.
 	next := c
 	next.Epoch = 1
-	ok, err = a.FinishRebuild(ctx, lock.Token, seckill.WarmState{Campaign: next, Buyers: []int64{onTwo[0]}, Shards: []int{2}})
+	some := seckill.WarmState{Campaign: next, Buyers: []int64{onTwo[0]}, Shards: []int{2}}
+	if ok, err := a.FinishRebuild(ctx, "not the token", some); err != nil || ok {
+		t.Fatalf("finish the rebuild with a foreign token: %v, %v; want false", ok, err)
+	}
+	if _, _, err := a.Admit(ctx, v, onTwo[1], seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
+		t.Errorf("a buyer of shard 2 after a foreign token's finish: %v, want ErrRebuildNeeded (still stopped)", err)
+	}
+	ok, err = a.FinishRebuild(ctx, lock.Token, some)
 	if err != nil || !ok {
 		t.Fatalf("finish rebuild: %v, %v", ok, err)
 	}
