@@ -47,10 +47,10 @@ func Invalidf(field string, format string, args ...any) *Error {
 // ErrorCode returns the code of the domain error in err's chain, EINTERNAL for
 // any other non-nil error, and "" for nil.
 func ErrorCode(err error) string {
-	var e *Error
 	if err == nil {
-		return ""
-	} else if errors.As(err, &e) {
+		return "" // before e: errors.As moves it to the heap, on every call
+	}
+	if e := (*Error)(nil); errors.As(err, &e) {
 		return e.Code
 	}
 	return EINTERNAL
@@ -59,10 +59,10 @@ func ErrorCode(err error) string {
 // ErrorMessage returns the safe message of a domain error, or "internal
 // error" for anything else: details of internal errors never reach clients.
 func ErrorMessage(err error) string {
-	var e *Error
 	if err == nil {
 		return ""
-	} else if errors.As(err, &e) {
+	}
+	if e := (*Error)(nil); errors.As(err, &e) {
 		return e.Message
 	}
 	return "internal error"
