@@ -25,7 +25,7 @@ import (
 
 // How long and how many admissions a process remembers: long enough for a
 // loss to be seen and the campaign rebuilt (the reconciler looks every
-// few seconds), and at most maxRecent (about 70 MB), dropping the oldest.
+// few seconds), and at most maxRecent (24 MB), dropping the oldest.
 const (
 	recentFor = 2 * time.Minute
 	maxRecent = 1 << 20
@@ -34,10 +34,101 @@ const (
 // recent is the admissions a process answered ACCEPTED lately, by
 // campaign, oldest first.
 type recent struct {
-	mu  sync.Mutex
-	by  map[int64][]Admission
-	n   int
-	now func() time.Time
+	mu   sync.Mutex
+	by   map[int64]*recentList
+	n    int
+	now  func() time.Time
+	free []*recentChunk // chunks emptied, to be filled again
+}
+
+// remembered is one admission as recent keeps it: no pointers, so that
+// the garbage collector never looks into the million it may hold, and a
+// third of an Admission's size. Its campaign is its list's.
+type remembered struct {
+	orderID, userID int64
+	at              int64 // AdmittedAt, Unix nanoseconds
+}
+
+func (m remembered) admission(voucherID int64) Admission {
+	return Admission{OrderID: m.orderID, VoucherID: voucherID, UserID: m.userID, AdmittedAt: time.Unix(0, m.at).UTC()}
+}
+
+// recentChunk holds recentChunkLen admissions of one campaign in the order
+// they were added. A list is a queue of chunks: an add writes into the
+// last, and what ages out leaves from the first, so nothing already
+// remembered is ever copied again.
+type recentChunk [recentChunkLen]remembered
+
+const recentChunkLen = 1024
+
+// maxFreeChunks bounds the emptied chunks kept for reuse: a sale frees one
+// as it fills one; what a finished sale frees beyond these is the
+// collector's.
+const maxFreeChunks = 16
+
+// recentList is one campaign's admissions, oldest first: chunks[0][head:]
+// then the chunks after it, the last filled up to tail.
+type recentList struct {
+	chunks     []*recentChunk
+	head, tail int
+}
+
+func (l *recentList) len() int {
+	if len(l.chunks) == 0 {
+		return 0
+	}
+	return (len(l.chunks)-1)*recentChunkLen + l.tail - l.head
+}
+
+func (l *recentList) first() remembered { return l.chunks[0][l.head] }
+
+// dropFirst drops the oldest admission; a chunk left empty goes to free.
+func (r *recent) dropFirst(l *recentList) {
+	l.head++
+	r.n--
+	if l.head == recentChunkLen || (len(l.chunks) == 1 && l.head == l.tail) {
+		if len(r.free) < maxFreeChunks {
+			r.free = append(r.free, l.chunks[0])
+		}
+		l.chunks[0] = nil
+		l.chunks = l.chunks[1:]
+		l.head = 0
+		if len(l.chunks) == 0 {
+			l.tail = 0
+		}
+	}
+}
+
+func (r *recent) push(l *recentList, m remembered) {
+	if len(l.chunks) == 0 || l.tail == recentChunkLen {
+		var c *recentChunk
+		if n := len(r.free); n > 0 {
+			c, r.free = r.free[n-1], r.free[:n-1]
+		} else {
+			c = new(recentChunk)
+		}
+		l.chunks = append(l.chunks, c)
+		l.tail = 0
+	}
+	l.chunks[len(l.chunks)-1][l.tail] = m
+	l.tail++
+	r.n++
+}
+
+// each calls fn with every admission of l, oldest first.
+func (l *recentList) each(fn func(remembered)) {
+	for i, c := range l.chunks {
+		from, to := 0, recentChunkLen
+		if i == 0 {
+			from = l.head
+		}
+		if i == len(l.chunks)-1 {
+			to = l.tail
+		}
+		for _, m := range c[from:to] {
+			fn(m)
+		}
+	}
 }
 
 // add remembers adm, forgetting what is older than recentFor, or the
@@ -46,36 +137,35 @@ func (r *recent) add(adm Admission) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.by == nil {
-		r.by = map[int64][]Admission{}
+		r.by = map[int64]*recentList{}
 	}
-	list := r.by[adm.VoucherID]
-	cut := r.now().Add(-recentFor)
-	drop := 0
-	for drop < len(list) && list[drop].AdmittedAt.Before(cut) {
-		drop++
+	l := r.by[adm.VoucherID]
+	if l == nil {
+		l = &recentList{}
+		r.by[adm.VoucherID] = l
 	}
-	// Re-slice, never shift: a shift moves the whole list, a megabyte-scale
-	// copy on every purchase of a sale that outlasts recentFor. append
-	// copies only what is kept, when it outgrows the array.
-	if drop > 0 {
-		clear(list[:drop])
-		list = list[drop:]
-		r.n -= drop
+	cut := r.now().Add(-recentFor).UnixNano()
+	for l.len() > 0 && l.first().at < cut {
+		r.dropFirst(l)
 	}
-	if r.n >= maxRecent && len(list) > 0 {
-		list = list[1:]
-		r.n--
+	if r.n >= maxRecent && l.len() > 0 {
+		r.dropFirst(l)
 	}
-	adm.Trace = "" // not needed again; the string would be kept alive
-	r.by[adm.VoucherID] = append(list, adm)
-	r.n++
+	// The trace is not needed again.
+	r.push(l, remembered{orderID: adm.OrderID, userID: adm.UserID, at: adm.AdmittedAt.UnixNano()})
 }
 
 // of returns what is remembered of one campaign.
 func (r *recent) of(voucherID int64) []Admission {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.by[voucherID])
+	l := r.by[voucherID]
+	if l == nil {
+		return nil
+	}
+	out := make([]Admission, 0, l.len())
+	l.each(func(m remembered) { out = append(out, m.admission(voucherID)) })
+	return out
 }
 
 // before returns what is remembered of one campaign from epochs its stock
@@ -85,10 +175,12 @@ func (r *recent) before(voucherID int64, epochs Epochs) []Admission {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Admission
-	for _, a := range r.by[voucherID] {
-		if OrderEpoch(a.OrderID) < epochs.OfOrder(a.OrderID) {
-			out = append(out, a)
-		}
+	if l := r.by[voucherID]; l != nil {
+		l.each(func(m remembered) {
+			if OrderEpoch(m.orderID) < epochs.OfOrder(m.orderID) {
+				out = append(out, m.admission(voucherID))
+			}
+		})
 	}
 	return out
 }
@@ -98,11 +190,13 @@ func (r *recent) before(voucherID int64, epochs Epochs) []Admission {
 func (r *recent) campaigns() []int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cut := r.now().Add(-recentFor)
+	cut := r.now().Add(-recentFor).UnixNano()
 	var ids []int64
-	for id, list := range r.by {
-		if len(list) == 0 || list[len(list)-1].AdmittedAt.Before(cut) {
-			r.n -= len(list)
+	for id, l := range r.by {
+		if n := l.len(); n == 0 || l.chunks[len(l.chunks)-1][l.tail-1].at < cut {
+			for l.len() > 0 {
+				r.dropFirst(l)
+			}
 			delete(r.by, id)
 			continue
 		}
@@ -117,14 +211,19 @@ func (r *recent) campaigns() []int64 {
 func (r *recent) forget(voucherID int64, epochs Epochs) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	list := r.by[voucherID]
-	kept := list[:0]
-	for _, a := range list {
-		if OrderEpoch(a.OrderID) >= epochs.OfOrder(a.OrderID) {
-			kept = append(kept, a)
-		}
+	l := r.by[voucherID]
+	if l == nil {
+		return
 	}
-	r.n -= len(list) - len(kept)
+	kept := &recentList{}
+	l.each(func(m remembered) {
+		if OrderEpoch(m.orderID) >= epochs.OfOrder(m.orderID) {
+			r.push(kept, m)
+		}
+	})
+	for l.len() > 0 {
+		r.dropFirst(l)
+	}
 	r.by[voucherID] = kept
 }
 

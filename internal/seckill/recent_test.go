@@ -65,12 +65,48 @@ func TestRecentBounded(t *testing.T) {
 	}
 }
 
+// TestRecentChunks: a list longer than a chunk keeps its order through
+// aging, forget and the bound, whatever chunk the oldest is in.
+func TestRecentChunks(t *testing.T) {
+	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	now := start
+	r := &recent{now: func() time.Time { return now }}
+	const n = 3*recentChunkLen + 7
+	for i := range int64(n) {
+		now = start.Add(time.Duration(i) * time.Millisecond)
+		r.add(recentAdm(1, i%2, i+1, now)) // epochs 0 and 1 alternate
+	}
+	got := r.of(1)
+	if len(got) != n || r.n != n {
+		t.Fatalf("kept %d, counted %d, want %d", len(got), r.n, n)
+	}
+	for i, a := range got {
+		if a.UserID != int64(i+1) || !a.AdmittedAt.Equal(start.Add(time.Duration(i)*time.Millisecond)) || a.VoucherID != 1 {
+			t.Fatalf("admission %d is %+v", i, a)
+		}
+	}
+	r.forget(1, Epochs{Campaign: 1})
+	got = r.of(1)
+	if len(got) != n/2 || r.n != n/2 || got[0].UserID != 2 || got[len(got)-1].UserID != n-1 {
+		t.Fatalf("after forgetting epoch 0: %d kept (counted %d), from %d to %d", len(got), r.n, got[0].UserID, got[len(got)-1].UserID)
+	}
+	// The first half ages out: the rest stays, in order.
+	now = start.Add(recentFor + n/2*time.Millisecond)
+	r.add(recentAdm(1, 1, n+2, now))
+	got = r.of(1)
+	if got[0].UserID <= n/2 || got[len(got)-1].UserID != n+2 || r.n != len(got) {
+		t.Fatalf("after aging: from %d to %d, %d kept, counted %d", got[0].UserID, got[len(got)-1].UserID, len(got), r.n)
+	}
+}
+
 // BenchmarkRecentAdd measures remembering an admission in a sale that
 // outlasts recentFor at 5,000 a second: the list holds 600,000, and
 // each add lets the oldest age out. A shift of the list on each add (as
-// before) cost 2.1 ms an add here, under the lock every purchase takes: a
+// once) cost 2.1 ms an add here, under the lock every purchase takes: a
 // sale past its second minute would have stalled at under 500 purchases a
-// second. Re-slicing costs 47 ns, what an append does.
+// second. Re-slicing cost 47 ns, what an append does, and the append's
+// copies of a list outgrowing its array; chunks of pointer-free entries
+// cost 36 ns and allocate nothing.
 func BenchmarkRecentAdd(b *testing.B) {
 	const perSecond = 5_000
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
