@@ -70,3 +70,19 @@ func checkDecode(t *testing.T, body []byte) {
 		t.Fatalf("%q: decodePurchaseRequest gave %+v (%v), json.Unmarshal %+v (%v)", body, decoded, err, want, wantErr)
 	}
 }
+
+// TestPlainJSONString: what plainJSONString returns for a token is what
+// json.Unmarshal returns for it; what it declines goes to json.Unmarshal.
+func TestPlainJSONString(t *testing.T) {
+	for _, raw := range []string{`"42"`, `""`, `"a b~"`, `"\u0034"`, `"\\"`, `"é"`, "\"\t\"", `"x`, `42`, `"a"b"`} {
+		got, ok := plainJSONString([]byte(raw))
+		var want string
+		err := json.Unmarshal([]byte(raw), &want)
+		if ok && (err != nil || got != want) {
+			t.Errorf("%s: plain %q, json.Unmarshal %q, %v", raw, got, want, err)
+		}
+	}
+	if _, ok := plainJSONString([]byte(`"42"`)); !ok {
+		t.Error(`"42" is plain`)
+	}
+}

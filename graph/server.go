@@ -238,7 +238,7 @@ func NewHandler(d Domain, tokens TokenParser, opts Options) http.Handler {
 		e.fast = newPurchasePath(schema, resolver, opts, srv)
 		h = e.fast
 	}
-	e.Handler = limitBody(opts.MaxBodyBytes, withClientAddr(opts.ClientAddr, authenticate(tokens, h)))
+	e.Handler = limitBody(opts.MaxBodyBytes, identify(opts.ClientAddr, tokens, h))
 	return e
 }
 
@@ -250,39 +250,34 @@ type endpoint struct {
 	fast *purchasePath // nil when the fast path is off
 }
 
-// withClientAddr puts the request's client address into its context, for
-// the shared per-address limit; WebSocket operations inherit it from the
-// upgrade request.
-func withClientAddr(res clientaddr.Resolver, next http.Handler) http.Handler {
+// identify puts the request's client address into its context, for the
+// shared per-address limit (WebSocket operations inherit it from the
+// upgrade request), and the user of a valid bearer token; see NewHandler.
+// One copy of the request carries both.
+func identify(res clientaddr.Resolver, tokens TokenParser, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
 		if a := res.Addr(r); a != "" {
-			r = r.WithContext(seckill.NewContextWithClientAddr(r.Context(), a))
+			ctx = seckill.NewContextWithClientAddr(ctx, a)
+		}
+		if token, ok := bearerToken(r.Header.Get("Authorization")); ok {
+			u, err := tokens.Authenticate(ctx, token)
+			if seckill.ErrorCode(err) == seckill.EUNAVAILABLE {
+				w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+				writeJSONError(w, http.StatusServiceUnavailable, seckill.ErrorMessage(err), seckill.EUNAVAILABLE)
+				return
+			}
+			if err != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+				writeJSONError(w, http.StatusUnauthorized, "invalid token", seckill.EUNAUTHENTICATED)
+				return
+			}
+			ctx = seckill.NewContextWithUser(ctx, u)
+		}
+		if ctx != r.Context() {
+			r = r.WithContext(ctx)
 		}
 		next.ServeHTTP(w, r)
-	})
-}
-
-// authenticate puts the user of a valid bearer token into the request's
-// context; see NewHandler.
-func authenticate(tokens TokenParser, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := bearerToken(r.Header.Get("Authorization"))
-		if !ok {
-			next.ServeHTTP(w, r)
-			return
-		}
-		u, err := tokens.Authenticate(r.Context(), token)
-		if seckill.ErrorCode(err) == seckill.EUNAVAILABLE {
-			w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
-			writeJSONError(w, http.StatusServiceUnavailable, seckill.ErrorMessage(err), seckill.EUNAVAILABLE)
-			return
-		}
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-			writeJSONError(w, http.StatusUnauthorized, "invalid token", seckill.EUNAUTHENTICATED)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(seckill.NewContextWithUser(r.Context(), u)))
 	})
 }
 
