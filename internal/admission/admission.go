@@ -146,6 +146,7 @@ type Admitter struct {
 	addrBurst int
 	wrongWait int64 // milliseconds after the first wrong answer; 0: no wait
 	wrongMax  int64 // the longest wait, milliseconds
+	fixed     admitFixed
 
 	startMu sync.Mutex
 	subDone chan struct{} // closed when the stock_returned listener exits
@@ -193,6 +194,7 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 		a.wrongWait = max(wait.Milliseconds(), 1)
 		a.wrongMax = max(cmp.Or(opts.WrongAnswerWaitMax, seckill.DefaultMaxWrongAnswerWait).Milliseconds(), a.wrongWait)
 	}
+	a.fixArgs()
 	return a
 }
 

@@ -49,6 +49,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	var (
 		gen    uint64
 		keys   []string
+		call   *admitStatics
 		shards = 1
 		state  = a.local.get(voucherID)
 	)
@@ -58,7 +59,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		if outcome, ok := a.local.marked(state, gen); ok {
 			return outcome, seckill.Admission{FromMemory: true}, nil
 		}
-		keys, shards = state.admitKeys, state.shards
+		keys, call, shards = state.admitKeys, state.call, state.shards
 	} else if n, ok := a.shardN.Load(voucherID); ok {
 		keys, shards = a.keys.admit(voucherID), n.(int)
 	} else {
@@ -86,13 +87,16 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		addrEvery = 0
 	}
 	shard := 0
-	var all []string
+	var (
+		all  []string
+		args []any
+		argv []any // shard 0 of a campaign of one: the whole call, built at once
+	)
 	if shards == 1 {
-		all = make([]string, 0, len(keys)+6)
-		all = append(all, keys...)
-		all = append(all, a.keys.guard(voucherID), a.keys.userLimit(voucherID, userID),
-			a.keys.used(voucherID, t.Nonce), a.keys.brake(voucherID), a.keys.addressLimit(voucherID, addr),
-			a.keys.wrong(voucherID, userID))
+		if call == nil {
+			call = a.keys.admitStatics(voucherID)
+		}
+		argv = a.admitArgv(call, userID, t.Nonce, addr, ticket, exp, addrEvery, verdict)
 	} else {
 		// The buyer's shard decides: one-per-user, the user's limit, the
 		// challenge's token and wrong answers are the user's, so they
@@ -101,19 +105,30 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		shard = seckill.ShardOf(userID, shards)
 		all = shardAdmitKeys(a.keys.shardBase(voucherID, shard, shards), userID, t.Nonce, addr)
 		addrEvery, addrBurst = splitLimit(addrEvery, addrBurst, shards)
+		args = []any{userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, addrBurst, verdict,
+			a.wrongWait, a.wrongMax, wrongKeep.Milliseconds()}
 	}
-	args := []any{userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, addrBurst, verdict,
-		a.wrongWait, a.wrongMax, wrongKeep.Milliseconds()}
 	// The optional arguments only when they say something: a purchase
 	// without a pass sends what it always sent.
+	var opt []any
 	switch {
 	case t.Pass != "":
-		args = append(args, boolArg(probe), string(t.Pass))
+		opt = []any{boolArg(probe), string(t.Pass)}
 	case probe:
-		args = append(args, "1")
+		opt = []any{"1"}
+	}
+	if argv != nil {
+		argv = append(argv, opt...)
+	} else {
+		args = append(args, opt...)
 	}
 	sent := time.Now()
-	reply := a.admits.run(ctx, all, args...)
+	var reply pipeReply
+	if argv != nil {
+		reply = a.admits.runArgv(ctx, keys, argv)
+	} else {
+		reply = a.admits.run(ctx, all, args...)
+	}
 	res, err := reply.res, reply.err
 	if err != nil {
 		return "", seckill.Admission{}, redisError("admit", err, nil)
@@ -163,7 +178,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		return "", seckill.Admission{}, err
 	}
 	if state == nil {
-		state = a.local.getOrCreate(voucherID, keys, shards)
+		state = a.local.getOrCreate(voucherID, keys, call, shards)
 	}
 	switch outcome {
 	case seckill.OutcomeSoldOut:
@@ -275,4 +290,70 @@ func (a *Admitter) Pending(ctx context.Context, orderID int64) (*seckill.Admissi
 		return nil, redisError("pending", err, notFound)
 	}
 	return parsePending(voucherID, shard, seq, v)
+}
+
+// admitSHA is the admit script's SHA1, boxed once for every call's argv.
+var admitSHA any = admitScript.Hash()
+
+// admitKeyCount is the number of KEYS of the admit script.
+const admitKeyCount = 10
+
+// admitStatics is what every admit call to shard 0 of one campaign sends
+// alike, boxed once per process and campaign: a purchase then allocates
+// only for what is its own (its user's and address's keys, its user id).
+type admitStatics struct {
+	head  []any  // "evalsha", the SHA1, the number of keys, KEYS[1..5]
+	used  any    // KEYS[7] without a nonce
+	brake any    // KEYS[8]
+	base  string // the prefix of the campaign's keys: "<p>seckill:{v42}:"
+}
+
+func (k keys) admitStatics(voucherID int64) *admitStatics {
+	return &admitStatics{
+		head: []any{"evalsha", admitSHA, admitKeyCount, k.campaign(voucherID), k.buyers(voucherID),
+			k.pending(voucherID), k.pendingAt(voucherID), k.guard(voucherID)},
+		used:  k.used(voucherID, ""),
+		brake: k.brake(voucherID),
+		base:  k.tagged(voucherID, ""),
+	}
+}
+
+// admitFixed is the Admitter's own arguments of every admit call, boxed
+// once.
+type admitFixed struct {
+	userEvery, userBurst, addrEvery, addrBurst, wrongWait, wrongMax, wrongKeep any
+}
+
+func (a *Admitter) fixArgs() {
+	a.fixed = admitFixed{
+		userEvery: a.userEvery, userBurst: a.userBurst, addrEvery: a.addrEvery, addrBurst: a.addrBurst,
+		wrongWait: a.wrongWait, wrongMax: a.wrongMax, wrongKeep: wrongKeep.Milliseconds(),
+	}
+}
+
+// admitArgv returns the whole EVALSHA of one purchase at shard 0 of a
+// campaign of one shard: what a.keys and EvalSha would make of the same
+// keys and arguments, in one slice, the user's three keys in one string.
+// addrEvery is a.addrEvery or 0 (no address).
+func (a *Admitter) admitArgv(c *admitStatics, userID int64, nonce, addr, ticket string, exp, addrEvery int64, verdict string) []any {
+	var buf [20]byte
+	u := strconv.AppendInt(buf[:0], userID, 10)
+	keys := c.base + "limit:" + string(u) + c.base + "wrong:" + string(u) + c.base + "limit:a" + addr
+	n1 := len(c.base) + len("limit:") + len(u)
+	n2 := n1 + len(c.base) + len("wrong:") + len(u)
+	used := c.used
+	if nonce != "" {
+		used = c.base + "used:" + nonce
+	}
+	f := &a.fixed
+	every := f.addrEvery
+	if addrEvery == 0 {
+		every = int64(0)
+	}
+	argv := make([]any, 0, len(c.head)+5+11+2)
+	argv = append(argv, c.head...)
+	argv = append(argv, keys[:n1], used, c.brake, keys[n2:], keys[n1:n2],
+		userID, f.userEvery, f.userBurst, ticket, exp, every, f.addrBurst, verdict,
+		f.wrongWait, f.wrongMax, f.wrongKeep)
+	return argv
 }

@@ -100,8 +100,8 @@ var errNoWaitTopology = errors.New("admission: MinReplicas needs a single-node, 
 // goroutine of its own, so that it can be answered as soon as its own reply
 // is known: a refusal does not wait for the WAIT that its batch's
 // acceptances need.
-func (p *pipeline) runDurable(ctx context.Context, keys []string, args []any) pipeReply {
-	call := pipeCall{scriptCall: scriptCall{keys: keys, args: args}, reply: make(chan pipeReply, 1)}
+func (p *pipeline) runDurable(ctx context.Context, c scriptCall) pipeReply {
+	call := pipeCall{scriptCall: c, reply: make(chan pipeReply, 1)}
 	failed := make(chan error, 1)
 	go func() {
 		out, err := p.batches.Do(ctx, call)

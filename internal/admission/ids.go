@@ -74,6 +74,9 @@ func (a *Admitter) orderBase(ctx context.Context, orderID int64) (voucherID int6
 		return 0, 0, 0, "", errMalformedID
 	}
 	if shard == 0 {
+		if st := a.local.get(voucherID); st != nil && st.call != nil {
+			return voucherID, 0, seq, st.call.base, nil // the same string, made once
+		}
 		return voucherID, 0, seq, a.keys.shardBase(voucherID, 0, 1), nil
 	}
 	n, err := a.shardCounts(ctx, []int64{voucherID})

@@ -29,8 +29,9 @@ type local struct {
 // produced it started, so a stale SOLD_OUT answer that arrives after a
 // release can never hide the returned unit.
 type campaignState struct {
-	admitKeys []string // shard 0's
-	shards    int      // the campaign's stock shards (shards.go), at least 1
+	admitKeys []string      // shard 0's
+	call      *admitStatics // what every admit call to shard 0 sends alike
+	shards    int           // the campaign's stock shards (shards.go), at least 1
 	gen       atomic.Uint64
 	mark      atomic.Pointer[mark]
 }
@@ -56,7 +57,7 @@ func (l *local) get(voucherID int64) *campaignState {
 // getOrCreate returns the campaign's state, creating it with a fresh
 // generation. It is called only for campaigns Redis knows, so the map is
 // bounded by real campaigns, not by what clients send.
-func (l *local) getOrCreate(voucherID int64, admitKeys []string, shards int) *campaignState {
+func (l *local) getOrCreate(voucherID int64, admitKeys []string, call *admitStatics, shards int) *campaignState {
 	if st := l.get(voucherID); st != nil {
 		return st
 	}
@@ -66,7 +67,7 @@ func (l *local) getOrCreate(voucherID int64, admitKeys []string, shards int) *ca
 	if st := old[voucherID]; st != nil {
 		return st
 	}
-	st := &campaignState{admitKeys: admitKeys, shards: max(shards, 1)}
+	st := &campaignState{admitKeys: admitKeys, call: call, shards: max(shards, 1)}
 	st.gen.Store(l.gen.Add(1))
 	m := make(map[int64]*campaignState, len(old)+1)
 	maps.Copy(m, old)

@@ -76,10 +76,20 @@ func newPipeline(rdb redis.UniversalClient, script *redis.Script, inFlight, maxB
 // if the ctx of its sender ends, since other callers wait on it; go-redis's
 // timeouts bound it.
 func (p *pipeline) run(ctx context.Context, keys []string, args ...any) pipeReply {
+	return p.runCall(ctx, scriptCall{keys: keys, args: args})
+}
+
+// runArgv is run with the call's whole EVALSHA built by the caller (see
+// scriptCall.argv); keys[0] is its first key, which routes it.
+func (p *pipeline) runArgv(ctx context.Context, keys []string, argv []any) pipeReply {
+	return p.runCall(ctx, scriptCall{keys: keys, argv: argv})
+}
+
+func (p *pipeline) runCall(ctx context.Context, c scriptCall) pipeReply {
 	if p.dur != nil {
-		return p.runDurable(ctx, keys, args)
+		return p.runDurable(ctx, c)
 	}
-	out, err := p.batches.Do(ctx, pipeCall{scriptCall: scriptCall{keys: keys, args: args}})
+	out, err := p.batches.Do(ctx, pipeCall{scriptCall: c})
 	if err != nil {
 		return pipeReply{err: err}
 	}

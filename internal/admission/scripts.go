@@ -24,6 +24,12 @@ func newScript(src string) *redis.Script {
 type scriptCall struct {
 	keys []string
 	args []any
+	// argv, when set, is the whole call as EvalSha would send it
+	// ("evalsha", the SHA1, the number of keys, the keys, the arguments),
+	// built by a caller that can do so with fewer allocations (the
+	// admission: admitArgv); keys then holds at least the first key, which
+	// routes the call, and args is unused.
+	argv []any
 }
 
 // script returns c itself; a type that embeds a scriptCall (pipeCall) gets
@@ -73,6 +79,10 @@ func runScripts[C scriptCaller](ctx context.Context, c redis.Cmdable, s *redis.S
 func sendScripts[C scriptCaller](ctx context.Context, c redis.Cmdable, s *redis.Script, eval bool, calls []C, idx []int, cmds []*redis.Cmd) {
 	send := func(sc redis.Scripter, i int) {
 		call := calls[i].script()
+		if call.argv != nil {
+			cmds[i] = sendArgv(ctx, sc, s, eval, call.argv)
+			return
+		}
 		if eval {
 			cmds[i] = s.Eval(ctx, sc, call.keys, call.args...)
 		} else {
@@ -99,6 +109,29 @@ func sendScripts[C scriptCaller](ctx context.Context, c redis.Cmdable, s *redis.
 		// error or not, is in its Cmd, which is what callers read.
 		_, _ = pipe.Exec(ctx)
 	}
+}
+
+// sendArgv sends a call given as its whole EVALSHA (scriptCall.argv) on
+// sc: as it is, or as Script.Eval with the same keys and arguments.
+func sendArgv(ctx context.Context, sc redis.Scripter, s *redis.Script, eval bool, argv []any) *redis.Cmd {
+	if eval {
+		n := argv[2].(int)
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = argv[3+i].(string)
+		}
+		return s.Eval(ctx, sc, keys, argv[3+n:]...)
+	}
+	cmd := redis.NewCmd(ctx, argv...)
+	cmd.SetFirstKeyPos(3)
+	_ = sc.(processor).Process(ctx, cmd)
+	return cmd
+}
+
+// processor is what every go-redis client and pipeline is: it sends a
+// command as it is built.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // noScript reports whether err is Redis's NOSCRIPT: the node does not hold
