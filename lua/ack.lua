@@ -1,7 +1,10 @@
 -- ack forgets admissions that Postgres holds now. It is idempotent.
 --
 -- KEYS[1] -> <p>seckill:{v<voucher>}:pending    hash: seq -> "<user>:<admitted_ms>"
--- KEYS[2] -> <p>seckill:{v<voucher>}:pending_at zset: seq scored by admitted_ms
+-- KEYS[2] -> <p>seckill:{v<voucher>}:pending_at zset: seq scored by admitted_ms,
+--            written by versions before the reconciler read the pending
+--            hash's times; removed from here too, so that such a version
+--            running beside this one never finds acknowledged entries in it
 -- --
 -- ARGV[1..n] -> seqs of the admissions (positive decimal integers)
 --

@@ -9,7 +9,11 @@
 --                                               epoch, rid, state
 -- KEYS[2] -> <p>seckill:{v<voucher>}:buyers     set of user ids holding a unit
 -- KEYS[3] -> <p>seckill:{v<voucher>}:pending    hash: seq -> "<user>:<admitted_ms>"
--- KEYS[4] -> <p>seckill:{v<voucher>}:pending_at zset: seq scored by admitted_ms
+-- KEYS[4] -> <p>seckill:{v<voucher>}:pending_at not used: the pending hash's
+--                                               values carry the time (the
+--                                               reconciler reads them); kept
+--                                               so that the KEYS of admit and
+--                                               release stay one list
 -- KEYS[5] -> <p>seckill:{v<voucher>}:guard      hash: challenge ("NONE", "QUIZ",
 --                                               "PROOF_OF_WORK"), brake (admissions a second,
 --                                               0: none), room ("1": a purchase needs a
@@ -309,5 +313,4 @@ local id = epoch * 4194304 + seq
 local field = string.format('%d', id)
 redis.call('HSET', KEYS[1], 'stock', string.format('%d', stock - 1), 'seq', string.format('%d', seq))
 redis.call('HSET', KEYS[3], field, string.format('%s:%d', user, now))
-redis.call('ZADD', KEYS[4], string.format('%d', now), field)
 return {0, id, now}

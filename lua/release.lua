@@ -6,7 +6,8 @@
 -- KEYS[1] -> <p>seckill:{v<voucher>}:campaign   hash: stock, ...
 -- KEYS[2] -> <p>seckill:{v<voucher>}:buyers     set of user ids
 -- KEYS[3] -> <p>seckill:{v<voucher>}:pending    hash: seq -> "<user>:<admitted_ms>"
--- KEYS[4] -> <p>seckill:{v<voucher>}:pending_at zset: seq scored by admitted_ms
+-- KEYS[4] -> <p>seckill:{v<voucher>}:pending_at zset: seq scored by admitted_ms,
+--            written by earlier versions (see ack.lua); removed here too
 -- --
 -- ARGV[1] -> seq of the admission (a positive decimal integer)
 -- ARGV[2] -> user id of the admission (a positive decimal integer)

@@ -152,6 +152,7 @@ type Admitter struct {
 	subDone chan struct{} // closed when the stock_returned listener exits
 
 	shardN         sync.Map      // voucher id -> its number of stock shards (shards.go)
+	staleAt        sync.Map      // pending hash key -> where Stale stopped reading it (outbox.go)
 	restocking     restocks      // moves of units under way (shards.go)
 	finishAfter    time.Duration // FinishMoves leaves younger moves to their mover
 	campaignShards func(ctx context.Context, ids []int64) (map[int64]int, error)

@@ -106,7 +106,7 @@ func TestDurableAdmit(t *testing.T) {
 	}
 	// WAIT returned, so the replica applied every admission already.
 	ctx := context.Background()
-	if n := rrdb.ZCard(ctx, admission.PendingAtKey(a, voucher)).Val(); n != stock {
+	if n := rrdb.HLen(ctx, admission.PendingKey(a, voucher)).Val(); n != stock {
 		t.Errorf("replica holds %d pending admissions, want %d", n, stock)
 	}
 	if n := rrdb.SCard(ctx, admission.BuyersKey(a, voucher)).Val(); n != stock {

@@ -123,3 +123,11 @@ func RoomJoinersKey(a *Admitter, voucherID, userID int64) string {
 
 // RoomBuckets is how many buckets hold a room's joiners.
 const RoomBuckets = roomBuckets
+
+// SetStaleScan sets how many pending fields Stale reads an HSCAN and at
+// most a shard a call, until the test ends.
+func SetStaleScan(t interface{ Cleanup(func()) }, count int64, most int) {
+	c, m := staleScanCount, staleScanMax
+	staleScanCount, staleScanMax = count, most
+	t.Cleanup(func() { staleScanCount, staleScanMax = c, m })
+}

@@ -17,7 +17,7 @@ import (
 )
 
 // The outbox of pending admissions: an admission is pending in Redis (the
-// pending hash and the pending_at zset, beside its campaign) from Admit
+// pending hash, beside its campaign) from Admit
 // until Postgres holds it (Ack) or its unit goes back on sale (Release).
 // Stale and Queued find those left behind, for the reconciler and the
 // dashboard; PendingOf lists a campaign's, which a rebuild persists first.
@@ -138,9 +138,18 @@ func (a *Admitter) Release(ctx context.Context, adm seckill.Admission, keepBuyer
 }
 
 // Stale returns up to limit admissions of the campaigns voucherIDs pending
-// for longer than age, oldest first, measured on Redis's clock. The caller
-// names the campaigns (from Postgres): no Redis index decides which are
-// looked at.
+// for longer than age, measured on Redis's clock, oldest first among those
+// it read. The caller names the campaigns (from Postgres): no Redis index
+// decides which are looked at.
+//
+// It reads each shard's pending hash itself, whose values carry the
+// admission's time: an admission is pending for as long as Postgres does
+// not hold it, normally a few hundred a shard, so the hash is what an index
+// of them would be, and an admission writes nothing else. A shard whose
+// outbox has grown past staleScanMax (Postgres out of reach, a worker
+// backlog) is read staleScanMax fields a call, going on where the last call
+// stopped: each call stays bounded, and every admission is looked at within
+// a few calls.
 func (a *Admitter) Stale(ctx context.Context, voucherIDs []int64, age time.Duration, limit int) ([]seckill.Admission, error) {
 	ids := slices.DeleteFunc(slices.Clone(voucherIDs), func(id int64) bool { return !validVoucherID(id) })
 	if limit <= 0 || len(ids) == 0 {
@@ -150,77 +159,71 @@ func (a *Admitter) Stale(ctx context.Context, voucherIDs []int64, age time.Durat
 	if err != nil {
 		return nil, redisError("stale: time", err, nil)
 	}
-	cutoff := "(" + strconv.FormatInt(now.Add(-age).UnixMilli(), 10)
-
-	// The oldest `limit` of each shard of each campaign, then the oldest
-	// `limit` of all.
+	cutoff := now.Add(-age)
 	refs, err := a.allShards(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	ranges := make([]*redis.ZSliceCmd, len(refs))
-	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, r := range refs {
-			ranges[i] = p.ZRangeByScoreWithScores(ctx, r.base+"pending_at",
-				&redis.ZRangeBy{Min: "-inf", Max: cutoff, Count: int64(limit)})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, redisError("stale: pending_at", err, nil)
-	}
-	type candidate struct {
-		ref shardRef
-		seq int64
-		ms  float64
-	}
-	var cands []candidate
-	for i, cmd := range ranges {
-		for _, z := range cmd.Val() {
-			member, _ := z.Member.(string)
-			seq, err := strconv.ParseInt(member, 10, 64)
+	var out []seckill.Admission
+	for _, r := range refs {
+		key := r.base + "pending"
+		cursor := a.staleCursor(key, 0, false)
+		for read := 0; read < staleScanMax; {
+			fields, next, err := a.rdb.HScan(ctx, key, cursor, "", staleScanCount).Result()
 			if err != nil {
-				a.logger.WarnContext(ctx, "bad member of pending_at", "voucher_id", refs[i].voucherID, "member", z.Member)
-				continue
+				return nil, redisError("stale: pending", err, nil)
 			}
-			cands = append(cands, candidate{ref: refs[i], seq: seq, ms: z.Score})
+			for i := 0; i+1 < len(fields); i += 2 {
+				seq, err := strconv.ParseInt(fields[i], 10, 64)
+				if err != nil || !validSeq(seq) {
+					a.logger.WarnContext(ctx, "skip malformed pending admission", "voucher_id", r.voucherID, "field", fields[i])
+					continue
+				}
+				adm, err := parsePending(r.voucherID, r.shard, seq, fields[i+1])
+				if err != nil {
+					a.logger.WarnContext(ctx, "skip malformed pending admission", "voucher_id", r.voucherID, "err", err)
+					continue
+				}
+				if adm.AdmittedAt.Before(cutoff) {
+					out = append(out, *adm)
+				}
+			}
+			read += len(fields) / 2
+			cursor = next
+			if cursor == 0 {
+				break
+			}
 		}
+		a.staleCursor(key, cursor, true)
 	}
-	slices.SortFunc(cands, func(x, y candidate) int {
-		return cmp.Or(cmp.Compare(x.ms, y.ms), cmp.Compare(x.ref.voucherID, y.ref.voucherID),
-			cmp.Compare(x.ref.shard, y.ref.shard), cmp.Compare(x.seq, y.seq))
+	slices.SortFunc(out, func(x, y seckill.Admission) int {
+		return cmp.Or(x.AdmittedAt.Compare(y.AdmittedAt), cmp.Compare(x.VoucherID, y.VoucherID), cmp.Compare(x.OrderID, y.OrderID))
 	})
-	cands = cands[:min(len(cands), limit)]
-	if len(cands) == 0 {
-		return nil, nil
-	}
+	return out[:min(len(out), limit)], nil
+}
 
-	// The users, from the pending hash; an entry acknowledged meanwhile is
-	// no longer stale.
-	values := make([]*redis.SliceCmd, len(cands))
-	_, err = a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, c := range cands {
-			values[i] = p.HMGet(ctx, c.ref.base+"pending", strconv.FormatInt(c.seq, 10))
+// How Stale reads a pending hash: staleScanCount fields an HSCAN, at most
+// staleScanMax a shard a call (variables for the tests).
+var (
+	staleScanCount int64 = 1000
+	staleScanMax         = 100_000
+)
+
+// staleCursor returns where Stale's last call stopped reading the pending
+// hash key (0: it read it to the end), or records it when set.
+func (a *Admitter) staleCursor(key string, cursor uint64, set bool) uint64 {
+	if set {
+		if cursor == 0 {
+			a.staleAt.Delete(key)
+		} else {
+			a.staleAt.Store(key, cursor)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, redisError("stale: pending", err, nil)
+		return cursor
 	}
-	out := make([]seckill.Admission, 0, len(cands))
-	for i, c := range cands {
-		v, ok := values[i].Val()[0].(string)
-		if !ok {
-			continue
-		}
-		adm, err := parsePending(c.ref.voucherID, c.ref.shard, c.seq, v)
-		if err != nil {
-			a.logger.WarnContext(ctx, "skip malformed pending admission", "voucher_id", c.ref.voucherID, "err", err)
-			continue
-		}
-		out = append(out, *adm)
+	if c, ok := a.staleAt.Load(key); ok {
+		return c.(uint64)
 	}
-	return out, nil
+	return 0
 }
 
 // PendingOf returns every admission of a campaign that is still pending,

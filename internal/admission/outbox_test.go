@@ -200,6 +200,53 @@ func TestStale(t *testing.T) {
 	}
 }
 
+// TestStaleBounded: a shard whose outbox is larger than Stale reads in one
+// call is read a bounded part a call, each call going on where the last
+// stopped, so that a few calls find every stale admission; acknowledged
+// ones are never among them. (Not parallel: it sets the package's scan
+// bounds.)
+func TestStaleBounded(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newAdmitter(t, admission.Options{})
+	admission.SetStaleScan(t, 50, 100)
+	const voucher, n = 33, 600
+	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucher, n)})
+	outcomes, errs := admitAll(a, voucher, 1, n+1)
+	if accepted := acceptedOf(t, outcomes, errs); accepted != n {
+		t.Fatalf("%d accepted, want %d", accepted, n)
+	}
+	all, err := a.PendingOf(ctx, voucher)
+	if err != nil || len(all) != n {
+		t.Fatalf("pending: %d, %v", len(all), err)
+	}
+	if err := a.Ack(ctx, all[:n/2]); err != nil { // the older half is in Postgres
+		t.Fatal(err)
+	}
+	acked := map[int64]bool{}
+	for _, adm := range all[:n/2] {
+		acked[adm.OrderID] = true
+	}
+	seen := map[int64]bool{}
+	for call := 1; len(seen) < n/2; call++ {
+		if call > 20 {
+			t.Fatalf("20 calls found %d of the %d stale admissions", len(seen), n/2)
+		}
+		got, err := a.Stale(ctx, []int64{voucher}, 0, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) >= n/2 {
+			t.Fatalf("call %d returned %d admissions: the read was not bounded", call, len(got))
+		}
+		for _, adm := range got {
+			if acked[adm.OrderID] {
+				t.Fatalf("call %d returned order %d, acknowledged", call, adm.OrderID)
+			}
+			seen[adm.OrderID] = true
+		}
+	}
+}
+
 // TestMalformedOrderID: an order id that no admission can have is not
 // pending, and Ack, Release and ReturnUnit refuse it before Redis, naming
 // the field.
