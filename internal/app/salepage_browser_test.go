@@ -662,7 +662,10 @@ true`
 func TestSalePageWaitingRoom(t *testing.T) {
 	e := newSalePageEnv(t)
 	const frames, stock, opensBefore = 5, 3, 5
-	begin := time.Now().Add(9 * time.Second).Truncate(time.Second)
+	// The pages have until the room opens to load: 9 s with the whole suite
+	// beside them on two cores (they once took 7.6 s, and met a sale already
+	// sold out at the reload below).
+	begin := time.Now().Add(14 * time.Second).Truncate(time.Second)
 	opens := begin.Add(-opensBefore * time.Second)
 	v := e.addCampaign("Waiting room sale", stock, begin, map[string]any{
 		"waitingRoom": map[string]any{"opensSecondsBefore": opensBefore, "admitPerSecond": 1, "passSeconds": 10},
