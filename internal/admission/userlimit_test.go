@@ -1,10 +1,13 @@
 package admission
 
 import (
+	mathrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 func TestUserLimiter(t *testing.T) {
@@ -68,5 +71,56 @@ func TestUserLimiterDisabled(t *testing.T) {
 		if !l.Allow(1, 1) {
 			t.Fatal("a zero rate must disable limiting")
 		}
+	}
+}
+
+// TestUserLimiterIsRateLimiter: the limiter answers every attempt as
+// golang.org/x/time/rate's Limiter with the same rate and burst does (one
+// per user and campaign, created full), over random sequences of attempts
+// on a microsecond grid: bursts, pauses shorter and longer than a refill,
+// and idle spells after which the user is forgotten and comes back full.
+func TestUserLimiterIsRateLimiter(t *testing.T) {
+	r := mathrand.New(mathrand.NewPCG(20, 12))
+	for _, tc := range []struct {
+		perSecond float64
+		burst     int
+	}{{5, 10}, {2, 3}, {1, 1}, {100, 300}, {0.5, 2}, {1000, 1}} {
+		start := time.Unix(1_800_000_000, 0)
+		clock := start
+		l := NewUserLimiter(tc.perSecond, tc.burst)
+		l.now = func() time.Time { return clock }
+		lib := map[int64]*rate.Limiter{}
+		interval := time.Duration(float64(time.Second) / tc.perSecond)
+		for i := range 20_000 {
+			switch k := r.IntN(10); {
+			case k < 5: // within a burst
+			case k < 9:
+				clock = clock.Add(time.Duration(r.Int64N(int64(2*interval))) / time.Microsecond * time.Microsecond)
+			default:
+				clock = clock.Add(time.Duration(r.Int64N(int64(3*l.full + time.Second))))
+			}
+			user := int64(1 + r.IntN(3))
+			lim := lib[user]
+			if lim == nil {
+				lim = rate.NewLimiter(rate.Limit(tc.perSecond), tc.burst)
+				lib[user] = lim
+			}
+			want := lim.AllowN(clock, 1)
+			if got := l.Allow(9, user); got != want {
+				t.Fatalf("%v/s burst %d, attempt %d of user %d at +%v: allowed %v, rate.Limiter %v",
+					tc.perSecond, tc.burst, i, user, clock.Sub(start), got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkUserLimiter measures a sale's attempt: every one a new user's.
+func BenchmarkUserLimiter(b *testing.B) {
+	l := NewUserLimiter(5, 10)
+	b.ReportAllocs()
+	user := int64(0)
+	for b.Loop() {
+		user++
+		l.Allow(1, user)
 	}
 }
