@@ -795,8 +795,11 @@ func TestSalePageWaitingRoom(t *testing.T) {
 	// Enter buys. (Sold out before its turn, it never opens.)
 	waitFor(t, tab, 15*time.Second, "the tab's turn or the end", `__rec.openedAt > 0 || ["SOLD_OUT", "MISSED", "ENDED"].includes(document.body.dataset.room)`)
 	if evalString(t, tab, `String(__rec.openedAt > 0)`) == "true" {
-		if got := evalString(t, tab, `document.activeElement.id`); got != "buy" {
-			t.Errorf("at the turn the focus is on %q, not the buy button", got)
+		// Unless the others sold the last unit meanwhile (on a loaded
+		// machine the check can come a second after the turn): the button
+		// then closes, and the focus leaves it.
+		if got := evalString(t, tab, `document.body.dataset.room + " " + document.activeElement.id`); got != "YOUR_TURN buy" && !strings.HasPrefix(got, "SOLD_OUT ") {
+			t.Errorf("at the turn the room and the focus are %q, not YOUR_TURN and the buy button", got)
 		}
 		saleShot(t, tab, "room-your-turn")
 		if err := chromedp.Do(tab, chromedp.KeyEvent("\r")); err != nil {
