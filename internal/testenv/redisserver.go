@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,13 +49,30 @@ func newRedisServer(tb testing.TB, args ...string) *RedisServer {
 		}
 		tb.Skip("redis-server is not installed")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	// A cluster node also listens on its port + 10000 (the cluster bus),
+	// which the free port says nothing about: an ephemeral port there
+	// once made a node fail to start. Pick a port whose bus port is free
+	// too.
+	cluster := slices.Contains(args, "--cluster-enabled")
+	for try := 0; ; try++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		n, _ := strconv.Atoi(port)
+		free := true
+		if cluster {
+			bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(n+10000))
+			if free = err == nil; free {
+				bus.Close()
+			}
+		}
+		ln.Close()
+		if free || try == 20 {
+			return &RedisServer{tb: tb, Port: port, Dir: tb.TempDir(), args: args}
+		}
 	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
-	return &RedisServer{tb: tb, Port: port, Dir: tb.TempDir(), args: args}
 }
 
 // StartReplica starts a private redis-server that replicates master, with
