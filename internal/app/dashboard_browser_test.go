@@ -68,7 +68,10 @@ func newBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption
 	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	// A bound for a browser that hangs, not a test's budget: beside the whole
+	// suite on two cores, TestSalePageInBrowser (25 s alone) once took over
+	// 90 s, and each step has its own wait.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelTab()
