@@ -206,7 +206,9 @@ func TestProviderNewSubjects(t *testing.T) {
 	if n := e.subjects.calls.Load(); n != users {
 		t.Errorf("the store was asked %d times for %d new users, want once each", n, users)
 	}
-	if n := e.subjects.batches.Load(); n > users/10 {
+	// Unbatched is one a user (250); beside the whole suite under -race the
+	// arrivals spread and batches shrink (33 seen), so the bound is a fifth.
+	if n := e.subjects.batches.Load(); n > users/5 {
 		t.Errorf("%d batches for %d new users arriving at once: the lookups are not batched", n, users)
 	}
 	t.Logf("%d new users at once: %d store calls", users, e.subjects.batches.Load())
