@@ -362,7 +362,10 @@ func (r *Rooms) refresh(ctx context.Context, c Campaign) (roomView, error) {
 	if len(r.views) > 10000 {
 		clear(r.views)
 	}
-	r.views[c.VoucherID] = &v
+	// The map gets a copy of its own: saw changes it under r.mu, while v
+	// is returned after the unlock.
+	stored := v
+	r.views[c.VoucherID] = &stored
 	r.mu.Unlock()
 	return v, nil
 }
