@@ -62,8 +62,9 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      never reaches; a closed-model load (--duration,
                      default 4s; --concurrency, default 64; at least
                      100,000 units) and the seed's burst (1000 users, 200
-                     units) alternated base, head, base, head for --rounds
-                     rounds; prints each run, and per load the throughput
+                     units) against each build for --rounds rounds (base
+                     first in odd rounds, head first in even ones, half a
+                     second apart); prints each run, and per load the throughput
                      ratio head ÷ base, p50, p99 and each process's CPU per
                      purchase (make bench-compare BASE=<commit> builds BASE
                      and runs it)

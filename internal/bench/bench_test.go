@@ -291,7 +291,8 @@ func TestCompareBuilds(t *testing.T) {
 				}
 			}
 		}
-		if diff := cmp.Diff([]string{"base #1", "head #1", "base #2", "head #2"}, order); diff != "" {
+		// Base first in odd rounds, head first in even ones.
+		if diff := cmp.Diff([]string{"base #1", "head #1", "head #2", "base #2"}, order); diff != "" {
 			t.Errorf("%s: order of the runs (-want +got):\n%s", l.Load.Mode, diff)
 		}
 		if l.ThroughputRatio <= 0 || len(l.RoundRatios) != 2 || l.Head.CPUPerAcceptedUs[report.ProcSum] <= 0 {

@@ -18,7 +18,7 @@ import (
 // BaseConfig is --compare base: an older build of the seckill binary
 // measured against the working tree's, each on a private Redis and
 // database, with a closed-model load and the seed's burst alternated base,
-// head, base, head...
+// head, base, head... (head first in even rounds)
 type BaseConfig struct {
 	Binary string // BASE's seckill binary (--base-binary); HEAD's is Fsync.SeckillBin
 	Rounds int    // rounds of every load against each build; 0: DefaultBaseRounds
@@ -59,7 +59,7 @@ func (cfg *Config) validateBase() error {
 // runBuilds measures cfg.Base.Binary (BASE) against the working tree's
 // seckill binary (HEAD): each on a private redis-server and database,
 // started once, then round by round a closed-model load and the seed's
-// burst against base, then head.
+// burst against each (roundOrder), half a second apart.
 func runBuilds(ctx context.Context, cfg Config) (*report.Result, error) {
 	if err := cfg.validateBase(); err != nil {
 		return nil, err
@@ -115,8 +115,14 @@ func runBuilds(ctx context.Context, cfg Config) (*report.Result, error) {
 	}
 	for round := 1; round <= rounds && ctx.Err() == nil; round++ {
 		for i, r := range loads {
-			for _, label := range []string{report.TargetBase, report.TargetHead} {
+			for _, label := range roundOrder(round) {
 				if ctx.Err() != nil {
+					break
+				}
+				// The run before this one may still be ending on its
+				// server (a burst's thousand connections closing):
+				// let it, so that no build pays for the other's.
+				if !load.SleepUntil(ctx, time.Now().Add(buildSettle)) {
 					break
 				}
 				s := servers[label]
@@ -138,6 +144,22 @@ func runBuilds(ctx context.Context, cfg Config) (*report.Result, error) {
 	}
 	res.Interrupted = ctx.Err() != nil
 	return res, nil
+}
+
+// buildSettle is the pause before each run of --compare base: the run
+// before it ends on its server after the bench has its answers (a burst's
+// thousand connections close, the runtime frees what it held), and that
+// work would be charged to the next run, which is the other build's.
+const buildSettle = 500 * time.Millisecond
+
+// roundOrder is the order of the builds in round (from 1): base first in
+// odd rounds, head first in even ones, so that neither always runs right
+// after the other (a build's first run after the other's burst, say).
+func roundOrder(round int) []string {
+	if round%2 == 0 {
+		return []string{report.TargetHead, report.TargetBase}
+	}
+	return []string{report.TargetBase, report.TargetHead}
 }
 
 // buildEnv is both builds' settings: the shared limits on at rates the

@@ -157,7 +157,7 @@ func median(runs []*Report, of func(*Report) (float64, bool)) float64 {
 // their verdicts, and how HEAD compares with BASE.
 func (res *Result) writeBuilds(b *strings.Builder) {
 	bc := res.Builds
-	fmt.Fprintf(b, "seckill-bench --compare base: HEAD %s against BASE %s, %d rounds alternated (base, head, ...), "+
+	fmt.Fprintf(b, "seckill-bench --compare base: HEAD %s against BASE %s, %d rounds alternated (base first in odd rounds, head in even ones), "+
 		"each on a private redis-server and database", bc.HeadBinary, bc.BaseBinary, bc.Rounds)
 	if res.Interrupted {
 		b.WriteString(" — INTERRUPTED, partial results")
