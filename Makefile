@@ -27,7 +27,7 @@ CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTa
 # is still reported in that test.
 export GORACE ?= atexit_sleep_ms=0
 
-# make test runs five suites at once (each prints when it ends): they wait on
+# make test runs six suites at once (each prints when it ends): they wait on
 # servers and fault timers far more than they use the two cores. internal/app
 # runs its tests one at a time on one Redis database, so its fault tests,
 # which start Redis servers of their own (testenv.StartRedisServer,
@@ -50,7 +50,7 @@ APP_SLOW = TestOrderLifeModel TestEventsReachAFlakyReceiver TestSalePageInBrowse
 	TestWaitingRoomInstancesAndLoss TestSalePageWaitingRoom TestSalePageRetries TestSalePageFrameAncestors \
 	TestDashboardWaitingRoomInBrowser TestSalePageProofOfWork TestDashboardSignInThroughProviderInBrowser \
 	TestSalePageFollowsCampaignEdits TestSalePageLostAnswerThenSoldOut
-TEST_SUITES = test-single test-app-slow test-faults-cluster test-faults-redis test-cluster
+TEST_SUITES = test-single test-app-slow test-faults-cluster test-faults-redis test-cluster test-stack
 # test-single starts internal/app, its longest package, first, and runs
 # this many packages at once.
 TEST_SINGLE_P ?= 2
@@ -100,10 +100,11 @@ run: build services
 	fi; ./bin/seckill serve
 
 ## test: everything CI checks: vet, go.mod tidy, generated code current, alert
-## rules, then race tests against real services in five suites at once (every
+## rules, then race tests against real services in six suites at once (every
 ## package on a single Redis; internal/app's slowest tests beside it on other
 ## databases; its fault tests on their own servers, in two suites; the Redis
-## suites again on a local cluster), and the slowest ten tests
+## suites again on a local cluster; the purchase path's stack depth, without
+## -race), and the slowest ten tests
 test: test-services playground salepage vet
 	$(GO) mod tidy -diff
 	$(MAKE) --no-print-directory check-generate
@@ -138,6 +139,13 @@ test-faults-cluster:
 test-faults-redis:
 	@mkdir -p .run/test
 	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 10m -run '$(call tests_re,$(APP_FAULTS_REDIS))' ./internal/app/
+
+## test-stack: TestPurchaseStackDepth, the purchase path's stack depth on a new
+##   connection, in the build production runs: without -race, whose frames are
+##   larger (it starts a redis-server of its own)
+test-stack:
+	@mkdir -p .run/test
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(GO) tool gotestsum --format standard-quiet --hide-summary=skipped --jsonfile .run/test/$@.json -- -count=1 -timeout 5m -run '^TestPurchaseStackDepth$$' ./internal/app/
 
 ## test-model: the stateful property tests (pgregory.net/rapid: challenge tokens,
 ## payments) against their models on real Postgres and Redis (make services

@@ -40,34 +40,78 @@ const wrongKeep = time.Hour
 // ENOTFOUND when Redis does not know the campaign; EINVALID for a user id
 // that is not positive.
 func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill.Ticket) (seckill.Outcome, seckill.Admission, error) {
-	if !validVoucherID(voucherID) {
-		return "", seckill.Admission{}, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	if !validVoucherID(voucherID) || userID <= 0 {
+		return "", seckill.Admission{}, badPurchase(voucherID, userID)
 	}
-	if userID <= 0 {
-		return "", seckill.Admission{}, seckill.Invalidf("userId", "user id must be positive")
-	}
-	var (
-		gen    uint64
-		keys   []string
-		call   *admitStatics
-		shards = 1
-		state  = a.local.get(voucherID)
-	)
-	probe := false
+	state := a.local.get(voucherID)
+	var gen uint64
 	if state != nil {
 		gen = state.gen.Load()
 		if outcome, ok := a.local.marked(state, gen); ok {
 			return outcome, seckill.Admission{FromMemory: true}, nil
 		}
-		keys, call, shards = state.admitKeys, state.call, state.shards
-	} else if n, ok := a.shardN.Load(voucherID); ok {
-		keys, shards = a.keys.admit(voucherID), n.(int)
+	}
+	// This frame, and the ones above it, are on the stack while the call
+	// waits for its pipeline: what it takes to build the call and to read
+	// the reply lives in frames of their own (admitRun).
+	var r admitRun
+	a.prepare(ctx, &r, state, voucherID, userID, &t)
+	r.sent = time.Now()
+	if r.argv != nil {
+		r.reply = a.admits.runArgv(ctx, r.keys, r.argv)
 	} else {
-		// The first purchase of a campaign in this process goes to shard
-		// 0, whose script answers it as before when the campaign has one
-		// shard, and otherwise says how many (codeSharded), doing
-		// nothing: then the purchase goes to the buyer's shard.
-		keys, probe = a.keys.admit(voucherID), true
+		r.reply = a.admits.run(ctx, r.all, r.args...)
+	}
+	return a.decide(ctx, &r, state, gen, voucherID, userID, &t)
+}
+
+// admitRun is one purchase's script call in Admit: how it was sent and
+// what came back.
+type admitRun struct {
+	keys   []string
+	call   *admitStatics
+	shards int
+	shard  int
+	probe  bool
+	all    []string // the keys of a call to a shard of a campaign of several
+	args   []any
+	argv   []any // shard 0 of a campaign of one: the whole call, built at once
+	sent   time.Time
+	reply  pipeReply
+}
+
+// badPurchase is Admit's error for a voucher or user id that cannot be.
+func badPurchase(voucherID, userID int64) error {
+	if !validVoucherID(voucherID) {
+		return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
+	}
+	return seckill.Invalidf("userId", "user id must be positive")
+}
+
+// badReply is Admit's error for a reply the script does not give.
+//
+//go:noinline
+func badReply(voucherID int64, res []any) error {
+	return fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
+}
+
+// prepare builds r's script call for the purchase.
+func (a *Admitter) prepare(ctx context.Context, r *admitRun, state *campaignState, voucherID, userID int64, t *seckill.Ticket) {
+	r.shards = 1
+	switch {
+	case state != nil:
+		r.keys, r.call, r.shards = state.admitKeys, state.call, state.shards
+	default:
+		if n, ok := a.shardN.Load(voucherID); ok {
+			r.keys, r.shards = a.keys.admit(voucherID), n.(int)
+		} else {
+			// The first purchase of a campaign in this process goes to
+			// shard 0, whose script answers it as before when the
+			// campaign has one shard, and otherwise says how many
+			// (codeSharded), doing nothing: then the purchase goes to
+			// the buyer's shard.
+			r.keys, r.probe = a.keys.admit(voucherID), true
+		}
 	}
 
 	// A ticket with a nonce spends its token, right or wrong (verdict "0"
@@ -86,26 +130,20 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	if addr == "" {
 		addrEvery = 0
 	}
-	shard := 0
-	var (
-		all  []string
-		args []any
-		argv []any // shard 0 of a campaign of one: the whole call, built at once
-	)
-	if shards == 1 {
-		if call == nil {
-			call = a.keys.admitStatics(voucherID)
+	if r.shards == 1 {
+		if r.call == nil {
+			r.call = a.keys.admitStatics(voucherID)
 		}
-		argv = a.admitArgv(call, userID, t.Nonce, addr, ticket, exp, addrEvery, verdict)
+		r.argv = a.admitArgv(r.call, userID, t.Nonce, addr, ticket, exp, addrEvery, verdict)
 	} else {
 		// The buyer's shard decides: one-per-user, the user's limit, the
 		// challenge's token and wrong answers are the user's, so they
 		// live in that shard alone. An address's buyers spread over the
 		// shards, so each shard holds its share of the address's limit.
-		shard = seckill.ShardOf(userID, shards)
-		all = shardAdmitKeys(a.keys.shardBase(voucherID, shard, shards), userID, t.Nonce, addr)
-		addrEvery, addrBurst = splitLimit(addrEvery, addrBurst, shards)
-		args = []any{userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, addrBurst, verdict,
+		r.shard = seckill.ShardOf(userID, r.shards)
+		r.all = shardAdmitKeys(a.keys.shardBase(voucherID, r.shard, r.shards), userID, t.Nonce, addr)
+		addrEvery, addrBurst = splitLimit(addrEvery, addrBurst, r.shards)
+		r.args = []any{userID, a.userEvery, a.userBurst, ticket, exp, addrEvery, addrBurst, verdict,
 			a.wrongWait, a.wrongMax, wrongKeep.Milliseconds()}
 	}
 	// The optional arguments only when they say something: a purchase
@@ -113,39 +151,38 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	var opt []any
 	switch {
 	case t.Pass != "":
-		opt = []any{boolArg(probe), string(t.Pass)}
-	case probe:
+		opt = []any{boolArg(r.probe), string(t.Pass)}
+	case r.probe:
 		opt = []any{"1"}
 	}
-	if argv != nil {
-		argv = append(argv, opt...)
+	if r.argv != nil {
+		r.argv = append(r.argv, opt...)
 	} else {
-		args = append(args, opt...)
+		r.args = append(r.args, opt...)
 	}
-	sent := time.Now()
-	var reply pipeReply
-	if argv != nil {
-		reply = a.admits.runArgv(ctx, keys, argv)
-	} else {
-		reply = a.admits.run(ctx, all, args...)
-	}
-	res, err := reply.res, reply.err
+}
+
+// decide turns r's reply into the purchase's outcome, and remembers what
+// the campaign's later purchases can be answered from memory.
+func (a *Admitter) decide(ctx context.Context, r *admitRun, state *campaignState, gen uint64, voucherID, userID int64, t *seckill.Ticket) (seckill.Outcome, seckill.Admission, error) {
+	reply, res, err := r.reply, r.reply.res, r.reply.err
 	if err != nil {
 		return "", seckill.Admission{}, redisError("admit", err, nil)
 	}
 	code, ok := int64At(res, 0)
 	if !ok {
-		return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
+		return "", seckill.Admission{}, badReply(voucherID, res)
 	}
 	if code == codeSharded {
 		n, ok := int64At(res, 1)
 		if !ok || n < 2 || n > seckill.MaxShards {
-			return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
+			return "", seckill.Admission{}, badReply(voucherID, res)
 		}
 		a.shardN.Store(voucherID, int(n))
-		return a.Admit(ctx, voucherID, userID, t)
+		return a.Admit(ctx, voucherID, userID, *t)
 	}
-	if probe {
+	shards := r.shards
+	if r.probe {
 		if code != codeUnknown && code != codeRebuild {
 			a.shardN.Store(voucherID, 1) // shard 0 held it and did not say otherwise
 		}
@@ -156,7 +193,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		// units elsewhere (shards.go): bring some here and ask again, or
 		// say TRY_AGAIN while they are on their way. SOLD_OUT only when no
 		// shard has any.
-		again, retried, soldOut, err := a.restock(ctx, voucherID, shards, shard, all, args)
+		again, retried, soldOut, err := a.restock(ctx, voucherID, shards, r.shard, r.all, r.args)
 		if err != nil {
 			return "", seckill.Admission{}, err
 		}
@@ -166,7 +203,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 				return "", seckill.Admission{}, redisError("admit", again.err, nil)
 			}
 			if code, ok = int64At(res, 0); !ok {
-				return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
+				return "", seckill.Admission{}, badReply(voucherID, res)
 			}
 		}
 		if code == codeSoldOut && !soldOut {
@@ -178,7 +215,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		return "", seckill.Admission{}, err
 	}
 	if state == nil {
-		state = a.local.getOrCreate(voucherID, keys, call, shards)
+		state = a.local.getOrCreate(voucherID, r.keys, r.call, shards)
 	}
 	switch outcome {
 	case seckill.OutcomeSoldOut:
@@ -193,7 +230,7 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 		// itself, so the refresh storm before an opening costs Redis
 		// nothing. A change of the window drops the mark at once.
 		if wait, ok := int64At(res, 1); ok {
-			a.local.rememberFor(state, gen, outcome, min(time.Duration(wait)*time.Millisecond-time.Since(sent), windowMark))
+			a.local.rememberFor(state, gen, outcome, min(time.Duration(wait)*time.Millisecond-time.Since(r.sent), windowMark))
 		}
 		return outcome, seckill.Admission{}, nil
 	case seckill.OutcomeChallengeWrong, seckill.OutcomeRateLimited:
@@ -213,10 +250,10 @@ func (a *Admitter) Admit(ctx context.Context, voucherID, userID int64, t seckill
 	seq, ok1 := int64At(res, 1)
 	ms, ok2 := int64At(res, 2)
 	if !ok1 || !ok2 || !validSeq(seq) {
-		return "", seckill.Admission{}, fmt.Errorf("admission: admit voucher %d: reply %v", voucherID, res)
+		return "", seckill.Admission{}, badReply(voucherID, res)
 	}
 	adm := seckill.Admission{
-		OrderID:    seckill.ShardOrderID(voucherID, shard, seq),
+		OrderID:    seckill.ShardOrderID(voucherID, r.shard, seq),
 		VoucherID:  voucherID,
 		UserID:     userID,
 		AdmittedAt: time.UnixMilli(ms).UTC(),

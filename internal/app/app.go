@@ -188,7 +188,7 @@ var bcryptCost = seckill.DefaultBcryptCost
 // and traces each port carries.
 func (a *App) buildDomain(cfg *config.Config, pay payments) error {
 	logger := a.Logger
-	admitter := a.Metrics.wrapAdmitter(countOutcomes{a.Admitter, a.outcomes})
+	admitter := a.Metrics.wrapAdmitter(a.Admitter, a.outcomes)
 	a.direct = &directPersist{queue: outageEnqueuer{a.Enqueuer, newOutageLog(logger, "enqueue admissions (the reconciler requeues them)")}}
 	challenger := seckill.NewChallenger([]byte(cfg.JWTSecret), cfg.ChallengeTTL, cfg.ChallengeLead)
 	a.Challenger = challenger

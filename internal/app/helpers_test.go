@@ -192,10 +192,15 @@ type purchase struct {
 }
 
 func (e *testEnv) buy(client *http.Client, token string, voucherID int64) (purchase, error) {
+	return buyAt(client, e.url, token, voucherID)
+}
+
+// buyAt buys a unit of voucherID from the server at base.
+func buyAt(client *http.Client, base, token string, voucherID int64) (purchase, error) {
 	var data struct {
 		Seckill purchase `json:"seckill"`
 	}
-	res, err := e.gql(client, token, `mutation($v: ID!) { seckill(voucherId: $v) { outcome orderId message } }`,
+	res, err := postGQL(client, base, token, `mutation($v: ID!) { seckill(voucherId: $v) { outcome orderId message } }`,
 		map[string]any{"v": strconv.FormatInt(voucherID, 10)}, &data)
 	if err != nil {
 		return purchase{}, err

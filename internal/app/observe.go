@@ -90,49 +90,74 @@ func statusLabel(code int) string {
 // request in a server span that joins the caller's trace when the
 // propagator finds one. With tracing off it creates no span at all.
 func (a *App) observe(next http.Handler) http.Handler {
-	traced := tracingInstalled()
+	if tracingInstalled() {
+		return a.observeTraced(next)
+	}
+	// Without tracing, no span code at all: this frame is on the stack of
+	// every purchase (see admitterMetrics).
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		o := a.observed(w, r)
+		r = r.WithContext(obs.WithRequest(r.Context(), &o.req))
+		next.ServeHTTP(&o.statusWriter, r)
+		a.countRequest(r, o, start)
+	})
+}
+
+// observeTraced is observe when tracing is on: the request runs in a
+// server span that joins the caller's trace when the propagator finds one.
+func (a *App) observeTraced(next http.Handler) http.Handler {
 	tracer := obs.Tracer()
 	serverSpan := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get(obs.RequestIDHeader)
-		if !obs.ValidRequestID(id) {
-			id = obs.NewRequestID()
-		}
-		w.Header().Set(obs.RequestIDHeader, id)
-		o := &observed{statusWriter: statusWriter{ResponseWriter: w}, req: obs.Request{ID: id}}
+		o := a.observed(w, r)
 		ctx := obs.WithRequest(r.Context(), &o.req)
-		span := trace.SpanFromContext(ctx) // non-recording unless traced
-		if traced {
-			ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(r.Header))
-			ctx, span = tracer.Start(ctx, r.Method, serverSpan...)
-		}
+		ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(r.Header))
+		ctx, span := tracer.Start(ctx, r.Method, serverSpan...)
 		r = r.WithContext(ctx)
 		next.ServeHTTP(&o.statusWriter, r)
-
-		route := r.Pattern // set by the mux on this request
-		if route == "" {
-			route = routeUnmatched
-		}
-		status := o.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		a.Metrics.http.observe(route, a.Metrics.http.operation(o.req.Operation()), status, time.Since(start))
+		route, status := a.countRequest(r, o, start)
 		if span.IsRecording() {
 			span.SetName(r.Method + " " + route)
 			span.SetAttributes(
 				attribute.String("http.request.method", r.Method),
 				attribute.String("http.route", route),
 				attribute.Int("http.response.status_code", status),
-				attribute.String("seckill.request_id", id),
+				attribute.String("seckill.request_id", o.req.ID),
 			)
 			if status >= 500 {
 				span.SetStatus(codes.Error, http.StatusText(status))
 			}
-			span.End()
 		}
+		span.End()
 	})
+}
+
+// observed gives the request its id (the client's X-Request-Id when it is
+// acceptable, a new one otherwise) and echoes it in the response.
+func (a *App) observed(w http.ResponseWriter, r *http.Request) *observed {
+	id := r.Header.Get(obs.RequestIDHeader)
+	if !obs.ValidRequestID(id) {
+		id = obs.NewRequestID()
+	}
+	w.Header().Set(obs.RequestIDHeader, id)
+	return &observed{statusWriter: statusWriter{ResponseWriter: w}, req: obs.Request{ID: id}}
+}
+
+// countRequest counts the finished request in the request metrics and
+// returns its route and status.
+func (a *App) countRequest(r *http.Request, o *observed, start time.Time) (route string, status int) {
+	route = r.Pattern // set by the mux on this request
+	if route == "" {
+		route = routeUnmatched
+	}
+	status = o.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	a.Metrics.http.observe(route, a.Metrics.http.operation(o.req.Operation()), status, time.Since(start))
+	return route, status
 }
 
 // observed is one request's state in observe, in one allocation.

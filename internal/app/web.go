@@ -112,25 +112,6 @@ type sharedRedis struct{ c redis.UniversalClient }
 
 func (s sharedRedis) MakeRedisClient() any { return s.c }
 
-// countOutcomes feeds the dashboard's per-campaign outcome counter from the
-// purchase path.
-type countOutcomes struct {
-	seckill.Admitter
-	c *sampler.OutcomeCounter
-}
-
-func (o countOutcomes) Admit(ctx context.Context, voucherID, userID int64, t seckill.Ticket) (seckill.Outcome, seckill.Admission, error) {
-	out, adm, err := o.Admitter.Admit(ctx, voucherID, userID, t)
-	if err == nil || errors.Is(err, seckill.ErrNotReplicated) { // admitted, its replicas aside
-		if seckill.FunnelLayer(out, adm) == seckill.LayerSoldOutMark {
-			o.c.Add(voucherID, seckill.OutcomeSoldOutMark)
-		} else {
-			o.c.Add(voucherID, out)
-		}
-	}
-	return out, adm, err
-}
-
 // orders are what the dashboard does with orders: read them (Purchases)
 // and cancel them (Life).
 type orders struct {

@@ -84,19 +84,36 @@ func (p *Purchases) PurchaseWith(ctx context.Context, voucherID int64, answer *C
 	if !p.limiter.Allow(voucherID, u.ID) {
 		return PurchaseResult{Outcome: OutcomeRateLimited}, nil
 	}
-	var ticket Ticket
-	if answer != nil {
-		ticket = p.challenger.Check(*answer, voucherID, u.ID, p.now())
-	}
-	ticket.Pass = p.challenger.CheckPass(pass, voucherID, u.ID, p.now())
+	// This frame is on the stack while the admission waits for Redis:
+	// what comes before and after the call has frames of its own (see
+	// admitterMetrics in internal/app).
+	ticket := p.ticket(answer, pass, voucherID, u.ID)
 	outcome, adm, err := p.admitter.Admit(ctx, voucherID, u.ID, ticket)
+	if err != nil || outcome == OutcomeAccepted {
+		return p.admitted(ctx, voucherID, u.ID, &ticket, outcome, adm, err)
+	}
+	return PurchaseResult{Outcome: outcome, RetryAfter: adm.RetryAfter}, nil
+}
+
+// ticket is what a purchase's answer and pass come to.
+func (p *Purchases) ticket(answer *ChallengeAnswer, pass string, voucherID, userID int64) Ticket {
+	var t Ticket
+	if answer != nil {
+		t = p.challenger.Check(*answer, voucherID, userID, p.now())
+	}
+	t.Pass = p.challenger.CheckPass(pass, voucherID, userID, p.now())
+	return t
+}
+
+// admitted finishes a purchase that Admit accepted or could not decide.
+func (p *Purchases) admitted(ctx context.Context, voucherID, userID int64, ticket *Ticket, outcome Outcome, adm Admission, err error) (PurchaseResult, error) {
 	if needsRecovery(err) {
 		// Redis lost the campaign or must rebuild it: restore it from
 		// Postgres (bounded; one rebuild at a time) and ask once more.
 		if rerr := p.recoverCampaign(ctx, voucherID); rerr != nil {
 			return PurchaseResult{}, rerr
 		}
-		outcome, adm, err = p.admitter.Admit(ctx, voucherID, u.ID, ticket)
+		outcome, adm, err = p.admitter.Admit(ctx, voucherID, userID, *ticket)
 		if errors.Is(err, ErrRebuildNeeded) {
 			return PurchaseResult{}, Errorf(EUNAVAILABLE, "the sale is being restored; try again in a moment")
 		}
