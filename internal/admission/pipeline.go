@@ -30,6 +30,11 @@ const (
 	defaultPipelines   = 4    // pipelines in flight at once, each on its own connection
 	defaultMaxPipeline = 128  // admissions in one pipeline
 	defaultBacklog     = 4096 // admissions waiting for a pipeline; more wait for room
+	// defaultCrowd is the fewest admissions a pipeline carries when it is
+	// sent beside another one in flight (batch.Options.Crowd): under a
+	// steady load one pipeline at a time gathers what arrives during its
+	// round trip, and the others are for bursts.
+	defaultCrowd = 16
 )
 
 type pipeline struct {
@@ -64,7 +69,7 @@ type pipeReply struct {
 
 func newPipeline(rdb redis.UniversalClient, script *redis.Script, inFlight, maxBatch, backlog int) *pipeline {
 	p := &pipeline{rdb: rdb, script: script}
-	p.batches = batch.New(p.send, batch.Options{MaxBatch: maxBatch, Flushes: inFlight, Backlog: backlog})
+	p.batches = batch.New(p.send, batch.Options{MaxBatch: maxBatch, Flushes: inFlight, Backlog: backlog, Crowd: defaultCrowd})
 	return p
 }
 

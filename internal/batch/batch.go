@@ -42,6 +42,14 @@ type Options struct {
 	// (Do) or is refused with ErrBusy (Submit). A call larger than Backlog
 	// is let in when nothing else waits.
 	Backlog int
+	// Crowd, when above 1, is the fewest items a batch needs to be
+	// committed while another commit is under way: a smaller one waits for
+	// a commit to end and goes next. A commit has a cost of its own (a
+	// round trip's system calls on both ends) whatever it carries, so under
+	// a steady load a second commit slot used at once mostly sends batches
+	// of one or two; the slots beyond the first are then for crowds (a
+	// burst), and a lone call on an idle Committer still goes at once.
+	Crowd int
 }
 
 // Committer gathers the items of concurrent calls into batches and commits
@@ -52,6 +60,7 @@ type Committer[T, R any] struct {
 	maxBatch int
 	flushes  int
 	backlog  int
+	crowd    int
 
 	mu      sync.Mutex
 	open    *group[T, R]   // takes new items; nil when none does
@@ -78,6 +87,7 @@ func New[T, R any](fn Func[T, R], opts Options) *Committer[T, R] {
 		maxBatch: maxBatch,
 		flushes:  max(opts.Flushes, 1),
 		backlog:  max(opts.Backlog, maxBatch),
+		crowd:    min(opts.Crowd, maxBatch), // a full batch is a crowd
 	}
 }
 
@@ -223,6 +233,9 @@ func (c *Committer[T, R]) addLocked(items []T) (*group[T, R], int) {
 func (c *Committer[T, R]) startLocked() *group[T, R] {
 	if c.running >= c.flushes {
 		return nil
+	}
+	if c.running > 0 && c.crowd > 1 && len(c.full) == 0 && (c.open == nil || len(c.open.items) < c.crowd) {
+		return nil // not a crowd: it goes when a commit ends
 	}
 	g := c.takeLocked()
 	if g != nil {

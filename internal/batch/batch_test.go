@@ -142,6 +142,60 @@ func TestLoneCallCommitsAtOnce(t *testing.T) {
 	}
 }
 
+// TestCrowdTakesTheOtherSlots: with Crowd, a batch smaller than a crowd
+// waits while a commit is under way, whatever slots are free, and goes
+// when it ends; a crowd takes a free slot at once.
+func TestCrowdTakesTheOtherSlots(t *testing.T) {
+	const crowd = 8
+	s := &sink{gate: make(chan struct{}), entered: make(chan struct{}, 4)}
+	c := New(s.commit, Options{MaxBatch: 100, Flushes: 4, Crowd: crowd})
+	// A lone call on an idle Committer goes at once, and stalls its slot.
+	if err := c.Submit(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	<-s.entered
+	// Fewer than a crowd wait, three slots free or not.
+	for v := 1; v < crowd; v++ {
+		if err := c.Submit(context.Background(), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-s.entered:
+		t.Fatalf("a batch of %d started beside a commit under way: want %d at least", crowd-1, crowd)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if n := c.Waiting(); n != crowd-1 {
+		t.Fatalf("%d items waiting, want %d", n, crowd-1)
+	}
+	// The crowd's last member starts a second commit at once.
+	if err := c.Submit(context.Background(), crowd); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a crowd did not take a free slot")
+	}
+	if got := s.active.Load(); got != 2 {
+		t.Fatalf("%d commits under way, want 2", got)
+	}
+	// A small batch behind them goes when a commit ends.
+	if err := c.Submit(context.Background(), crowd+1); err != nil {
+		t.Fatal(err)
+	}
+	close(s.gate)
+	if err := c.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]int{{0}, {1, 2, 3, 4, 5, 6, 7, 8}, {9}}
+	got := slices.Clone(s.batches)
+	slices.SortFunc(got, func(a, b []int) int { return a[0] - b[0] })
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("batches (-want +got):\n%s", diff)
+	}
+}
+
 // TestSinkErrorFailsItsBatchOnly: a commit that fails fails every call in
 // its batch with its error, and no other call.
 func TestSinkErrorFailsItsBatchOnly(t *testing.T) {
