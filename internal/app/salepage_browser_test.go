@@ -398,6 +398,9 @@ func TestSalePageInBrowser(t *testing.T) {
 	if got := evalString(t, ctx, `document.getElementById("price").textContent`); !strings.Contains(got, "1.00") || !strings.Contains(got, "¥") {
 		t.Errorf("the price reads %q, want 1.00 in yuan", got)
 	}
+	// The button shows while the order is CREATED; a click on a hidden one
+	// would wait for it as long as the browser's context lasts.
+	waitFor(t, ctx, 20*time.Second, "the pay button", `!document.getElementById("pay").hidden`)
 	if err := chromedp.Do(ctx, chromedp.Click(css("#pay"))); err != nil {
 		t.Fatal(err)
 	}
