@@ -58,10 +58,11 @@ empty :=
 space := $(empty) $(empty)
 # tests_re NAMES: a -run/-skip pattern matching exactly those top-level tests.
 tests_re = ^($(subst $(space),|,$(strip $(1))))$$
-# go test through gotestsum (a go.mod tool): the output reads as go test's,
+# go test through gotestsum (a go.mod tool; gotest adds -race): the output reads as go test's,
 # failed tests again in full at the end of each suite, and every event goes
 # to .run/test/NAME.json for the slowest-tests summary.
-gotest = $(GO) tool gotestsum --format standard-quiet --hide-summary=skipped --jsonfile .run/test/$(1).json -- -race -count=1
+gotestsum = $(GO) tool gotestsum --format standard-quiet --hide-summary=skipped --jsonfile .run/test/$(1).json --
+gotest = $(call gotestsum,$(1)) -race -count=1
 # make -O (GNU make 4) prints each suite whole when it ends.
 OUTPUT_SYNC = $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
 
@@ -145,7 +146,7 @@ test-faults-redis:
 ##   larger (it starts a redis-server of its own)
 test-stack:
 	@mkdir -p .run/test
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(GO) tool gotestsum --format standard-quiet --hide-summary=skipped --jsonfile .run/test/$@.json -- -count=1 -timeout 5m -run '^TestPurchaseStackDepth$$' ./internal/app/
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotestsum,$@) -count=1 -timeout 5m -run '^TestPurchaseStackDepth$$' ./internal/app/
 
 ## test-model: the stateful property tests (pgregory.net/rapid: challenge tokens,
 ## payments) against their models on real Postgres and Redis (make services

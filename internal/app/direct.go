@@ -84,9 +84,7 @@ func (d *directPersist) run(ctx context.Context, persist jobs.BatchFunc, batchSi
 				_ = d.queue.EnqueuePersist(ctx, adm)
 			}
 		}
-		// A Postgres transaction costs about the same for ten orders as
-		// for a hundred: pause, as the enqueuer does, so that a busy
-		// process writes batches of what arrived meanwhile.
+		// A busy process writes batches of what arrived meanwhile.
 		time.Sleep(directPace)
 		return nil
 	}, batchSize, 1, 2*batchSize*writers)

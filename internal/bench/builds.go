@@ -17,8 +17,8 @@ import (
 
 // BaseConfig is --compare base: an older build of the seckill binary
 // measured against the working tree's, each on a private Redis and
-// database, with a closed-model load and the seed's burst alternated base,
-// head, base, head... (head first in even rounds)
+// database, with a closed-model load and the seed's burst run against each
+// in turn: base first in odd rounds, head first in even ones.
 type BaseConfig struct {
 	Binary string // BASE's seckill binary (--base-binary); HEAD's is Fsync.SeckillBin
 	Rounds int    // rounds of every load against each build; 0: DefaultBaseRounds
