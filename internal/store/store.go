@@ -75,6 +75,9 @@ type Store struct {
 	// events: changes write their events to the outbox (events.go); off
 	// while no endpoint is enabled, so that the outbox costs nothing then.
 	events atomic.Bool
+	// insert and insertNew are insertOrdersSQL and insertNewOrdersSQL,
+	// prepared by the first PersistOrders.
+	insert, insertNew prepared
 }
 
 var (
@@ -86,7 +89,10 @@ var (
 
 // New returns a Store that uses db, typically from Open.
 func New(db *bun.DB) *Store {
-	return &Store{db: db}
+	s := &Store{db: db}
+	s.insert.query = insertOrdersSQL
+	s.insertNew.query = insertNewOrdersSQL
+	return s
 }
 
 // runInTx runs fn in a transaction, as bun's RunInTx does, but an error of
