@@ -53,7 +53,9 @@ var _ seckill.Enqueuer = (*directPersist)(nil)
 // run and it has room, else to the queue.
 func (d *directPersist) EnqueuePersist(ctx context.Context, adm seckill.Admission) error {
 	if c := d.active.Load(); c != nil {
-		if adm.Trace == "" {
+		// Looking for a span walks the purchase's whole context chain:
+		// about 0.8 µs a purchase, for nothing while tracing is off.
+		if adm.Trace == "" && tracingInstalled() {
 			adm.Trace = obs.TraceParent(ctx)
 		}
 		if c.Submit(ctx, adm) == nil {

@@ -3,6 +3,7 @@ package app
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,20 @@ type requestMetrics struct {
 	requests   *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
 	operations map[string]bool
+	// series holds each label set's counter and histogram once looked up
+	// (requestSeries by requestLabels): WithLabelValues hashes and checks
+	// every value again on every call, and the labels have few values.
+	series sync.Map
+}
+
+type requestLabels struct {
+	route, operation string
+	status           int
+}
+
+type requestSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 func newRequestMetrics(reg prometheus.Registerer, operations []string) *requestMetrics {
@@ -64,8 +79,17 @@ func (m *requestMetrics) operation(name string) string {
 }
 
 func (m *requestMetrics) observe(route, operation string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, operation, statusLabel(status)).Inc()
-	m.duration.WithLabelValues(route, operation).Observe(d.Seconds())
+	l := requestLabels{route, operation, status}
+	v, ok := m.series.Load(l)
+	if !ok {
+		v, _ = m.series.LoadOrStore(l, &requestSeries{
+			requests: m.requests.WithLabelValues(route, operation, statusLabel(status)),
+			duration: m.duration.WithLabelValues(route, operation),
+		})
+	}
+	s := v.(*requestSeries)
+	s.requests.Inc()
+	s.duration.Observe(d.Seconds())
 }
 
 // statusLabels spares the request path a strconv.Itoa per request.
