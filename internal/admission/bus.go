@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -69,11 +70,56 @@ func (b *Bus) Publish(ctx context.Context, evs ...seckill.StatusEvent) error {
 	}
 	// One message carries the whole batch: a worker's batch of a thousand
 	// orders costs one PUBLISH, not a thousand.
-	data, err := json.Marshal(evs)
+	data, err := appendStatusEvents(make([]byte, 0, 80*len(evs)), evs)
 	if err != nil {
 		return fmt.Errorf("admission: encode status events: %w", err)
 	}
 	return redisError("publish status", publish(ctx, b.rdb, b.channel, data), nil)
+}
+
+// appendStatusEvents appends evs as json.Marshal writes them
+// (TestAppendStatusEvents holds it to that), without its reflection: every
+// persisted purchase's event goes through it, and json.Marshal cost about
+// 1 % of the server's CPU at sale rates.
+func appendStatusEvents(b []byte, evs []seckill.StatusEvent) ([]byte, error) {
+	b = append(b, '[')
+	for i, ev := range evs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"order_id":`...)
+		b = strconv.AppendInt(b, ev.OrderID, 10)
+		b = append(b, `,"status":`...)
+		b = appendJSONString(b, string(ev.Status))
+		b = append(b, `,"at":"`...)
+		var err error
+		b, err = ev.At.AppendText(b) // what MarshalJSON quotes
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, '"')
+		if ev.Reason != "" {
+			b = append(b, `,"reason":`...)
+			b = appendJSONString(b, ev.Reason)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+// appendJSONString appends s quoted as json.Marshal quotes it: as it is
+// when it holds only printable ASCII that needs no escape (a status, a
+// reason), through json.Marshal otherwise.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // Subscribe delivers the events of orderID published from now on, until
