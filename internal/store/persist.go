@@ -88,11 +88,15 @@ type recordedFailure struct {
 // takes their units from the campaigns' Postgres stock. It returns one
 // outcome per admission, in input order, duplicates included.
 //
-// The fast path persists the whole batch in one transaction: one INSERT ...
-// ON CONFLICT DO NOTHING for every row, then one guarded UPDATE of the stock
-// per voucher, counted from the rows the INSERT returned. A concurrent
-// transaction inserting the same id makes the INSERT wait and then skip the
-// row, so a unit is taken only by the transaction that really inserted it.
+// The fast path persists the whole batch in one transaction: one INSERT for
+// every row, then one guarded UPDATE of the stock per voucher, counted from
+// the rows the INSERT returned. A sale's batch is all new orders, and its
+// INSERT has no ON CONFLICT; should an id or a buyer's order be held already
+// (a re-delivery, a second order), it fails with unique_violation and the
+// batch runs again with INSERT ... ON CONFLICT DO NOTHING, which skips such
+// rows. A concurrent transaction inserting the same id makes either INSERT
+// wait (and then fail or skip the row), so a unit is taken only by the
+// transaction that really inserted it.
 // When a campaign lacks stock or does not exist, the batch is rolled back
 // and each admission is decided in a transaction of its own. An error means
 // a transient failure (connection, timeout, deadlock): retry the batch. One
