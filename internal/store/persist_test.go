@@ -507,3 +507,51 @@ func TestPersistConflictingID(t *testing.T) {
 		t.Errorf("re-delivery: %+v, want CREATED", outs[0])
 	}
 }
+
+// TestPersistAfterConnectionsDropped: the persistence INSERTs are prepared
+// once per connection; when Postgres ends every connection (a restart, a
+// failover), batches go on through new ones, which prepare them again, and
+// every order is written once.
+func TestPersistAfterConnectionsDropped(t *testing.T) {
+	db, s := newStore(t)
+	v := storetest.CreateCampaign(t, db, 100)
+	// Several batches at once, so that the statements are prepared on
+	// several connections of the pool.
+	var wg sync.WaitGroup
+	for b := range 4 {
+		wg.Go(func() {
+			if _, err := s.PersistOrders(t.Context(), []seckill.Admission{adm(v.ID, int64(b+1), int64(b+1))}); err != nil {
+				t.Errorf("PersistOrders: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+
+	_, err := db.ExecContext(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = db.ExecContext(t.Context(), `SELECT pg_terminate_backend(pg_backend_pid())`)
+
+	// A batch may fail on a connection the pool did not know was gone
+	// (an error means: retry); it must go through again, on new ones.
+	batch := []seckill.Admission{adm(v.ID, 5, 5), adm(v.ID, 6, 6), adm(v.ID, 7, 7)}
+	var outs []seckill.PersistOutcome
+	for attempt := 0; ; attempt++ {
+		if outs, err = s.PersistOrders(t.Context(), batch); err == nil {
+			break
+		} else if attempt == 20 {
+			t.Fatalf("PersistOrders after the connections were dropped: %v", err)
+		}
+	}
+	for _, o := range outs {
+		if o.Status != seckill.OrderCreated {
+			t.Errorf("order %d: %+v, want CREATED", o.Admission.OrderID, o)
+		}
+	}
+	st := stateOf(t, db, v.ID)
+	if len(st.Orders) != 7 || st.Stock != 93 {
+		t.Errorf("%d orders, stock %d; want 7 and 93", len(st.Orders), st.Stock)
+	}
+}
