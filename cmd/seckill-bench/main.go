@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -34,7 +35,15 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      synchronous design (one Postgres transaction a purchase;
                      database seckill_bench_sync, recreated)
   --compare ceiling  also run it against a bare net/http handler that runs
-                     only the admission script: the ceiling of the path
+                     only the admission script: the ceiling of the path;
+                     with --rounds N, N rounds of both, alternated (the
+                     server first in odd rounds, the ceiling in even ones),
+                     compared by their medians and round by round
+  --compare ceiling-process
+                     the same handler in a process of its own, as seckill
+                     serve is (seckill-bench serve-ceiling, started by the
+                     bench): in the bench's process the ceiling shares the
+                     load generator's Go runtime, which no server can
   --compare fsync    also run it against the seckill binary on two private
                      redis-servers (AOF on, appendfsync everysec, then always;
                      databases seckill_bench_fsync_*, recreated): the cost of
@@ -168,6 +177,11 @@ func main() { cli.Main("seckill-bench", run) }
 // progress on stderr. It returns an error when the run could not be made,
 // was interrupted, or its verdict is FAIL.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "serve-ceiling" {
+		// The ceiling in a process of its own, which --compare
+		// ceiling-process starts.
+		return bench.ServeCeiling(ctx, args[1:], os.Getenv)
+	}
 	cfg, asJSON, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -234,12 +248,12 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", bench.DefaultMaxInFlight, "open model: outstanding requests at most; more are dropped and counted")
 	fs.DurationVar(&cfg.Timeout, "timeout", bench.DefaultTimeout, "timeout of one request")
 	fs.DurationVar(&cfg.PersistTimeout, "persist-timeout", bench.DefaultPersistTimeout, "how long to wait for accepted orders to reach Postgres")
-	fs.Var(&compare, "compare", "sync, ceiling, fsync, wait and/or limit (comma-separated or repeated): run the same load against them too; or base alone: BASE's build against HEAD's")
+	fs.Var(&compare, "compare", "sync, ceiling, ceiling-process, fsync, wait and/or limit (comma-separated or repeated): run the same load against them too; or base alone: BASE's build against HEAD's")
 	fs.StringVar(&cfg.Fsync.SeckillBin, "seckill", "", "--compare fsync, wait, limit and base: the seckill binary (with base: HEAD's; default: seckill beside seckill-bench, else on PATH)")
 	fs.StringVar(&cfg.Fsync.RedisBin, "redis-server", "redis-server", "--compare fsync, wait, limit and base: the redis-server binary")
 	fs.StringVar(&cfg.Fsync.Dir, "fsync-dir", "", "--compare fsync, wait, limit and base: directory for the private Redis servers' AOF, on the disk to measure (default: the temp directory)")
 	fs.StringVar(&cfg.Base.Binary, "base-binary", "", "--compare base: the seckill binary of BASE, measured against HEAD's (--seckill)")
-	fs.IntVar(&cfg.Base.Rounds, "rounds", 0, fmt.Sprintf("--compare base: rounds of each load against each build, alternated (default %d)", bench.DefaultBaseRounds))
+	fs.IntVar(&cfg.Rounds, "rounds", 0, fmt.Sprintf("--compare base: rounds of each load against each build, alternated (default %d); --compare ceiling and/or ceiling-process alone: rounds of the load against the server and the ceilings, alternated (default 1)", bench.DefaultBaseRounds))
 	fs.StringVar(&cfg.Challenge, "challenge", "", "pow or quiz: give the campaign the bench creates this challenge; every buyer asks for theirs and solves it before buying (the report shows how the purchases spread)")
 	fs.IntVar(&cfg.PoWBits, "pow-bits", 0, "--challenge pow: leading zero bits (default: the server's, 20)")
 	fs.BoolVar(&cfg.Room.On, "waiting-room", false, "give the campaign the bench creates a waiting room: every buyer joins it before the sale at a random moment, waits for their turn and buys with its pass (see above)")

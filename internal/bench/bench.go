@@ -49,9 +49,11 @@ import (
 const (
 	CompareSync    = report.TargetSync
 	CompareCeiling = report.TargetCeiling
-	CompareFsync   = "fsync" // report.TargetEverysec and report.TargetAlways
-	CompareWait    = "wait"  // report.TargetNoWait and report.TargetWait
-	CompareLimit   = "limit" // report.TargetNoLimit and report.TargetLimit
+	// CompareCeilingProcess is the ceiling in a process of its own.
+	CompareCeilingProcess = report.TargetCeilingProcess
+	CompareFsync          = "fsync" // report.TargetEverysec and report.TargetAlways
+	CompareWait           = "wait"  // report.TargetNoWait and report.TargetWait
+	CompareLimit          = "limit" // report.TargetNoLimit and report.TargetLimit
 	// CompareBase measures Base.Binary against the working tree's build,
 	// instead of the server at URL (report.TargetBase, TargetHead).
 	CompareBase = "base"
@@ -70,6 +72,7 @@ const (
 	DefaultPersistTimeout = 60 * time.Second
 	DefaultDuration       = 10 * time.Second
 	maxUsers              = 2_000_000
+	maxRounds             = 20
 )
 
 // Config is one bench run.
@@ -120,7 +123,10 @@ type Config struct {
 	IdPAudience string
 
 	PersistTimeout time.Duration // how long to wait for accepted orders to be persisted
-	Compare        []string      // CompareSync, CompareCeiling, CompareFsync, CompareWait, CompareLimit
+	Compare        []string      // CompareSync, CompareCeiling, CompareCeilingProcess, CompareFsync, CompareWait, CompareLimit
+	// CeilingBin is the seckill-bench binary --compare ceiling-process runs
+	// as `serve-ceiling`; "": this program.
+	CeilingBin string
 	// Shards, when set, runs the load against a new campaign of each of
 	// these numbers of stock shards instead (shards.go), and reports how
 	// each spread over the Redis masters.
@@ -144,6 +150,11 @@ type Config struct {
 	Fsync FsyncConfig
 	// Base is the build --compare base measures the working tree's against.
 	Base BaseConfig
+	// Rounds is how many times --compare base runs each load against each
+	// build (0: DefaultBaseRounds), or --compare ceiling the load against
+	// the server and the ceiling (0: once each): alternated, and compared by
+	// their medians and round by round.
+	Rounds int
 	// Storm, with Units set, runs --expiry-storm instead of the load.
 	Storm StormConfig
 
@@ -175,6 +186,12 @@ func (cfg *Config) spec() (load.Spec, error) {
 		return s, errors.New("--attempts, --concurrency and --max-inflight must not be negative")
 	case cfg.VoucherID < 0:
 		return s, errors.New("--voucher must be a voucher id")
+	case cfg.Rounds < 0 || cfg.Rounds > maxRounds:
+		return s, fmt.Errorf("--rounds must be between 1 and %d", maxRounds)
+	case cfg.Rounds > 0 && !slices.Equal(cfg.Compare, []string{CompareBase}) && !onlyCeilings(cfg.Compare):
+		return s, errors.New("--rounds goes with --compare base, or with --compare ceiling and ceiling-process alone")
+	case cfg.Rounds > 0 && cfg.Compare[0] != CompareBase && (cfg.VoucherID != 0 || len(cfg.Shards) > 0 || cfg.Pay.On || cfg.Room.On || !slices.Equal(cfg.TokenAlgs, []string{TokenHS256})):
+		return s, errors.New("--rounds with --compare ceiling buys from a new campaign in every round with the bench's own tokens: omit --voucher, --shards, --pay-*, --waiting-room and --token-alg")
 	}
 	if err := cfg.Pay.validate(cfg); err != nil {
 		return s, err
@@ -194,8 +211,8 @@ func (cfg *Config) spec() (load.Spec, error) {
 		return s, errors.New("--token-alg rs256 and es256 measure the server at --url: not with --expiry-storm or --compare base")
 	}
 	for _, c := range cfg.Compare {
-		if c != CompareSync && c != CompareCeiling && c != CompareFsync && c != CompareWait && c != CompareLimit && c != CompareBase {
-			return s, fmt.Errorf("--compare: unknown target %q (want sync, ceiling, fsync, wait, limit or base)", c)
+		if c != CompareSync && c != CompareCeiling && c != CompareCeilingProcess && c != CompareFsync && c != CompareWait && c != CompareLimit && c != CompareBase {
+			return s, fmt.Errorf("--compare: unknown target %q (want sync, ceiling, ceiling-process, fsync, wait, limit or base)", c)
 		}
 	}
 	switch {
@@ -293,6 +310,12 @@ func Run(ctx context.Context, cfg Config) (*report.Result, error) {
 		res.Interrupted = ctx.Err() != nil
 		return res, err
 	}
+	if cfg.Rounds > 0 {
+		err := r.runCeilingRounds(ctx, res)
+		res.Comparisons = report.Compare(res.Runs)
+		res.Interrupted = ctx.Err() != nil
+		return res, err
+	}
 	if cfg.Pay.On {
 		res.Load.Pay = &report.PayLoad{Ratio: cfg.Pay.Ratio, DelayS: cfg.Pay.Delay.Seconds(), WindowS: cfg.Pay.Window.Seconds()}
 	}
@@ -329,6 +352,8 @@ func Run(ctx context.Context, cfg Config) (*report.Result, error) {
 			other, err = one(r.runSync(ctx, res.Load.Stock))
 		case CompareCeiling:
 			other, err = one(r.runCeiling(ctx, res.Load.Stock))
+		case CompareCeilingProcess:
+			other, err = one(r.runCeilingProcess(ctx, res.Load.Stock))
 		case CompareFsync:
 			other, err = r.runFsync(ctx)
 		case CompareWait:
@@ -344,6 +369,13 @@ func Run(ctx context.Context, cfg Config) (*report.Result, error) {
 	res.Comparisons = report.Compare(res.Runs)
 	res.Interrupted = ctx.Err() != nil
 	return res, nil
+}
+
+// onlyCeilings reports whether compare names the ceilings and nothing else.
+func onlyCeilings(compare []string) bool {
+	return len(compare) > 0 && !slices.ContainsFunc(compare, func(c string) bool {
+		return c != CompareCeiling && c != CompareCeilingProcess
+	})
 }
 
 func one(r *report.Report, err error) ([]*report.Report, error) {

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +27,23 @@ import (
 )
 
 const secret = "bench-integration-secret-long-enough-0123456789"
+
+// TestMain lets this test binary be the ceiling's process that --compare
+// ceiling-process starts (os.Executable, then `serve-ceiling`), as
+// seckill-bench is.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "serve-ceiling" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := bench.ServeCeiling(ctx, os.Args[2:], os.Getenv)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "serve-ceiling:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // startServer runs the real seckill server in process, the HTTP API on a
 // test server and the persistence workers, on the database dsn.
@@ -243,6 +263,60 @@ func TestPayAndResell(t *testing.T) {
 	}
 }
 
+// TestCeilingRounds runs --rounds 2 with --compare ceiling,ceiling-process:
+// the server and both ceilings alternated, each round on a campaign of its
+// own, the process's CPU measured as a server's, and the comparisons made
+// of their medians and round by round.
+func TestCeilingRounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Postgres and Redis")
+	}
+	dsn := storetest.NewDSN(t)
+	redisURL := testenv.FlushedRedisURL(t, testenv.RedisDBBench)
+	endpoint := startServer(t, dsn, redisURL)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	res, err := bench.Run(ctx, bench.Config{
+		URL: endpoint, Users: 200, Stock: 50, Compare: []string{bench.CompareCeiling, bench.CompareCeilingProcess}, Rounds: 2,
+		JWTSecret: secret, JWTIssuer: "seckill", DatabaseURL: dsn, RedisURL: redisURL, PersistTimeout: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	vouchers := map[int64]bool{}
+	for _, r := range res.Runs {
+		order = append(order, r.Label())
+		if !r.OK || r.Accepted != 50 {
+			t.Errorf("%s: %d accepted: %s", r.Label(), r.Accepted, r.Verdict)
+		}
+		if r.Target == report.TargetSeckill {
+			vouchers[r.VoucherID] = true
+		}
+		if p := r.CPU.Process(report.ProcServer); r.Target == report.TargetCeilingProcess && (p == nil || p.Missing != "" || p.Seconds <= 0) {
+			t.Errorf("%s: the process's CPU: %+v", r.Label(), p)
+		}
+	}
+	// The server first in odd rounds, last in even ones.
+	want := []string{"seckill #1", "ceiling #1", "ceiling-process #1", "ceiling-process #2", "ceiling #2", "seckill #2"}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("order of the runs (-want +got):\n%s", diff)
+	}
+	if len(vouchers) != 2 {
+		t.Errorf("the server's rounds bought from campaigns %v; want one each", vouchers)
+	}
+	if len(res.Comparisons) != 2 {
+		t.Fatalf("comparisons: %+v", res.Comparisons)
+	}
+	for i, other := range []string{report.TargetCeiling, report.TargetCeilingProcess} {
+		c := res.Comparisons[i]
+		if c.Other != other || c.Rounds != 2 || len(c.RoundRatios) != 2 || c.ThroughputRatio <= 0 ||
+			!strings.Contains(c.Text, "of the ceiling's throughput") || !strings.Contains(c.Text, "(medians of 2 rounds, round by round ") {
+			t.Errorf("comparison %+v", c)
+		}
+	}
+}
+
 // TestCompareBuilds runs --compare base with the same binary on both
 // sides: two rounds of a closed load and of the seed's burst, alternated
 // base, head, base, head, each side on its own Redis and database, every
@@ -259,7 +333,7 @@ func TestCompareBuilds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	res, err := bench.Run(ctx, bench.Config{
-		Compare: []string{bench.CompareBase}, Base: bench.BaseConfig{Binary: seckillBin, Rounds: 2},
+		Compare: []string{bench.CompareBase}, Base: bench.BaseConfig{Binary: seckillBin}, Rounds: 2,
 		Duration: time.Second, Concurrency: 16, Users: 5000, Warm: true,
 		JWTSecret: secret, JWTIssuer: "seckill", PersistTimeout: 30 * time.Second,
 		Fsync: bench.FsyncConfig{SeckillBin: seckillBin, RedisBin: redisServer, Dir: t.TempDir(), DatabaseURLs: map[string]string{

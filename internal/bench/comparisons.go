@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -93,7 +95,8 @@ func (r *runner) runSync(ctx context.Context, stock int64) (*report.Report, erro
 	return rep, nil
 }
 
-// runCeiling measures the admission script behind a bare handler.
+// runCeiling measures the admission script behind a bare handler, in the
+// bench's process.
 func (r *runner) runCeiling(ctx context.Context, stock int64) (*report.Report, error) {
 	cfg := r.cfg
 	if cfg.RedisURL == "" {
@@ -112,17 +115,53 @@ func (r *runner) runCeiling(ctx context.Context, stock int64) (*report.Report, e
 	if err != nil {
 		return nil, err
 	}
-	// It persists nothing: the window ends with the load.
-	cpuWin := probe.stop()
-	rep := report.Build(report.TargetCeiling, endpoint, compare.CeilingVoucherID, stock, rec, ctx.Err() != nil)
+	note := "persists nothing: its admissions stay pending in Redis under " + c.Prefix + " (deleted after the run)"
+	return r.ceilingReport(ctx, report.TargetCeiling, endpoint, stock, rec, probe.stop(), note, c.State)
+}
+
+// runCeilingProcess measures the same handler in a process of its own,
+// `seckill-bench serve-ceiling` (Config.CeilingBin), as seckill serve is.
+func (r *runner) runCeilingProcess(ctx context.Context, stock int64) (*report.Report, error) {
+	cfg := r.cfg
+	if cfg.RedisURL == "" {
+		return nil, errors.New("needs Redis: set SECKILL_REDIS_URL")
+	}
+	bin := cfg.CeilingBin
+	if bin == "" {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp(cfg.Fsync.Dir, "seckill-bench-ceiling-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	c, err := compare.StartCeilingProcess(ctx, bin, dir, cfg.RedisURL, cfg.RedisPoolSize, stock, r.end, cfg.JWTSecret, cfg.JWTIssuer)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	probe := startCPU(ctx, cpuTarget{serverURL: c.URL, redisAddrs: redisAddrs(cfg.RedisURL)})
+	defer probe.stop()
+	rec := r.load(ctx, report.TargetCeilingProcess, c.URL, load.PurchaseBody(compare.CeilingVoucherID))
+	note := "persists nothing: its admissions stay pending in Redis (deleted when it stops)"
+	return r.ceilingReport(ctx, report.TargetCeilingProcess, c.URL, stock, rec, probe.stop(), note, c.State)
+}
+
+// ceilingReport is a ceiling's report: it persists nothing, so the window
+// ends with the load, and its books are its campaign's state in Redis.
+func (r *runner) ceilingReport(ctx context.Context, target, endpoint string, stock int64, rec *load.Recorder, cpuWin *cpuWindow,
+	note string, state func(context.Context) (remaining, pending int64, err error)) (*report.Report, error) {
+	rep := report.Build(target, endpoint, compare.CeilingVoucherID, stock, rec, ctx.Err() != nil)
 	rep.VoucherOf = "its own Redis keys"
-	p := &report.Persistence{Source: report.SourceRedis, Complete: true,
-		Note: "persists nothing: its admissions stay pending in Redis under " + c.Prefix + " (deleted after the run)"}
+	p := &report.Persistence{Source: report.SourceRedis, Complete: true, Note: note}
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	remaining, pending, err := c.State(vctx)
+	remaining, pending, err := state(vctx)
 	if err != nil {
-		return nil, fmt.Errorf("read ceiling state: %w", err)
+		return nil, fmt.Errorf("read %s state: %w", target, err)
 	}
 	p.RedisRemaining, p.RedisPending = report.Ptr(remaining), report.Ptr(pending)
 	p.Rows = pending
@@ -135,6 +174,30 @@ func (r *runner) runCeiling(ctx context.Context, stock int64) (*report.Report, e
 	rep.CPU = cpuWin.report(map[string]int64{report.UnitAccepted: rep.Accepted})
 	rep.Judge()
 	return rep, nil
+}
+
+// ServeCeiling is `seckill-bench serve-ceiling`, the process
+// runCeilingProcess starts: flags --addr, --stock, --until and --pool, and
+// SECKILL_REDIS_URL, SECKILL_JWT_SECRET and SECKILL_JWT_ISSUER from getenv.
+func ServeCeiling(ctx context.Context, args []string, getenv func(string) string) error {
+	fs := flag.NewFlagSet("serve-ceiling", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "where to listen")
+	stock := fs.Int64("stock", DefaultStock, "units on sale")
+	until := fs.String("until", "", "when the sale ends (RFC 3339)")
+	pool := fs.Int("pool", 0, "Redis connections (0: go-redis's default)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	end, err := time.Parse(time.RFC3339, *until)
+	if err != nil {
+		return fmt.Errorf("--until: %w", err)
+	}
+	secret := getenv("SECKILL_JWT_SECRET")
+	if secret == "" {
+		return errors.New("serve-ceiling needs SECKILL_JWT_SECRET")
+	}
+	tokens := auth.NewTokens([]byte(secret), getenv("SECKILL_JWT_ISSUER"))
+	return compare.ServeCeiling(ctx, *addr, getenv("SECKILL_REDIS_URL"), *pool, *stock, end, tokens)
 }
 
 // FsyncConfig is how --compare fsync, wait and limit start their servers.
@@ -354,4 +417,45 @@ func redactDSN(dsn string) string {
 		return "(unparsable URL)"
 	}
 	return u.Redacted()
+}
+
+// runCeilingRounds measures the server at URL and the ceilings of
+// cfg.Compare in turn for cfg.Rounds rounds (--rounds with --compare
+// ceiling, ceiling-process): the server first in odd rounds, last in even
+// ones, half a second apart, each run on a campaign of its own. One run of
+// each moves with whatever else the machine does at that moment; the
+// medians of several alternated rounds do not (report.Compare relates them).
+func (r *runner) runCeilingRounds(ctx context.Context, res *report.Result) error {
+	cfg := r.cfg
+	order := []string{report.TargetSeckill}
+	for _, c := range cfg.Compare {
+		if !slices.Contains(order, c) {
+			order = append(order, c)
+		}
+	}
+	for round := 1; round <= cfg.Rounds && ctx.Err() == nil; round++ {
+		for _, target := range order {
+			if !load.SleepUntil(ctx, time.Now().Add(buildSettle)) {
+				return nil
+			}
+			var rep *report.Report
+			var err error
+			switch target {
+			case CompareCeiling:
+				rep, err = r.runCeiling(ctx, cfg.Stock)
+			case CompareCeilingProcess:
+				rep, err = r.runCeilingProcess(ctx, cfg.Stock)
+			default:
+				rep, err = r.runSeckill(ctx, seckillTarget{label: target, url: cfg.URL,
+					databaseURL: cfg.DatabaseURL, redisURL: cfg.RedisURL, redisNodes: cfg.RedisClusterAddrs})
+			}
+			if err != nil {
+				return fmt.Errorf("%s, round %d: %w", target, round, err)
+			}
+			rep.Round = round
+			res.Runs = append(res.Runs, rep)
+		}
+		slices.Reverse(order)
+	}
+	return nil
 }

@@ -76,7 +76,7 @@ func TestConfigValidation(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Compare: []string{"fast"}}, `unknown target "fast" (want sync, ceiling, fsync, wait, limit or base)`},
+		{Config{Compare: []string{"fast"}}, `unknown target "fast" (want sync, ceiling, ceiling-process, fsync, wait, limit or base)`},
 		{Config{Stock: -1}, "--stock"},
 		{Config{Rate: 0.5, Duration: time.Second}, "less than one request"},
 		{Config{Users: maxUsers + 1}, "--users"},
@@ -91,6 +91,11 @@ func TestConfigValidation(t *testing.T) {
 		{Config{Room: RoomConfig{On: true, Pass: 5 * time.Second}}, "--room-pass"},
 		{Config{Room: RoomConfig{On: true, Opens: time.Second}}, "at least 2s"},
 		{Config{Room: RoomConfig{On: true, Opens: 1500 * time.Millisecond}}, "whole seconds"},
+		{Config{Rounds: 21, Compare: []string{CompareBase}}, "--rounds must be between 1 and 20"},
+		{Config{Rounds: 3}, "--rounds goes with --compare base, or with --compare ceiling and ceiling-process alone"},
+		{Config{Rounds: 3, Compare: []string{CompareCeiling, CompareSync}}, "--rounds goes with --compare base, or with --compare ceiling and ceiling-process alone"},
+		{Config{Rounds: 3, Compare: []string{CompareCeiling}, VoucherID: 3}, "omit --voucher"},
+		{Config{Rounds: 3, Compare: []string{CompareCeiling}, TokenAlgs: []string{TokenES256}}, "--token-alg"},
 	} {
 		if _, err := tc.cfg.spec(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)

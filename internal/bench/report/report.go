@@ -23,19 +23,22 @@ const (
 // Targets a run can measure: the server under test and the servers it is
 // compared with.
 const (
-	TargetSeckill  = "seckill"  // the server at --url (with HS256 tokens)
-	TargetRS256    = "rs256"    // the server at --url with an identity provider's RS256 tokens
-	TargetES256    = "es256"    // the same with ES256 tokens
-	TargetSync     = "sync"     // the seed's synchronous design, started by the bench
-	TargetCeiling  = "ceiling"  // the admission script behind a bare handler, started by the bench
-	TargetEverysec = "everysec" // seckill on a private Redis with appendfsync everysec
-	TargetAlways   = "always"   // seckill on a private Redis with appendfsync always
-	TargetNoWait   = "no-wait"  // seckill on a private Redis master with a replica, no WAIT
-	TargetWait     = "wait"     // the same, each admission confirmed by the replica (WAIT)
-	TargetNoLimit  = "no-limit" // seckill on a private Redis without the shared per-user and per-address limits
-	TargetLimit    = "limit"    // the same with both limits on, at rates that never refuse the load
-	TargetBase     = "base"     // the BASE build of --compare base, on a private Redis and database
-	TargetHead     = "head"     // the working tree's build, the same way
+	TargetSeckill = "seckill" // the server at --url (with HS256 tokens)
+	TargetRS256   = "rs256"   // the server at --url with an identity provider's RS256 tokens
+	TargetES256   = "es256"   // the same with ES256 tokens
+	TargetSync    = "sync"    // the seed's synchronous design, started by the bench
+	TargetCeiling = "ceiling" // the admission script behind a bare handler, started by the bench
+	// TargetCeilingProcess is the same handler in a process of its own
+	// (seckill-bench serve-ceiling), as seckill serve is.
+	TargetCeilingProcess = "ceiling-process"
+	TargetEverysec       = "everysec" // seckill on a private Redis with appendfsync everysec
+	TargetAlways         = "always"   // seckill on a private Redis with appendfsync always
+	TargetNoWait         = "no-wait"  // seckill on a private Redis master with a replica, no WAIT
+	TargetWait           = "wait"     // the same, each admission confirmed by the replica (WAIT)
+	TargetNoLimit        = "no-limit" // seckill on a private Redis without the shared per-user and per-address limits
+	TargetLimit          = "limit"    // the same with both limits on, at rates that never refuse the load
+	TargetBase           = "base"     // the BASE build of --compare base, on a private Redis and database
+	TargetHead           = "head"     // the working tree's build, the same way
 )
 
 // Where a run's orders were verified.
@@ -106,7 +109,8 @@ type PayLoad struct {
 type Report struct {
 	Target string `json:"target"` // one of the Target constants
 	// Round numbers the runs of a target that is measured more than once
-	// (--compare base alternates base and head); 0 otherwise.
+	// (--compare base alternates base and head, --rounds with --compare
+	// ceiling seckill and the ceiling); 0 otherwise.
 	Round     int    `json:"round,omitempty"`
 	URL       string `json:"url"`
 	VoucherID int64  `json:"voucher_id"`
@@ -251,7 +255,12 @@ type Comparison struct {
 	ThroughputRatio float64 `json:"throughput_ratio"` // base / other
 	P50Ratio        float64 `json:"p50_ratio"`        // base / other
 	P99Ratio        float64 `json:"p99_ratio"`        // base / other
-	Text            string  `json:"text"`
+	// Rounds is how many rounds each side ran (--rounds), whose medians
+	// the ratios are; RoundRatios the throughput ratio round by round. 0
+	// and none for one run each.
+	Rounds      int       `json:"rounds,omitempty"`
+	RoundRatios []float64 `json:"round_ratios,omitempty"`
+	Text        string    `json:"text"`
 }
 
 // Payments is what the buyers of a run with payment did after ACCEPTED,

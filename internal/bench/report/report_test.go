@@ -147,6 +147,47 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// TestCompareRounds relates a target run in several rounds by the medians
+// of its rounds, and round by round in the order they ran.
+func TestCompareRounds(t *testing.T) {
+	run := func(target string, round int, rps, p99, serverUs float64) *Report {
+		r := &Report{Target: target, Round: round, Throughput: rps, Latency: Latency{P50: p99 / 2, P99: p99}}
+		r.CPU = &CPU{Units: map[string]int64{UnitAccepted: 1000}}
+		if serverUs > 0 {
+			r.CPU.Processes = append(r.CPU.Processes, ProcessCPU{Name: ProcServer, Seconds: serverUs * 1000 / 1e6})
+		}
+		r.CPU.Processes = append(r.CPU.Processes, ProcessCPU{Name: ProcBench, Seconds: 0.05})
+		r.CPU.AddSum()
+		return r
+	}
+	runs := []*Report{
+		run(TargetSeckill, 1, 8000, 20, 70), run(TargetCeiling, 1, 10000, 10, 0),
+		run(TargetCeiling, 2, 12000, 12, 0), run(TargetSeckill, 2, 9000, 22, 80),
+		run(TargetSeckill, 3, 6000, 30, 90), run(TargetCeiling, 3, 8000, 14, 0),
+	}
+	cs := Compare(runs)
+	if len(cs) != 1 {
+		t.Fatalf("comparisons %+v", cs)
+	}
+	c := cs[0]
+	// Medians: seckill 8,000 req/s and p99 22 ms, the ceiling 10,000 and 12.
+	if c.ThroughputRatio != 0.8 || c.P99Ratio != 22.0/12 || c.Rounds != 3 {
+		t.Errorf("ratios %+v", c)
+	}
+	if diff := cmp.Diff([]float64{0.8, 0.75, 0.75}, c.RoundRatios); diff != "" {
+		t.Errorf("round ratios (-want +got):\n%s", diff)
+	}
+	for _, want := range []string{
+		"seckill reaches 0.80 of the ceiling's throughput (medians of 3 rounds, round by round 0.80, 0.75, 0.75: 8,000 vs 10,000 requests/s",
+		"CPU µs per accepted purchase (medians): seckill server 80.0",
+		"; ceiling bench 50.0",
+	} {
+		if !strings.Contains(c.Text, want) {
+			t.Errorf("text %q lacks %q", c.Text, want)
+		}
+	}
+}
+
 func TestWriteText(t *testing.T) {
 	var b bytes.Buffer
 	if err := sampleResult().WriteText(&b); err != nil {
