@@ -201,7 +201,7 @@ func (s *Store) persistBatch(ctx context.Context, batch []seckill.Admission, fre
 		// written one (a re-delivered admission whose failure freed the
 		// user's slot), its row may also have made another order of the
 		// batch look like the user's second one: decide alone instead.
-		fails, err := selectFailures(ctx, tx, ids)
+		fails, err := s.selectFailures(ctx, tx, ids)
 		if err != nil {
 			return err
 		}
@@ -293,7 +293,7 @@ func (s *Store) persistBatch(ctx context.Context, batch []seckill.Admission, fre
 			return err
 		}
 		for _, v := range slices.Sorted(maps.Keys(take)) {
-			ok, err := takeStock(ctx, tx, v, take[v])
+			ok, err := s.takeStock(ctx, tx, v, take[v])
 			if err != nil {
 				return err
 			} else if !ok {
@@ -338,7 +338,7 @@ func (s *Store) persistOne(ctx context.Context, a seckill.Admission) (decision, 
 			return fmt.Errorf("insert order: %w", err)
 		}
 
-		fails, err := selectFailures(ctx, tx, []int64{a.OrderID})
+		fails, err := s.selectFailures(ctx, tx, []int64{a.OrderID})
 		if err != nil {
 			return err
 		}
@@ -368,7 +368,7 @@ func (s *Store) persistOne(ctx context.Context, a seckill.Admission) (decision, 
 
 		var one stockTake
 		one.add(a.OrderID)
-		ok, err := takeStock(ctx, tx, a.VoucherID, &one)
+		ok, err := s.takeStock(ctx, tx, a.VoucherID, &one)
 		if err != nil {
 			return err
 		} else if ok {
@@ -488,7 +488,7 @@ func admissionArrays(adms []seckill.Admission) (ids, vouchers, users, at string)
 // recordFailures records adms (sorted by order id) as failed for reason and
 // returns their decisions; one recorded before keeps its first reason. The
 // failures it records write their order.failed events.
-func (s *Store) recordFailures(ctx context.Context, db bun.IDB, adms []seckill.Admission, reason string) (map[int64]decision, error) {
+func (s *Store) recordFailures(ctx context.Context, tx bun.Tx, adms []seckill.Admission, reason string) (map[int64]decision, error) {
 	out := make(map[int64]decision, len(adms))
 	if len(adms) == 0 {
 		return out, nil
@@ -499,7 +499,7 @@ func (s *Store) recordFailures(ctx context.Context, db bun.IDB, adms []seckill.A
 		rows[i], ids[i] = toDBFailure(a, reason), a.OrderID
 	}
 	var ins []idTime
-	err := db.NewInsert().Model(&rows).
+	err := tx.NewInsert().Model(&rows).
 		On("CONFLICT (id) DO NOTHING").
 		Returning("id, failed_at AS at").
 		Scan(ctx, &ins)
@@ -511,11 +511,11 @@ func (s *Store) recordFailures(ctx context.Context, db bun.IDB, adms []seckill.A
 		out[r.ID] = failed(reason, r.At)
 		recorded[i] = r.ID
 	}
-	if err := s.emitFailed(ctx, db, recorded); err != nil {
+	if err := s.emitFailed(ctx, tx, recorded); err != nil {
 		return nil, err
 	}
 	if len(ins) < len(adms) {
-		fails, err := selectFailures(ctx, db, ids)
+		fails, err := s.selectFailures(ctx, tx, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -533,16 +533,45 @@ func (s *Store) recordFailures(ctx context.Context, db bun.IDB, adms []seckill.A
 	return out, nil
 }
 
-func selectFailures(ctx context.Context, db bun.IDB, ids []int64) ([]recordedFailure, error) {
-	var fails []recordedFailure
-	err := db.NewSelect().Model((*failureRow)(nil)).
-		ColumnExpr("f.id, f.user_id, f.reason, f.failed_at AS at").
-		Where("f.id = ANY(?)", pgdialect.Array(ids)).
-		Scan(ctx, &fails)
+// selectFailuresSQL reads the failures recorded for a batch's ids: one
+// statement for every batch, prepared once per connection (Store.prepare).
+// Sent as text, its ids were an array literal of the batch's size for
+// Postgres to parse, analyze and plan anew every time.
+const selectFailuresSQL = `SELECT id, user_id, reason, failed_at FROM order_failure WHERE id = ANY($1::bigint[])`
+
+// selectFailures returns the failures recorded for ids, in tx.
+func (s *Store) selectFailures(ctx context.Context, tx bun.Tx, ids []int64) ([]recordedFailure, error) {
+	rows, err := s.failures.in(ctx, tx).QueryContext(ctx, int64Array(ids))
 	if err != nil {
 		return nil, fmt.Errorf("select order failures: %w", err)
 	}
+	defer rows.Close()
+	var fails []recordedFailure
+	for rows.Next() {
+		var f recordedFailure
+		if err := rows.Scan(&f.ID, &f.UserID, &f.Reason, &f.At); err != nil {
+			return nil, fmt.Errorf("select order failures: %w", err)
+		}
+		fails = append(fails, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("select order failures: %w", err)
+	}
 	return fails, nil
+}
+
+// int64Array writes ids as a Postgres array literal, the text a bigint[]
+// parameter takes.
+func int64Array(ids []int64) string {
+	b := make([]byte, 0, len(ids)*20+2)
+	b = append(b, '{')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, '}'))
 }
 
 func selectOrders(ctx context.Context, db bun.IDB, ids []int64) ([]idTime, error) {
@@ -601,22 +630,34 @@ func batchUser(batch []seckill.Admission, id int64) int64 {
 	return batch[i].UserID
 }
 
+// takeStockSQL is takeStock's statement, one whatever the number of stock
+// shards, prepared once per connection (Store.prepare): $1 the campaign, $2
+// the units, and each shard ($3, from 0) with the epoch ($4) it must still
+// be in (never none: a batch takes units of at least one).
+//
+// The epochs are checked by a scalar sub-select, a condition on the
+// campaign's row itself: when a RebuildCampaign commits first, this UPDATE
+// then checks it again against the row the rebuild wrote (READ COMMITTED's
+// recheck), and takes nothing. As NOT EXISTS, Postgres made the same check
+// an anti-join, which that recheck did not run again: an order of the
+// closed epoch took a unit (TestRebuildFencesPersist).
+const takeStockSQL = `UPDATE seckill_campaign AS c SET stock = c.stock - $2, updated_at = now()
+WHERE c.voucher_id = $1 AND c.stock >= $2 AND (
+	SELECT bool_and(coalesce(c.shard_epochs[e.shard + 1], c.epoch) = e.epoch)
+	FROM unnest($3::int[], $4::bigint[]) AS e (shard, epoch))`
+
 // takeStock takes t's units from a campaign's stock, in one statement, if
 // each stock shard they were admitted in is still in their epoch; it
 // reports false, and changes nothing, when the campaign does not exist, has
 // moved a shard to another epoch (RebuildCampaign) or has fewer units
 // left. A shard's epoch is shard_epochs' entry, or the campaign's when
 // there is none (a campaign of one shard: shard 0).
-func takeStock(ctx context.Context, db bun.IDB, voucherID int64, t *stockTake) (bool, error) {
-	q := db.NewUpdate().Model((*campaignRow)(nil)).
-		Set("stock = stock - ?", t.units).
-		Set("updated_at = now()").
-		Where("voucher_id = ?", voucherID).
-		Where("stock >= ?", t.units)
-	for _, e := range t.epochs {
-		q = q.Where("coalesce(shard_epochs[?], epoch) = ?", e.shard+1, e.epoch)
+func (s *Store) takeStock(ctx context.Context, tx bun.Tx, voucherID int64, t *stockTake) (bool, error) {
+	shards, epochs := make([]int64, len(t.epochs)), make([]int64, len(t.epochs))
+	for i, e := range t.epochs {
+		shards[i], epochs[i] = int64(e.shard), e.epoch
 	}
-	res, err := q.Exec(ctx)
+	res, err := s.take.in(ctx, tx).ExecContext(ctx, voucherID, t.units, int64Array(shards), int64Array(epochs))
 	if err != nil {
 		return false, fmt.Errorf("take %d units of campaign %d: %w", t.units, voucherID, err)
 	}
@@ -648,7 +689,7 @@ type prepared struct {
 // database/sql then prepares each on every other connection the first
 // time a transaction there uses it (prepared.in).
 func (s *Store) prepare(ctx context.Context) error {
-	for _, p := range []*prepared{&s.insert, &s.insertNew} {
+	for _, p := range []*prepared{&s.insert, &s.insertNew, &s.failures, &s.take} {
 		if p.stmt.Load() != nil {
 			continue
 		}

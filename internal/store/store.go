@@ -76,8 +76,9 @@ type Store struct {
 	// while no endpoint is enabled, so that the outbox costs nothing then.
 	events atomic.Bool
 	// insert and insertNew are insertOrdersSQL and insertNewOrdersSQL,
-	// prepared by the first PersistOrders.
-	insert, insertNew prepared
+	// failures selectFailuresSQL and take takeStockSQL: a batch's
+	// statements, prepared by the first PersistOrders.
+	insert, insertNew, failures, take prepared
 }
 
 var (
@@ -92,6 +93,8 @@ func New(db *bun.DB) *Store {
 	s := &Store{db: db}
 	s.insert.query = insertOrdersSQL
 	s.insertNew.query = insertNewOrdersSQL
+	s.failures.query = selectFailuresSQL
+	s.take.query = takeStockSQL
 	return s
 }
 
