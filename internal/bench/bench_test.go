@@ -63,6 +63,15 @@ func startServer(t *testing.T, dsn, redisURL string) string {
 	return srv.URL + "/graphql"
 }
 
+// newServer starts the real seckill server (startServer) on a database and
+// a Redis database of its own, and returns its endpoint and both URLs.
+func newServer(t *testing.T) (endpoint, dsn, redisURL string) {
+	t.Helper()
+	dsn = storetest.NewDSN(t)
+	redisURL = testenv.FlushedRedisURL(t, testenv.RedisDBBench)
+	return startServer(t, dsn, redisURL), dsn, redisURL
+}
+
 // buildSeckill builds the seckill binary, as --compare fsync runs it, with
 // this test binary's race setting so that the build reuses its packages.
 func buildSeckill(t *testing.T) string {
@@ -95,9 +104,7 @@ func TestBurstWithComparisons(t *testing.T) {
 		t.Fatal("needs redis-server on PATH (make test-services uses it too)")
 	}
 	seckillBin := buildSeckill(t)
-	dsn := storetest.NewDSN(t)
-	redisURL := testenv.FlushedRedisURL(t, testenv.RedisDBBench)
-	endpoint := startServer(t, dsn, redisURL)
+	endpoint, dsn, redisURL := newServer(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -210,9 +217,7 @@ func TestPayAndResell(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres and Redis")
 	}
-	dsn := storetest.NewDSN(t)
-	redisURL := testenv.FlushedRedisURL(t, testenv.RedisDBBench)
-	endpoint := startServer(t, dsn, redisURL)
+	endpoint, dsn, redisURL := newServer(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -271,9 +276,7 @@ func TestCeilingRounds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres and Redis")
 	}
-	dsn := storetest.NewDSN(t)
-	redisURL := testenv.FlushedRedisURL(t, testenv.RedisDBBench)
-	endpoint := startServer(t, dsn, redisURL)
+	endpoint, dsn, redisURL := newServer(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	res, err := bench.Run(ctx, bench.Config{

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"seckill/internal/bench"
-	"seckill/internal/store/storetest"
-	"seckill/internal/testenv"
 )
 
 // TestWaitingRoom runs 200 buyers through a waiting room of 100 turns a
@@ -23,9 +21,7 @@ func TestWaitingRoom(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres and Redis")
 	}
-	dsn := storetest.NewDSN(t)
-	redisURL := testenv.FlushedRedisURL(t, testenv.RedisDBBench)
-	endpoint := startServer(t, dsn, redisURL)
+	endpoint, dsn, redisURL := newServer(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
