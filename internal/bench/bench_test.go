@@ -91,8 +91,8 @@ func buildSeckill(t *testing.T) string {
 }
 
 // TestBurstWithComparisons runs the seed's experiment, scaled down, against
-// the real server, both comparison servers and the seckill binary on
-// private Redis servers (each appendfsync setting, without and with WAIT
+// the real server, both comparison servers (the ceiling also as a process
+// of its own) and the seckill binary on private Redis servers (each appendfsync setting, without and with WAIT
 // for a replica, without and with the shared limits), and checks that
 // each run's books balance. Speed is reported, never asserted: the machine is shared.
 func TestBurstWithComparisons(t *testing.T) {
@@ -111,7 +111,7 @@ func TestBurstWithComparisons(t *testing.T) {
 	var progress bytes.Buffer
 	res, err := bench.Run(ctx, bench.Config{
 		URL: endpoint, Users: 200, Stock: 50,
-		Compare:   []string{bench.CompareSync, bench.CompareCeiling, bench.CompareFsync, bench.CompareWait, bench.CompareLimit},
+		Compare:   []string{bench.CompareSync, bench.CompareCeiling, bench.CompareCeilingProcess, bench.CompareFsync, bench.CompareWait, bench.CompareLimit},
 		JWTSecret: secret, JWTIssuer: "seckill",
 		DatabaseURL: dsn, RedisURL: redisURL, SyncDatabaseURL: storetest.NewEmptyDSN(t),
 		PersistTimeout: 30 * time.Second, Progress: &progress,
@@ -128,7 +128,7 @@ func TestBurstWithComparisons(t *testing.T) {
 	for _, r := range res.Runs {
 		targets = append(targets, r.Target)
 	}
-	want := []string{report.TargetSeckill, report.TargetSync, report.TargetCeiling, report.TargetEverysec, report.TargetAlways,
+	want := []string{report.TargetSeckill, report.TargetSync, report.TargetCeiling, report.TargetCeilingProcess, report.TargetEverysec, report.TargetAlways,
 		report.TargetNoWait, report.TargetWait, report.TargetNoLimit, report.TargetLimit}
 	if diff := cmp.Diff(want, targets); diff != "" {
 		t.Fatalf("targets (-want +got):\n%s", diff)
@@ -162,17 +162,21 @@ func TestBurstWithComparisons(t *testing.T) {
 	if res.Runs[0].Server == nil {
 		t.Error("no server metrics sampled")
 	}
-	for _, r := range res.Runs[3:5] {
+	// The ceiling in a process of its own is measured as a server.
+	if p := res.Runs[3].CPU.Process(report.ProcServer); p == nil || p.Missing != "" || len(p.PIDs) == 0 {
+		t.Errorf("%s: CPU of the server: %+v", res.Runs[3].Target, p)
+	}
+	for _, r := range res.Runs[4:6] {
 		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, "appendfsync "+r.Target) {
 			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
 		}
 	}
-	for i, r := range res.Runs[5:7] {
+	for i, r := range res.Runs[6:8] {
 		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, fmt.Sprintf("SECKILL_REDIS_MIN_REPLICAS=%d ", i)) {
 			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
 		}
 	}
-	for _, r := range res.Runs[7:] {
+	for _, r := range res.Runs[8:] {
 		wantEnv := map[string]string{report.TargetNoLimit: "SECKILL_USER_RATE=0 SECKILL_ADDRESS_RATE=0 ",
 			report.TargetLimit: "SECKILL_USER_RATE=5 SECKILL_USER_BURST=10 SECKILL_ADDRESS_RATE=1000000 SECKILL_ADDRESS_BURST=1000000 "}[r.Target]
 		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, wantEnv) {
@@ -181,7 +185,7 @@ func TestBurstWithComparisons(t *testing.T) {
 	}
 	// The servers the bench started are processes of their own, on Redis
 	// servers of their own: the CPU probe finds all three by their ports.
-	for _, r := range res.Runs[3:] {
+	for _, r := range res.Runs[4:] {
 		for _, name := range []string{report.ProcServer, report.ProcRedis, report.ProcPostgres, report.ProcSum, report.ProcBench} {
 			if p := r.CPU.Process(name); p == nil || p.Missing != "" || (name != report.ProcSum && len(p.PIDs) == 0) {
 				t.Errorf("%s: CPU of %s: %+v", r.Target, name, p)
@@ -191,7 +195,7 @@ func TestBurstWithComparisons(t *testing.T) {
 	if p := res.Runs[0].CPU.Process(report.ProcServer); p == nil || !strings.Contains(p.Missing, "bench's process") {
 		t.Errorf("the in-process server's CPU: %+v", p)
 	}
-	if len(res.Comparisons) != 5 {
+	if len(res.Comparisons) != 6 {
 		t.Errorf("comparisons: %+v", res.Comparisons)
 	}
 	var text bytes.Buffer
@@ -199,7 +203,7 @@ func TestBurstWithComparisons(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + text.String())
-	for _, want := range []string{"of the ceiling's throughput", "appendfsync always: ", "WAIT for 1 replica: ", "shared limit per user and per address: ", "1 (its own database)"} {
+	for _, want := range []string{"of the ceiling's throughput (", "with the ceiling in a process of its own", "appendfsync always: ", "WAIT for 1 replica: ", "shared limit per user and per address: ", "1 (its own database)"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report lacks %q", want)
 		}
