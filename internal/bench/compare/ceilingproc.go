@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,10 +32,6 @@ func ServeCeiling(ctx context.Context, addr, redisURL string, poolSize int, stoc
 		return err
 	}
 	defer c.Close()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", PurchaseHandler(tokens, c.Purchase))
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
@@ -48,21 +43,12 @@ func ServeCeiling(ctx context.Context, addr, redisURL string, poolSize int, stoc
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(ceilingState{Remaining: remaining, Pending: pending})
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-		IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
+	srv, err := serve(addr, mux)
+	if err != nil {
 		return err
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
-	}
-	<-done
+	<-ctx.Done()
+	srv.Close()
 	return nil
 }
 

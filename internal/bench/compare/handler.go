@@ -102,16 +102,27 @@ type Local struct {
 
 // Start serves h on 127.0.0.1 with the timeouts of seckill's server.
 func Start(h http.Handler, path string) (*Local, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
+	s, err := serve("127.0.0.1:0", mux)
+	if err != nil {
+		return nil, err
+	}
+	s.URL += path
+	return s, nil
+}
+
+// serve serves h on addr with the timeouts of seckill's server; URL is
+// its http://host:port.
+func serve(addr string, h http.Handler) (*Local, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
 	s := &Local{
-		URL: "http://" + ln.Addr().String() + path,
+		URL: "http://" + ln.Addr().String(),
 		srv: &http.Server{
-			Handler:           mux,
+			Handler:           h,
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       30 * time.Second,
 			IdleTimeout:       120 * time.Second,
