@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,7 +43,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
 }
 
 // startServer runs the real seckill server in process, the HTTP API on a
@@ -72,22 +77,40 @@ func newServer(t *testing.T) (endpoint, dsn, redisURL string) {
 	return startServer(t, dsn, redisURL), dsn, redisURL
 }
 
+// The seckill binary the tests that start it share (buildSeckill), and the
+// directory TestMain removes.
+var (
+	buildOnce    sync.Once
+	buildDir     string
+	builtSeckill string
+	buildErr     error
+)
+
 // buildSeckill builds the seckill binary, as --compare fsync runs it, with
-// this test binary's race setting so that the build reuses its packages.
+// this test binary's race setting so that the build reuses its packages:
+// once for all the tests that need it (a race build takes half a minute).
 func buildSeckill(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "seckill")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "seckill-bench-test-"); buildErr != nil {
+			return
+		}
+		builtSeckill = filepath.Join(buildDir, "seckill")
+		args := []string{"build", "-o", builtSeckill}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "go", append(args, "seckill/cmd/seckill")...).CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build seckill: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append(args, "seckill/cmd/seckill")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build seckill: %v\n%s", err, out)
-	}
-	return bin
+	return builtSeckill
 }
 
 // TestBurstWithComparisons runs the seed's experiment, scaled down, against
