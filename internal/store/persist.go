@@ -466,14 +466,7 @@ func admissionArrays(adms []seckill.Admission) (ids, vouchers, users, at string)
 	b := make([]byte, 0, len(adms)*(3*21+28)+8)
 	arr := func(el func(b []byte, a seckill.Admission) []byte) string {
 		start := len(b)
-		b = append(b, '{')
-		for i, a := range adms {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = el(b, a)
-		}
-		b = append(b, '}')
+		b = appendArray(b, adms, el)
 		return string(b[start:])
 	}
 	ids = arr(func(b []byte, a seckill.Admission) []byte { return strconv.AppendInt(b, a.OrderID, 10) })
@@ -563,15 +556,22 @@ func (s *Store) selectFailures(ctx context.Context, tx bun.Tx, ids []int64) ([]r
 // int64Array writes ids as a Postgres array literal, the text a bigint[]
 // parameter takes.
 func int64Array(ids []int64) string {
-	b := make([]byte, 0, len(ids)*20+2)
+	return string(appendArray(make([]byte, 0, len(ids)*20+2), ids, func(b []byte, id int64) []byte {
+		return strconv.AppendInt(b, id, 10)
+	}))
+}
+
+// appendArray appends xs to b as a Postgres array literal, each element
+// written by el.
+func appendArray[T any](b []byte, xs []T, el func(b []byte, x T) []byte) []byte {
 	b = append(b, '{')
-	for i, id := range ids {
+	for i, x := range xs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, id, 10)
+		b = el(b, x)
 	}
-	return string(append(b, '}'))
+	return append(b, '}')
 }
 
 func selectOrders(ctx context.Context, db bun.IDB, ids []int64) ([]idTime, error) {

@@ -508,8 +508,9 @@ func TestPersistConflictingID(t *testing.T) {
 	}
 }
 
-// TestPersistAfterConnectionsDropped: the persistence INSERTs are prepared
-// once per connection; when Postgres ends every connection (a restart, a
+// TestPersistAfterConnectionsDropped: the persistence statements (the
+// INSERTs, the failure read, the stock take) are prepared once per
+// connection; when Postgres ends every connection (a restart, a
 // failover), batches go on through new ones, which prepare them again, and
 // every order is written once.
 func TestPersistAfterConnectionsDropped(t *testing.T) {
