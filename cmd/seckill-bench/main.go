@@ -36,9 +36,10 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      database seckill_bench_sync, recreated)
   --compare ceiling  also run it against a bare net/http handler that runs
                      only the admission script: the ceiling of the path;
-                     with --rounds N, N rounds of both, alternated (the
-                     server first in odd rounds, the ceiling in even ones),
-                     compared by their medians and round by round
+                     with --rounds N, N rounds of the server and the
+                     ceilings, alternated (the server first in odd rounds,
+                     last in even ones), compared by their medians and
+                     round by round
   --compare ceiling-process
                      the same handler in a process of its own, as seckill
                      serve is (seckill-bench serve-ceiling, started by the

@@ -124,9 +124,6 @@ type Config struct {
 
 	PersistTimeout time.Duration // how long to wait for accepted orders to be persisted
 	Compare        []string      // CompareSync, CompareCeiling, CompareCeilingProcess, CompareFsync, CompareWait, CompareLimit
-	// CeilingBin is the seckill-bench binary --compare ceiling-process runs
-	// as `serve-ceiling`; "": this program.
-	CeilingBin string
 	// Shards, when set, runs the load against a new campaign of each of
 	// these numbers of stock shards instead (shards.go), and reports how
 	// each spread over the Redis masters.

@@ -120,18 +120,15 @@ func (r *runner) runCeiling(ctx context.Context, stock int64) (*report.Report, e
 }
 
 // runCeilingProcess measures the same handler in a process of its own,
-// `seckill-bench serve-ceiling` (Config.CeilingBin), as seckill serve is.
+// this program run as `serve-ceiling` (ServeCeiling), as seckill serve is.
 func (r *runner) runCeilingProcess(ctx context.Context, stock int64) (*report.Report, error) {
 	cfg := r.cfg
 	if cfg.RedisURL == "" {
 		return nil, errors.New("needs Redis: set SECKILL_REDIS_URL")
 	}
-	bin := cfg.CeilingBin
-	if bin == "" {
-		var err error
-		if bin, err = os.Executable(); err != nil {
-			return nil, err
-		}
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp(cfg.Fsync.Dir, "seckill-bench-ceiling-")
 	if err != nil {
