@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"seckill/internal/bench/benchtest"
+	"seckill/internal/bench/compare"
 	"seckill/internal/bench/load"
 	"seckill/internal/bench/report"
 )
@@ -163,5 +164,37 @@ func TestPayNeedsPostgres(t *testing.T) {
 	}
 	if n := f.Purchases.Load(); n != 0 {
 		t.Errorf("%d purchases sent", n)
+	}
+}
+
+// TestServeCeilingRefusesBadSettings: `seckill-bench serve-ceiling` says
+// what is wrong with its flags or environment and serves nothing.
+func TestServeCeilingRefusesBadSettings(t *testing.T) {
+	env := map[string]string{"SECKILL_JWT_SECRET": benchtest.Secret, "SECKILL_REDIS_URL": "redis://127.0.0.1:1/0"}
+	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--until", "tomorrow"}, env, "--until"},
+		{[]string{"--until", until}, map[string]string{}, "needs SECKILL_JWT_SECRET"},
+		{[]string{"--until", until}, env, "not reachable"},
+	} {
+		err := ServeCeiling(t.Context(), tc.args, func(k string) string { return tc.env[k] })
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestCeilingProcessThatExits: a ceiling process that ends before it
+// answers fails the start at once, with what it printed.
+func TestCeilingProcessThatExits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	_, err := compare.StartCeilingProcess(ctx, "false", t.TempDir(), "redis://127.0.0.1:1/0", 0, 10, time.Now().Add(time.Hour), benchtest.Secret, "seckill")
+	if err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("error %v, want the process's exit", err)
 	}
 }
