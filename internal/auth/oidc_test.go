@@ -25,20 +25,26 @@ import (
 const testAudience = "seckill-api"
 
 // memSubjects is a SubjectStore in memory that counts the subjects it is
-// asked for (calls) and its batches.
+// asked for (calls) and its batches, and when its first and last batches
+// came (Unix ns).
 type memSubjects struct {
-	mu      sync.Mutex
-	ids     map[seckill.Subject]int64
-	calls   atomic.Int64
-	batches atomic.Int64
-	delay   time.Duration
+	mu          sync.Mutex
+	ids         map[seckill.Subject]int64
+	calls       atomic.Int64
+	batches     atomic.Int64
+	first, last atomic.Int64
+	delay       time.Duration
 }
 
 func newMemSubjects() *memSubjects { return &memSubjects{ids: map[seckill.Subject]int64{}} }
 
 func (m *memSubjects) UserIDsForSubjects(ctx context.Context, subjects []seckill.Subject) ([]int64, error) {
 	m.calls.Add(int64(len(subjects)))
-	m.batches.Add(1)
+	now := time.Now().UnixNano()
+	if m.batches.Add(1) == 1 {
+		m.first.Store(now)
+	}
+	m.last.Store(now)
 	time.Sleep(m.delay)
 	m.mu.Lock()
 	defer m.mu.Unlock()
