@@ -68,6 +68,10 @@
 --   {2}                    paused
 --   {3, wait_ms}           not started (now < begin_ms); it opens in wait_ms
 --   {4}                    ended (now >= end_ms)
+--   {5}                    sold out, and the user holds a unit already
+--   {6}                    sold out; both checked right after the window,
+--                          before the limits, the waiting room and the
+--                          challenge: they take no attempt and spend no token
 --   {8}                    rate limited: the user's or the address's limit,
 --                          or the brake
 --   {8, wait_ms}           rate limited: the user answered wrong and may try
@@ -89,11 +93,10 @@
 --                          answer
 --   {12}                   the ticket's token expired by Redis's clock
 --   {5}                    the user holds a unit already
---   {6}                    sold out
 -- Each attempt inside the window takes one from the user's and the
 -- address's limits (from both or, when either has none left, from neither),
--- refused answers included, except while its user waits after a wrong
--- answer; the attempt that admits takes one from the address's limit only; a token is spent by the first attempt that passes the limit, right
+-- refused answers included, except a sold-out campaign's and while its user
+-- waits after a wrong answer; the attempt that admits takes one from the address's limit only; a token is spent by the first attempt that passes the limit, right
 -- or wrong, whatever comes after.
 -- Errors, before any write: a malformed argument.
 local user = ARGV[1]
@@ -195,6 +198,17 @@ end
 if now >= end_ms then
   return {4}
 end
+-- Sold out: a buyer still hears that they bought, so look, without writing.
+-- Before the limits, the waiting room and the challenge, as the process's
+-- sold-out mark answers without asking Redis at all: a sold-out campaign's
+-- refusals, most of a sale's attempts until every process holds the mark,
+-- read two keys and write none.
+if stock <= 0 then
+  if redis.call('SISMEMBER', KEYS[2], user) == 1 then
+    return {5}
+  end
+  return {6}
+end
 
 local user_tat, addr_tat
 if user_every > 0 then
@@ -278,13 +292,6 @@ if challenge ~= 'NONE' then
   end
 elseif not solved then
   return refuse({10})
-end
--- Sold out: a buyer still hears that they bought, so look, without writing.
-if stock <= 0 then
-  if redis.call('SISMEMBER', KEYS[2], user) == 1 then
-    return refuse({5})
-  end
-  return refuse({6})
 end
 if seq >= 4194303 then
   if redis.call('SISMEMBER', KEYS[2], user) == 1 then

@@ -85,17 +85,25 @@ func BenchmarkAdmitShards(b *testing.B) {
 
 // BenchmarkAdmitSoldOut measures refusals after the sell-out: "local" is the
 // usual path, answered by the process's sold-out mark; "redis" turns the
-// mark off, so each refusal is one EVALSHA.
+// mark off, so each refusal is one EVALSHA; "redis+limits" the same with
+// both shared limits on (never reached), which a sold-out refusal neither
+// reads nor writes.
 func BenchmarkAdmitSoldOut(b *testing.B) {
 	for _, bm := range []struct {
-		name string
-		ttl  time.Duration // 0: the default; negative turns the mark off
+		name   string
+		ttl    time.Duration // 0: the default; negative turns the mark off
+		limits bool
 	}{
-		{"local", 0},
-		{"redis", -1},
+		{"local", 0, false},
+		{"redis", -1, false},
+		{"redis+limits", -1, true},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
-			a, _ := newAdmitter(b, admission.Options{SoldOutTTL: time.Duration(bm.ttl)})
+			opts := admission.Options{SoldOutTTL: time.Duration(bm.ttl)}
+			if bm.limits {
+				opts.UserRate, opts.UserBurst, opts.AddressRate, opts.AddressBurst = 1e6, 1e6, 1e6, 1e6
+			}
+			a, _ := newAdmitter(b, opts)
 			benchAdmits(b, a, 0, seckill.OutcomeSoldOut)
 		})
 	}

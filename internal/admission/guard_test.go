@@ -428,3 +428,81 @@ func TestAdmitWrongAnswerNoWait(t *testing.T) {
 		t.Errorf("a wrong answers' key without the wait: %d, %v", n, err)
 	}
 }
+
+// TestSoldOutBeforeLimitsAndGuards: a sold-out campaign refuses in Redis
+// before the shared limits, the waiting room and the challenge, as the
+// process's sold-out mark refuses without Redis: the refusal takes no
+// attempt from the user's or the address's limit, spends no challenge
+// token, and asks for no pass; a buyer still hears ALREADY_PURCHASED. Once
+// a unit comes back, the limits, the room and the challenge apply again.
+func TestSoldOutBeforeLimitsAndGuards(t *testing.T) {
+	t.Parallel()
+	ch := seckill.NewChallenger([]byte("test secret of at least thirty-two bytes"), time.Minute, time.Minute)
+	for _, guard := range []string{"none", "challenge", "room"} {
+		t.Run(guard, func(t *testing.T) {
+			t.Parallel()
+			// One attempt a minute for each user and for the address.
+			a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1, WrongAnswerWait: -1,
+				UserRate: 1.0 / 60, UserBurst: 1, AddressRate: 1.0 / 60, AddressBurst: 1})
+			ctx := seckill.NewContextWithClientAddr(context.Background(), "198.51.100.9")
+			c := liveCampaign(1, 1)
+			solved := func(user int64) seckill.Ticket { return seckill.Ticket{} }
+			switch guard {
+			case "challenge":
+				c.Challenge, c.PoWBits = seckill.ChallengePoW, 4
+				solved = func(user int64) seckill.Ticket {
+					iss := ch.Issue(seckill.ChallengePoW, 1, user, 4, nil, time.Now())
+					return ch.Check(seckill.ChallengeAnswer{Token: iss.Token, Solution: seckill.SolvePoW(iss.Token, 4)}, 1, user, time.Now())
+				}
+			case "room":
+				c.Room = seckill.WaitingRoom{OpensBefore: time.Minute, AdmitPerSecond: 10, PassFor: time.Minute}
+				solved = func(int64) seckill.Ticket { return seckill.Ticket{Pass: seckill.PassValid} }
+			}
+			mustWarm(t, a, seckill.WarmState{Campaign: c})
+			admit := func(user int64, tk seckill.Ticket) (seckill.Outcome, seckill.Admission) {
+				t.Helper()
+				o, adm, err := a.Admit(ctx, 1, user, tk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return o, adm
+			}
+			// The buyer takes the address's one attempt.
+			o, adm := admit(1, solved(1))
+			if o != seckill.OutcomeAccepted {
+				t.Fatalf("the first purchase: %s", o)
+			}
+			addrKey := admission.AddressLimitKey(a, 1, "198.51.100.9")
+			addrCell := rdb.Get(ctx, addrKey).Val()
+			if addrCell == "" {
+				t.Fatal("the admission took nothing from the address's limit")
+			}
+			// Sold out: every attempt, answered or not, of anyone from the
+			// address, hears SOLD_OUT, again and again; the buyer hears
+			// ALREADY_PURCHASED.
+			for i := range 5 {
+				for _, tk := range []seckill.Ticket{{}, solved(2)} {
+					if o, _ := admit(2, tk); o != seckill.OutcomeSoldOut {
+						t.Fatalf("attempt %d of user 2 with %+v: %s, want SOLD_OUT", i, tk, o)
+					}
+				}
+				if o, _ := admit(1, seckill.Ticket{}); o != seckill.OutcomeAlreadyPurchased {
+					t.Fatalf("attempt %d of the buyer: %s, want ALREADY_PURCHASED", i, o)
+				}
+			}
+			if got := rdb.Get(ctx, addrKey).Val(); got != addrCell {
+				t.Errorf("the sold-out refusals took from the address's limit: %q, then %q", addrCell, got)
+			}
+			for _, u := range []int64{1, 2} {
+				if n := rdb.Exists(ctx, admission.UserLimitKey(a, 1, u)).Val(); n != 0 {
+					t.Errorf("the sold-out refusals took from user %d's limit", u)
+				}
+			}
+			// A unit comes back: the address has no attempt left this minute.
+			release(t, a, adm)
+			if o, _ := admit(2, solved(2)); o != seckill.OutcomeRateLimited {
+				t.Errorf("user 2 after the unit came back: %s, want RATE_LIMITED (the address's limit)", o)
+			}
+		})
+	}
+}
