@@ -286,9 +286,14 @@ func (a *App) RunWorker(ctx context.Context) error {
 	srv := asynq.NewServerFromRedisClient(a.Redis, asynq.Config{
 		Concurrency: a.Config.WorkerConcurrency,
 		Queues:      map[string]int{jobs.QueueOrders: 1},
-		// Asynq sleeps half this long when the queue is empty; the default
-		// (1 s) would add up to half a second to an idle worker's first order.
-		TaskCheckInterval: 50 * time.Millisecond,
+		// An idle worker looks at the queue every QueueInterval or so.
+		// Each look is a script call and wakes this process and Redis:
+		// every 50 ms they cost an idle process, Redis included, about
+		// 4.6 % of a core. seckill serve persists its own purchases without
+		// the queue (direct.go); the queue carries an API-only process's
+		// batches, retries and refunds, and only the first task after a
+		// quiet spell waits for the look.
+		TaskCheckInterval: a.Config.QueueInterval,
 		// Retries become due after RetryDelay (from 1 s); check for them
 		// every second rather than asynq's default of five.
 		DelayedTaskCheckInterval: time.Second,
@@ -376,7 +381,14 @@ func (a *App) runEvents(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		_, full, err := a.Events.DeliverOnce(ctx)
+		// With no endpoint enabled (as this process last read, at start
+		// and every ReconcileInterval) there is nothing to deliver: a round
+		// would only read the endpoints, five times a second for nothing.
+		var full bool
+		var err error
+		if a.Store.EventsOn() {
+			_, full, err = a.Events.DeliverOnce(ctx)
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			outage.fail(ctx, err)

@@ -72,8 +72,12 @@ type Config struct {
 	RedisWaitTimeout time.Duration `env:"SECKILL_REDIS_WAIT_TIMEOUT" envDefault:"250ms"`
 
 	WorkerConcurrency int `env:"SECKILL_WORKER_CONCURRENCY" envDefault:"64"`
-	BatchSize         int `env:"SECKILL_BATCH_SIZE" envDefault:"1000"`
-	PersistWriters    int `env:"SECKILL_PERSIST_WRITERS" envDefault:"2"`
+	// QueueInterval is how long an idle worker waits between two looks at
+	// the Asynq queue (Asynq sleeps from half of it to one and a half
+	// times it when the queue is empty; a busy worker never waits).
+	QueueInterval  time.Duration `env:"SECKILL_QUEUE_INTERVAL" envDefault:"250ms"`
+	BatchSize      int           `env:"SECKILL_BATCH_SIZE" envDefault:"1000"`
+	PersistWriters int           `env:"SECKILL_PERSIST_WRITERS" envDefault:"2"`
 	// ExpiryWriters is how many expiry transactions a worker process runs
 	// at once (each holds one Postgres connection: the share of the pool
 	// an expiry storm may take), ExpiryBatch how many orders each closes,
@@ -279,6 +283,8 @@ func Load(getenv func(string) string) (*Config, error) {
 	poolKnown := !l.failed["SECKILL_DB_MAX_CONNS"] && c.DBMaxConns >= 1 && c.DBMaxConns <= 1000
 	l.check("SECKILL_EXPIRY_WRITERS", !poolKnown || c.ExpiryWriters < c.DBMaxConns,
 		"must be less than SECKILL_DB_MAX_CONNS (%d): persistence needs connections during an expiry storm, not %d", c.DBMaxConns, c.ExpiryWriters)
+	l.check("SECKILL_QUEUE_INTERVAL", c.QueueInterval >= 10*time.Millisecond && c.QueueInterval <= 10*time.Second,
+		"must be between 10ms and 10s, not %v", c.QueueInterval)
 	l.check("SECKILL_EXPIRY_INTERVAL", c.ExpiryInterval >= 10*time.Millisecond && c.ExpiryInterval <= time.Minute,
 		"must be between 10ms and 1m, not %v", c.ExpiryInterval)
 	l.intIn("SECKILL_REFUND_MAX_SENDS", c.RefundMaxSends, 1, 100)

@@ -132,6 +132,7 @@ func TestLoadErrors(t *testing.T) {
 		{"expiry takes the pool", map[string]string{"SECKILL_ENV": "dev", "SECKILL_DB_MAX_CONNS": "4", "SECKILL_EXPIRY_WRITERS": "4"}, "SECKILL_EXPIRY_WRITERS must be less than SECKILL_DB_MAX_CONNS (4)"},
 		{"expiry batch", map[string]string{"SECKILL_ENV": "dev", "SECKILL_EXPIRY_BATCH": "0"}, "SECKILL_EXPIRY_BATCH must be an integer from 1"},
 		{"expiry interval", map[string]string{"SECKILL_ENV": "dev", "SECKILL_EXPIRY_INTERVAL": "1ms"}, "SECKILL_EXPIRY_INTERVAL must be between 10ms and 1m"},
+		{"queue interval", map[string]string{"SECKILL_ENV": "dev", "SECKILL_QUEUE_INTERVAL": "1m"}, "SECKILL_QUEUE_INTERVAL must be between 10ms and 10s"},
 		{"bad duration", map[string]string{"SECKILL_ENV": "dev", "SECKILL_RECONCILE_AFTER": "soon"}, "SECKILL_RECONCILE_AFTER must be a duration"},
 		{"no redis timeout", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_TIMEOUT": "0s"}, "SECKILL_REDIS_TIMEOUT must be positive"},
 		{"negative min replicas", map[string]string{"SECKILL_ENV": "dev", "SECKILL_REDIS_MIN_REPLICAS": "-1"}, "SECKILL_REDIS_MIN_REPLICAS must be an integer from 0"},
