@@ -42,6 +42,7 @@ func startProcess(name, logPath string, cmd *exec.Cmd) (*process, error) {
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = out, out
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
