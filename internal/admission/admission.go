@@ -46,7 +46,8 @@
 //
 // and the pub/sub channels <p>seckill:{global}:order_status (Bus) and
 // <p>seckill:{global}:stock_returned (voucher ids whose local sold-out marks
-// must go). Nothing else is global: no Redis index lists the campaigns, and
+// must go), each with ":db<N>" after it on a database N other than 0
+// (channelOf: Redis's pub/sub ignores databases). Nothing else is global: no Redis index lists the campaigns, and
 // no recovery decision reads a key outside the campaign's hash tag (the
 // campaigns to guard and reconcile come from Postgres). On a Redis Cluster
 // the channels are sharded (SPUBLISH, SSUBSCRIBE): a message goes to the one
@@ -230,7 +231,7 @@ func (a *Admitter) Start(ctx context.Context) error {
 	if a.subDone != nil {
 		return errors.New("admission: listener started already")
 	}
-	l, err := listen(ctx, a.rdb, a.keys.stockReturned(), a.logger, func(payload string) {
+	l, err := listen(ctx, a.rdb, channelOf(a.rdb, a.keys.stockReturned()), a.logger, func(payload string) {
 		id, err := strconv.ParseInt(payload, 10, 64)
 		if err != nil {
 			a.logger.Warn("bad stock_returned message", "payload", payload)
@@ -251,7 +252,7 @@ func (a *Admitter) Start(ctx context.Context) error {
 // publish is logged, not returned.
 func (a *Admitter) stockReturned(ctx context.Context, voucherID int64) {
 	a.local.invalidate(voucherID)
-	if err := publish(context.WithoutCancel(ctx), a.rdb, a.keys.stockReturned(), voucherID); err != nil {
+	if err := publish(context.WithoutCancel(ctx), a.rdb, channelOf(a.rdb, a.keys.stockReturned()), voucherID); err != nil {
 		a.logger.WarnContext(ctx, "publish stock_returned; other processes catch up after the sold-out TTL",
 			"voucher_id", voucherID, "err", err)
 	}

@@ -22,7 +22,8 @@ const subscriberBuffer = 8
 var errBusClosed = errors.New("admission: status bus closed")
 
 // Bus implements seckill.StatusBus on Redis pub/sub. Every event goes to one
-// channel, <p>seckill:{global}:order_status, as JSON (sharded pub/sub on a
+// channel, <p>seckill:{global}:order_status (":db<N>" after it on a
+// database N other than 0: channelOf), as JSON (sharded pub/sub on a
 // cluster). A process holds ONE PubSub
 // connection, opened by the first Subscribe, and one goroutine that reads it
 // and fans each event out to the local subscribers of its order id. A slow
@@ -57,7 +58,7 @@ func NewBus(rdb redis.UniversalClient, prefix string, logger *slog.Logger) *Bus 
 	}
 	return &Bus{
 		rdb:     rdb,
-		channel: keys{prefix: prefix}.orderStatus(),
+		channel: channelOf(rdb, keys{prefix: prefix}.orderStatus()),
 		logger:  logger,
 		subs:    make(map[int64]map[*subscriber]struct{}),
 	}

@@ -341,3 +341,42 @@ func TestBusFollowsFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestBusDatabasesApart: two deployments on databases 0 and 3 of one Redis
+// server hear nothing of each other's order statuses (Redis's pub/sub
+// ignores databases, and order ids repeat across deployments: a make test
+// run once showed a buyer's page another test's PAID for its order id),
+// while two processes of one database hear each other.
+func TestBusDatabasesApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := testenv.StartRedisServer(t)
+	bus := func(db int) *admission.Bus {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DB: db})
+		b := admission.NewBus(rdb, "", nil)
+		t.Cleanup(func() { b.Close(); rdb.Close() })
+		return b
+	}
+	db0, db3, alsoDB3 := bus(0), bus(3), bus(3)
+	mine, cancel, err := db3.Subscribe(ctx, 4294967297)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	theirs := seckill.StatusEvent{OrderID: 4294967297, Status: seckill.OrderPaid, At: time.Now().UTC()}
+	if err := db0.Publish(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-mine:
+		t.Fatalf("a subscriber on database 3 heard database 0's event %+v", ev)
+	case <-time.After(500 * time.Millisecond):
+	}
+	own := seckill.StatusEvent{OrderID: 4294967297, Status: seckill.OrderCreated, At: time.Now().UTC()}
+	if err := alsoDB3.Publish(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(own, receive(t, mine)); diff != "" {
+		t.Errorf("event of database 3 (-want +got):\n%s", diff)
+	}
+}

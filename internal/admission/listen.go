@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -132,6 +133,20 @@ func publish(ctx context.Context, rdb redis.UniversalClient, channel string, msg
 		return rdb.SPublish(ctx, channel, msg).Err()
 	}
 	return rdb.Publish(ctx, channel, msg).Err()
+}
+
+// channelOf returns the pub/sub channel name for rdb. Redis has one
+// pub/sub namespace for all its databases: a client of a database other
+// than 0 (a single node or Sentinel's master, SECKILL_REDIS_URL's /N) gets
+// channels of its own, name + ":db<N>", so that deployments (or tests) on
+// other databases of one server never hear each other's events. Order ids
+// repeat across deployments: an order status of one reached a buyer of the
+// other's order of the same id.
+func channelOf(rdb redis.UniversalClient, name string) string {
+	if c, ok := rdb.(*redis.Client); ok && c.Options().DB != 0 {
+		return name + ":db" + strconv.Itoa(c.Options().DB)
+	}
+	return name
 }
 
 // sharded reports whether rdb is a Redis Cluster client, whose channels
