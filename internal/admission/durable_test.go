@@ -136,7 +136,11 @@ func TestDurableAdmitReplicaStalled(t *testing.T) {
 	ctx := context.Background()
 	master := testenv.StartRedisServer(t)
 	replica := testenv.StartReplica(t, master)
-	const timeout = 1500 * time.Millisecond
+	// A refusal behind waiting acceptances (below) must take well under
+	// the timeout; beside a loaded make test one took 593 ms, over a third
+	// of 1.5 s. With 2.4 s a third is 800 ms, and a refusal that waited
+	// for the WAIT would still take over 2 s.
+	const timeout = 2400 * time.Millisecond
 	a, rdb := durableAdmitter(t, master, admission.Options{MinReplicas: 1, WaitTimeout: timeout, SoldOutTTL: -1})
 	const voucher = 8
 	mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(voucher, 100)})
