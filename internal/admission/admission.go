@@ -47,9 +47,10 @@
 // and the pub/sub channels <p>seckill:{global}:order_status (Bus) and
 // <p>seckill:{global}:stock_returned (voucher ids whose local sold-out marks
 // must go), each with ":db<N>" after it on a database N other than 0
-// (channelOf: Redis's pub/sub ignores databases). Nothing else is global: no Redis index lists the campaigns, and
-// no recovery decision reads a key outside the campaign's hash tag (the
-// campaigns to guard and reconcile come from Postgres). On a Redis Cluster
+// (channelOf: Redis's pub/sub ignores databases). Nothing else is global:
+// no Redis index lists the campaigns, and no recovery decision reads a key
+// outside the campaign's hash tag (the campaigns to guard and reconcile come
+// from Postgres). On a Redis Cluster
 // the channels are sharded (SPUBLISH, SSUBSCRIBE): a message goes to the one
 // shard of the {global} tag, where every process subscribes, rather than to
 // every node.
@@ -151,6 +152,8 @@ type Admitter struct {
 
 	startMu sync.Mutex
 	subDone chan struct{} // closed when the stock_returned listener exits
+	// stockChannel is the stock_returned channel of rdb's database.
+	stockChannel string
 
 	shardN         sync.Map      // voucher id -> its number of stock shards (shards.go)
 	staleAt        sync.Map      // pending hash key -> where Stale stopped reading it (outbox.go)
@@ -178,13 +181,15 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 			wrote: admitWrote, logger: logger, waits: make(chan struct{}, maxWaits)}
 	}
 	a := &Admitter{
-		rdb:       rdb,
-		keys:      keys{prefix: opts.Prefix},
-		logger:    logger,
-		local:     newLocal(ttl),
-		admits:    admits,
-		userBurst: max(opts.UserBurst, 1),
-		addrBurst: max(opts.AddressBurst, 1),
+		rdb:    rdb,
+		keys:   keys{prefix: opts.Prefix},
+		logger: logger,
+
+		stockChannel: channelOf(rdb, keys{prefix: opts.Prefix}.stockReturned()),
+		local:        newLocal(ttl),
+		admits:       admits,
+		userBurst:    max(opts.UserBurst, 1),
+		addrBurst:    max(opts.AddressBurst, 1),
 
 		campaignShards: opts.CampaignShards,
 		finishAfter:    finishMovesAfter,
@@ -231,7 +236,7 @@ func (a *Admitter) Start(ctx context.Context) error {
 	if a.subDone != nil {
 		return errors.New("admission: listener started already")
 	}
-	l, err := listen(ctx, a.rdb, channelOf(a.rdb, a.keys.stockReturned()), a.logger, func(payload string) {
+	l, err := listen(ctx, a.rdb, a.stockChannel, a.logger, func(payload string) {
 		id, err := strconv.ParseInt(payload, 10, 64)
 		if err != nil {
 			a.logger.Warn("bad stock_returned message", "payload", payload)
@@ -252,7 +257,7 @@ func (a *Admitter) Start(ctx context.Context) error {
 // publish is logged, not returned.
 func (a *Admitter) stockReturned(ctx context.Context, voucherID int64) {
 	a.local.invalidate(voucherID)
-	if err := publish(context.WithoutCancel(ctx), a.rdb, channelOf(a.rdb, a.keys.stockReturned()), voucherID); err != nil {
+	if err := publish(context.WithoutCancel(ctx), a.rdb, a.stockChannel, voucherID); err != nil {
 		a.logger.WarnContext(ctx, "publish stock_returned; other processes catch up after the sold-out TTL",
 			"voucher_id", voucherID, "err", err)
 	}

@@ -289,10 +289,10 @@ func (a *App) RunWorker(ctx context.Context) error {
 		// An idle worker looks at the queue every QueueInterval or so.
 		// Each look is a script call and wakes this process and Redis:
 		// every 50 ms they cost an idle process, Redis included, up to
-		// about 4.6 % of a core. seckill serve persists its own purchases without
-		// the queue (direct.go); the queue carries an API-only process's
-		// batches, retries and refunds, and only the first task after a
-		// quiet spell waits for the look.
+		// about 4.6 % of a core. seckill serve persists its own purchases
+		// without the queue (direct.go); the queue carries an API-only
+		// process's batches, retries and refunds, and only the first task
+		// after a quiet spell waits for the look.
 		TaskCheckInterval: a.Config.QueueInterval,
 		// Retries become due after RetryDelay (from 1 s); check for them
 		// every second rather than asynq's default of five.
