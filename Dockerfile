@@ -3,7 +3,7 @@
 FROM node:20 AS playground
 WORKDIR /src/playground
 COPY playground/package.json playground/package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY playground/ ./
 RUN node build.mjs
 
@@ -11,7 +11,7 @@ RUN node build.mjs
 FROM node:20 AS salepage
 WORKDIR /src/salepage
 COPY salepage/package.json salepage/package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY salepage/ ./
 RUN node build.mjs
 

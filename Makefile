@@ -166,12 +166,14 @@ build: playground salepage
 ## playground: bundle GraphiQL from the npm packages pinned in
 ## playground/package-lock.json into playground/dist/assets, which the binary
 ## embeds (build output: never committed). npm ci runs only when the lock file
-## changed; node_modules stays in playground/ as a cache.
+## changed; node_modules stays in playground/ as a cache. Install scripts are
+## off: esbuild's only checks its binary and raced npm's own writes in CI
+## (ETXTBSY); its JS API finds the binary in @esbuild/<platform> without it.
 playground: playground/dist/assets/playground.js
 
 playground/node_modules/.package-lock.json: playground/package-lock.json
 	@command -v npm >/dev/null || { echo "make playground needs Node.js 20 and npm (Debian: apt-get install nodejs npm)"; exit 1; }
-	cd playground && npm ci --no-audit --no-fund
+	cd playground && npm ci --no-audit --no-fund --ignore-scripts
 
 playground/dist/assets/playground.js: playground/node_modules/.package-lock.json playground/build.mjs $(wildcard playground/src/*)
 	cd playground && node build.mjs
@@ -184,7 +186,7 @@ salepage: salepage/dist/assets/.built
 
 salepage/node_modules/.package-lock.json: salepage/package-lock.json
 	@command -v npm >/dev/null || { echo "make salepage needs Node.js 20 and npm (Debian: apt-get install nodejs npm)"; exit 1; }
-	cd salepage && npm ci --no-audit --no-fund
+	cd salepage && npm ci --no-audit --no-fund --ignore-scripts
 
 salepage/dist/assets/.built: salepage/node_modules/.package-lock.json salepage/build.mjs $(wildcard salepage/src/*)
 	cd salepage && node build.mjs
