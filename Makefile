@@ -40,7 +40,8 @@ APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterMasterKilledBuyersReturn
 APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisRestartedEmptySharded \
 	TestRedisLostItsLastWritesSharded TestRedisDownForAWhile \
 	TestRedisKilled TestRedisEmptyWhilePostgresSlow TestSentinelPurchase TestSentinelMasterKilled \
-	TestUnreplicatedAdmission TestUnreplicatedWriteReplyLost TestUnreplicatedCommitLostPostgresAway
+	TestUnreplicatedAdmission TestUnreplicatedWriteReplyLost TestUnreplicatedCommitLostPostgresAway \
+	TestQueueIntervalReachesTheWorker
 # internal/app's slowest tests that need no server of their own (browsers,
 # models, timers) run in a suite beside test-single, on Redis databases of
 # their own (SECKILL_TEST_REDIS_DB_SHIFT, testenv.OwnedDB): test-single had

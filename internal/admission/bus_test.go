@@ -380,3 +380,54 @@ func TestBusDatabasesApart(t *testing.T) {
 		t.Errorf("event of database 3 (-want +got):\n%s", diff)
 	}
 }
+
+// TestStockReturnedDatabasesApart holds the stock_returned channel to the
+// same rule as the status channel: a unit returned on database 0 does not
+// drop a sold-out mark of the campaign with the same id on database 3,
+// whose units did not come back; one returned on database 3 does.
+func TestStockReturnedDatabasesApart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := testenv.StartRedisServer(t)
+	admitter := func(db int, warm bool) *admission.Admitter {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DB: db})
+		t.Cleanup(func() { rdb.Close() })
+		// An hour: only a message can drop a mark during the test.
+		a := admission.New(rdb, admission.Options{SoldOutTTL: time.Hour})
+		if err := a.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if warm {
+			mustWarm(t, a, seckill.WarmState{Campaign: liveCampaign(1, 1)})
+		}
+		return a
+	}
+	db0, db3, alsoDB3 := admitter(0, true), admitter(3, true), admitter(3, false)
+	if err := db3.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustAdmit(t, db3, 1, 1)
+	if o, _ := mustAdmit(t, db3, 1, 2); o != seckill.OutcomeSoldOut {
+		t.Fatalf("user 2 on database 3: %s, want SOLD_OUT", o)
+	}
+	if _, ok := admission.SoldOutMark(db3, 1); !ok {
+		t.Fatal("no sold-out mark on database 3")
+	}
+
+	if err := db0.AddStock(ctx, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if _, ok := admission.SoldOutMark(db3, 1); !ok {
+		t.Fatal("a unit returned on database 0 dropped database 3's sold-out mark")
+	}
+
+	if err := alsoDB3.AddStock(ctx, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, func() bool {
+		_, ok := admission.SoldOutMark(db3, 1)
+		return !ok
+	})
+}
