@@ -62,6 +62,12 @@ func newBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-quic", true),
+		// chromedp's two, and the omnibox's two WebUI popups: Chromium
+		// 156 renders its toolbar's popups in a renderer of their own,
+		// which nobody sees headless and which took two thirds of the
+		// browser's CPU in the sale page's tests (TestSalePageWaitingRoom:
+		// 12 s of chromium's CPU with them, 4 without).
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,WebUIOmniboxPopup,WebUIOmniboxAimPopup"),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	)
