@@ -62,11 +62,13 @@ func newBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-quic", true),
-		// chromedp's two, and the omnibox's two WebUI popups: Chromium
-		// 156 renders its toolbar's popups in a renderer of their own,
-		// which nobody sees headless and which took two thirds of the
-		// browser's CPU in the sale page's tests (TestSalePageWaitingRoom:
-		// 12 s of chromium's CPU with them, 4 without).
+		// This flag replaces chromedp's own disable-features (v0.23:
+		// Translate,BlinkGenPropertyTrees), so it repeats those two, and
+		// adds the omnibox's two WebUI popups: Chromium 156 renders its
+		// toolbar's popups in a renderer of their own, which nobody sees
+		// headless and which took two thirds of the browser's CPU in the
+		// sale page's tests (TestSalePageWaitingRoom: 12 s of chromium's
+		// CPU with them, 4 without).
 		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,WebUIOmniboxPopup,WebUIOmniboxAimPopup"),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
