@@ -4,7 +4,8 @@
 // postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable): any database
 // on it, through which the helpers create and drop databases. Each fresh
 // database is cloned from a template migrated once, named after the
-// migrations' checksum, so a changed migration gets a new template.
+// migrations' checksum, so a changed migration gets a new template, or is
+// an earlier test's of the same process, emptied (pool.go).
 package storetest
 
 import (
@@ -52,8 +53,9 @@ var (
 	dbSeq atomic.Int64
 )
 
-// NewDB returns a connection pool to a fresh migrated database, closed and
-// dropped when the test ends.
+// NewDB returns a connection pool to a fresh migrated database, closed when
+// the test ends, when the database is emptied for a later test or dropped
+// (pool.go).
 func NewDB(tb testing.TB) *bun.DB {
 	tb.Helper()
 	dsn := NewDSN(tb)
@@ -68,9 +70,11 @@ func NewDB(tb testing.TB) *bun.DB {
 	return db
 }
 
-// NewDSN creates a fresh migrated database and returns its URL, for tests
-// that open their own connections (end-to-end tests). The database is
-// dropped when the test ends, even if connections to it are still open.
+// NewDSN returns the URL of a fresh migrated database, for tests that open
+// their own connections (end-to-end tests): empty, of a name no test had.
+// When the test ends, its connections still open are ended, and the
+// database is emptied for a later test of the process under another name,
+// or dropped (pool.go).
 func NewDSN(tb testing.TB) string {
 	tb.Helper()
 	tmpl, err := migratedTemplate()
@@ -188,16 +192,42 @@ func newDatabase(tb testing.TB, tmpl string) string {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE ? TEMPLATE ?", bun.Ident(name), bun.Ident(tmpl)); err != nil {
-		tb.Fatalf("storetest: create database %s from %s: %v", name, tmpl, err)
+	if tmpl == "template0" { // an empty database, for the migrations' tests
+		if _, err := db.ExecContext(ctx, "CREATE DATABASE ? TEMPLATE ?", bun.Ident(name), bun.Ident(tmpl)); err != nil {
+			tb.Fatalf("storetest: create database %s from %s: %v", name, tmpl, err)
+		}
+		tb.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS ? WITH (FORCE)", bun.Ident(name)); err != nil {
+				tb.Errorf("storetest: drop database %s: %v", name, err)
+			}
+		})
+		return dsn
+	}
+	// A migrated database: an earlier test's, emptied (pool.go), or a new
+	// one.
+	if err := startPool(ctx, db); err != nil {
+		tb.Fatalf("storetest: %v", err)
+	}
+	fresh := !takePooled(ctx, db, name)
+	if fresh {
+		if _, err := db.ExecContext(ctx, "CREATE DATABASE ? TEMPLATE ?", bun.Ident(name), bun.Ident(tmpl)); err != nil {
+			tb.Fatalf("storetest: create database %s from %s: %v", name, tmpl, err)
+		}
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS ? WITH (FORCE)", bun.Ident(name)); err != nil {
+		if err := recycle(ctx, db, name); err != nil {
 			tb.Errorf("storetest: drop database %s: %v", name, err)
 		}
 	})
+	if fresh {
+		if err := noteTemplate(ctx, name); err != nil {
+			tb.Fatalf("storetest: the schema of %s: %v", name, err)
+		}
+	}
 	return dsn
 }
 
