@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,10 +49,48 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// newBrowser starts a headless chromium with a fresh profile; it is stopped
-// when the test ends.
+// newBrowser returns a tab of a headless chromium in a browser context of
+// its own (as a new incognito profile: its own cookies, storage and cache),
+// closed when the test ends; tabs the test opens from it share that
+// context. The tests of a binary share one chromium, started by the first
+// (a chromium costs about a second of CPU to start, and make test ran
+// fifteen), and stopped by TestMain; a test that needs flags of its own
+// (extra) starts a chromium of its own, stopped when it ends.
 func newBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
+	var browser context.Context
+	if len(extra) > 0 {
+		b, stop, err := startChromium(path, t.TempDir(), extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		browser = b
+	} else {
+		b, err := chromiums.get(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		browser = b
+	}
+	ctx, cancelTab := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	// A bound for a browser that hangs, not a test's budget: beside the whole
+	// suite on two cores, TestSalePageInBrowser (25 s alone) once took over
+	// 90 s, and each step has its own wait.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+	})
+	if err := chromedp.Do(ctx); err != nil { // open the tab now
+		t.Fatalf("open a tab in chromium at %s: %v", path, err)
+	}
+	return ctx
+}
+
+// startChromium starts a headless chromium with its profile in dir and
+// returns its context and a func that stops it.
+func startChromium(path, dir string, extra ...chromedp.ExecAllocatorOption) (context.Context, func(), error) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -70,25 +109,70 @@ func newBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption
 		// sale page's tests (TestSalePageWaitingRoom: 12 s of chromium's
 		// CPU with them, 4 without).
 		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,WebUIOmniboxPopup,WebUIOmniboxAimPopup"),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(dir),
 		chromedp.WindowSize(1280, 900),
 	)
 	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	// A bound for a browser that hangs, not a test's budget: beside the whole
-	// suite on two cores, TestSalePageInBrowser (25 s alone) once took over
-	// 90 s, and each step has its own wait.
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() {
-		cancelTimeout()
-		cancelTab()
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	stop := func() {
+		cancelBrowser()
 		cancelAlloc()
-	})
-	if err := chromedp.Do(ctx); err != nil { // start the browser now
-		t.Fatalf("start chromium at %s: %v", path, err)
 	}
-	return ctx
+	if err := chromedp.Do(ctx); err != nil { // start the browser now
+		stop()
+		return nil, nil, fmt.Errorf("start chromium at %s: %w", path, err)
+	}
+	return ctx, stop, nil
+}
+
+// chromiums is the chromium the tests of this binary share.
+var chromiums sharedChromium
+
+type sharedChromium struct {
+	mu      sync.Mutex
+	path    string
+	dir     string          // its profile
+	browser context.Context // nil before the first test
+	stop    func()
+}
+
+// get returns the shared chromium at path, started now if it is not
+// running (or is another binary).
+func (s *sharedChromium) get(path string) (context.Context, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.browser != nil && s.browser.Err() == nil && s.path == path {
+		return s.browser, nil
+	}
+	s.close()
+	dir, err := os.MkdirTemp("", "seckill-chromium-")
+	if err != nil {
+		return nil, err
+	}
+	browser, stop, err := startChromium(path, dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	s.path, s.dir, s.browser, s.stop = path, dir, browser, stop
+	return browser, nil
+}
+
+// Close stops the shared chromium, if one runs, and removes its profile.
+func (s *sharedChromium) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.close()
+}
+
+func (s *sharedChromium) close() {
+	if s.browser == nil {
+		return
+	}
+	s.stop()
+	_ = os.RemoveAll(s.dir)
+	s.browser, s.stop = nil, nil
 }
 
 func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
