@@ -27,13 +27,15 @@ CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTa
 # is still reported in that test.
 export GORACE ?= atexit_sleep_ms=0
 
-# make test runs six suites at once (each prints when it ends): they wait on
-# servers and fault timers far more than they use the two cores. internal/app
-# runs its tests one at a time on one Redis database, so its fault tests,
-# which start Redis servers of their own (testenv.StartRedisServer,
-# StartCluster, StartSentinel) and touch no shared database, run in two
-# suites of their own beside the rest; a test not named here stays in
-# test-single. Each name is a whole test name.
+# make test runs eight suites at once (each prints when it ends); together
+# they keep the two cores busy (docs/performance.md, "make test's own
+# cost"), so each suite's share of the machine sets how long it takes.
+# internal/app's tests run in five suites from one race test binary, built
+# once (APP_TEST_BIN): test-app on one Redis database, one test at a time;
+# its fault tests, which start Redis servers of their own
+# (testenv.StartRedisServer, StartCluster, StartSentinel) and touch no
+# shared database, in two suites of their own beside the rest; a test not
+# named here stays in test-app. Each name is a whole test name.
 APP_FAULTS_CLUSTER = TestClusterMasterKilled TestClusterMasterKilledBuyersReturn TestClusterReplicaRestarted \
 	TestClusterPostgresAway TestClusterProcessesKilled TestClusterFailoverToStaleReplica TestClusterShardMasterKilled \
 	TestCheckShards TestAdmitDuringSlotMigration
@@ -43,27 +45,46 @@ APP_FAULTS_REDIS = TestRedisRestartedEmpty TestRedisLostItsLastWrites TestRedisR
 	TestUnreplicatedAdmission TestUnreplicatedWriteReplyLost TestUnreplicatedCommitLostPostgresAway \
 	TestQueueIntervalReachesTheWorker
 # internal/app's slowest tests that need no server of their own (browsers,
-# models, timers) run in a suite beside test-single, on Redis databases of
-# their own (SECKILL_TEST_REDIS_DB_SHIFT, testenv.OwnedDB): test-single had
-# become the whole of make test's wall time.
-APP_SLOW = TestOrderLifeModel TestEventsReachAFlakyReceiver TestSalePageInBrowser TestSalePageFiftyBuyers \
+# timers) run in a suite beside test-app, on Redis databases of their own
+# (SECKILL_TEST_REDIS_DB_SHIFT, testenv.OwnedDB).
+APP_SLOW = TestEventsReachAFlakyReceiver TestSalePageInBrowser TestSalePageFiftyBuyers \
 	TestDashboardInBrowser TestPlaygroundInBrowser TestWaitingRoomFair TestWaitingRoomPasses \
 	TestWaitingRoomInstancesAndLoss TestSalePageWaitingRoom TestSalePageRetries TestSalePageFrameAncestors \
 	TestDashboardWaitingRoomInBrowser TestSalePageProofOfWork TestDashboardSignInThroughProviderInBrowser \
 	TestSalePageFollowsCampaignEdits TestSalePageLostAnswerThenSoldOut
-TEST_SUITES = test-single test-app-slow test-faults-cluster test-faults-redis test-cluster test-stack
-# test-single starts internal/app, its longest package, first, and runs
-# this many packages at once.
+# The order's life against its model takes a dozen seconds alone and a
+# hundred beside the other suites: it makes a few thousand short steps, each
+# several round trips to Postgres and Redis that wait for a core. It runs
+# in a suite of its own (databases shifted by 9), so that it delays no other
+# test.
+APP_MODEL = TestOrderLifeModel
+TEST_SUITES = test-single test-app test-app-slow test-app-model test-faults-cluster test-faults-redis test-cluster test-stack
+# test-single runs this many packages at once, its two longest first.
 TEST_SINGLE_P ?= 2
+TEST_SINGLE_FIRST = ./internal/bench/ ./internal/admission/
 empty :=
 space := $(empty) $(empty)
 # tests_re NAMES: a -run/-skip pattern matching exactly those top-level tests.
 tests_re = ^($(subst $(space),|,$(strip $(1))))$$
+# The race test binaries are linked without DWARF (-w): make test links
+# some forty, each anew (go caches no test binary), and DWARF is a quarter
+# of a link's CPU; stack traces and race reports read the symbol table,
+# which stays. Debuggers need it: TEST_LDFLAGS= keeps it.
+TEST_LDFLAGS ?= -ldflags=-w
 # go test through gotestsum (a go.mod tool; gotest adds -race): the output reads as go test's,
 # failed tests again in full at the end of each suite, and every event goes
 # to .run/test/NAME.json for the slowest-tests summary.
-gotestsum = $(GO) tool gotestsum --format standard-quiet --hide-summary=skipped --jsonfile .run/test/$(1).json --
-gotest = $(call gotestsum,$(1)) -race -count=1
+gotestsum_flags = --format standard-quiet --hide-summary=skipped --jsonfile $(CURDIR)/.run/test/$(1).json
+gotestsum = $(GO) tool gotestsum $(call gotestsum_flags,$(1)) --
+gotest = $(call gotestsum,$(1)) -race -count=1 $(TEST_LDFLAGS)
+# apptest SUITE,ENV: gotest for internal/app with the variables ENV, running
+# the race test binary APP_TEST_BIN, which make test builds once for its
+# five suites (each go test would link its own, a few seconds of CPU each);
+# a suite run alone builds one of its own. As go test, it runs in the
+# package's directory.
+apptest = $(if $(APP_TEST_BIN),,$(GO) test -c -race $(TEST_LDFLAGS) -o .run/$(1).test ./internal/app/ &&) \
+	cd internal/app && $(2) $(GO) tool gotestsum $(call gotestsum_flags,$(1)) --raw-command -- $(GO) tool test2json -t -p seckill/internal/app \
+	$(CURDIR)/$(or $(APP_TEST_BIN),.run/$(1).test) -test.v=test2json -test.paniconexit0 -test.count=1
 # make -O (GNU make 4) prints each suite whole when it ends.
 OUTPUT_SYNC = $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
 
@@ -102,11 +123,12 @@ run: build services
 	fi; ./bin/seckill serve
 
 ## test: everything CI checks: vet, go.mod tidy, generated code current, alert
-## rules, then race tests against real services in six suites at once (every
-## package on a single Redis; internal/app's slowest tests beside it on other
-## databases; its fault tests on their own servers, in two suites; the Redis
-## suites again on a local cluster; the purchase path's stack depth, without
-## -race), and the slowest ten tests
+## rules, then race tests against real services in eight suites at once (every
+## package but internal/app on a single Redis; internal/app's tests on it, its
+## slowest and its model test beside them on other databases, its fault tests
+## on their own servers, in two suites; the Redis suites again on a local
+## cluster; the purchase path's stack depth, without -race), and the slowest
+## ten tests
 test: test-services playground salepage vet
 	$(GO) mod tidy -diff
 	$(MAKE) --no-print-directory check-generate
@@ -114,33 +136,47 @@ test: test-services playground salepage vet
 	@# Compile every package and test once, before the suites share the cache.
 	$(GO) list -race -test -export -deps ./... >/dev/null
 	@rm -rf .run/test; mkdir -p .run/test
+	$(GO) test -c -race $(TEST_LDFLAGS) -o .run/test/app.test ./internal/app/
 	@echo "make test: $(TEST_SUITES) at once; each prints when it ends"
-	@$(MAKE) --no-print-directory -k -j$(words $(TEST_SUITES)) $(OUTPUT_SYNC) $(TEST_SUITES); status=$$?; \
+	@$(MAKE) --no-print-directory -k -j$(words $(TEST_SUITES)) $(OUTPUT_SYNC) APP_TEST_BIN=.run/test/app.test $(TEST_SUITES); status=$$?; \
 	set -- .run/test/*.json; if [ -e "$$1" ]; then echo; $(GO) run ./scripts/slowest "$$@" || true; fi; \
 	exit $$status
 
-## test-single: every package on the single Redis of SECKILL_TEST_REDIS_URL, but
-##   internal/app's fault tests (make test-faults-cluster, test-faults-redis) and its
-##   slowest (make test-app-slow); these four need make test-services first
+## test-single: every package but internal/app on the single Redis of
+##   SECKILL_TEST_REDIS_URL; make test-app, test-app-slow, test-app-model,
+##   test-faults-cluster and test-faults-redis run internal/app's tests (all need
+##   make test-services first)
 test-single:
 	@mkdir -p .run/test
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 15m -p $(TEST_SINGLE_P) -skip '$(call tests_re,$(APP_FAULTS_CLUSTER) $(APP_FAULTS_REDIS) $(APP_SLOW))' ./internal/app/ ./...
+	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 15m -p $(TEST_SINGLE_P) $(TEST_SINGLE_FIRST) $$($(GO) list ./... | grep -vx seckill/internal/app)
+
+## test-app: internal/app's tests on the single Redis, but its fault tests, its
+##   slowest and its model test
+test-app:
+	@mkdir -p .run/test
+	$(call apptest,$@,SECKILL_TEST_REDIS_CLUSTER_ADDRS=) -test.timeout=15m -test.skip '$(call tests_re,$(APP_FAULTS_CLUSTER) $(APP_FAULTS_REDIS) $(APP_SLOW) $(APP_MODEL))'
 
 ## test-app-slow: internal/app's slowest tests on the single Redis (databases
-##   shifted by 6 from test-single's), beside test-single
+##   shifted by 6 from test-app's), beside test-app
 test-app-slow:
 	@mkdir -p .run/test
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS= SECKILL_TEST_REDIS_DB_SHIFT=6 $(call gotest,$@) -timeout 15m -run '$(call tests_re,$(APP_SLOW))' ./internal/app/
+	$(call apptest,$@,SECKILL_TEST_REDIS_CLUSTER_ADDRS= SECKILL_TEST_REDIS_DB_SHIFT=6) -test.timeout=15m -test.run '$(call tests_re,$(APP_SLOW))'
+
+## test-app-model: internal/app's model test of the order's life on the single
+##   Redis (databases shifted by 9), beside test-app
+test-app-model:
+	@mkdir -p .run/test
+	$(call apptest,$@,SECKILL_TEST_REDIS_CLUSTER_ADDRS= SECKILL_TEST_REDIS_DB_SHIFT=9) -test.timeout=15m -test.run '$(call tests_re,$(APP_MODEL))'
 
 ## test-faults-cluster: internal/app's fault tests on private Redis Clusters
 test-faults-cluster:
 	@mkdir -p .run/test
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 10m -run '$(call tests_re,$(APP_FAULTS_CLUSTER))' ./internal/app/
+	$(call apptest,$@,SECKILL_TEST_REDIS_CLUSTER_ADDRS=) -test.timeout=10m -test.run '$(call tests_re,$(APP_FAULTS_CLUSTER))'
 
 ## test-faults-redis: internal/app's fault tests on private redis-servers and Sentinels
 test-faults-redis:
 	@mkdir -p .run/test
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS= $(call gotest,$@) -timeout 10m -run '$(call tests_re,$(APP_FAULTS_REDIS))' ./internal/app/
+	$(call apptest,$@,SECKILL_TEST_REDIS_CLUSTER_ADDRS=) -test.timeout=10m -test.run '$(call tests_re,$(APP_FAULTS_REDIS))'
 
 ## test-stack: TestPurchaseStackDepth, the purchase path's stack depth on a new
 ##   connection, in the build production runs: without -race, whose frames are
@@ -204,7 +240,7 @@ test-cluster:
 test-cluster-suites:
 	@mkdir -p .run/test
 	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(call gotest,test-cluster) -timeout 10m ./internal/admission/ ./lua/
-	SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) $(call gotest,test-cluster-app) -timeout 10m -run '$(CLUSTER_APP_RUN)' ./internal/app/
+	$(call apptest,test-cluster-app,SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS)) -test.timeout=10m -test.run '$(CLUSTER_APP_RUN)'
 
 services:
 	scripts/services.sh
