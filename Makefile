@@ -1,6 +1,13 @@
 # seckill: `make run` brings everything up; `make test` proves it.
 SHELL := /bin/bash
 GO    ?= go
+# Builds without the checkout's path (-trimpath): otherwise Go keys every
+# package of this module by its directory, and a fresh clone elsewhere (as
+# CI's) compiles the module again, race, plain and vet, where the build
+# cache already holds it.
+ifeq ($(filter -trimpath,$(GOFLAGS)),)
+export GOFLAGS += -trimpath
+endif
 
 # Development defaults; any SECKILL_* variable in the environment wins.
 export SECKILL_ENV          ?= dev
