@@ -187,11 +187,10 @@ func emptyForReuse(ctx context.Context, db *bun.DB, name string) error {
 	if _, err := db.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()", name); err != nil {
 		return err
 	}
-	dsn, err := databaseURL(name)
+	conn, err := openDatabase(name)
 	if err != nil {
 		return err
 	}
-	conn := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn)))
 	defer conn.Close()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
@@ -256,11 +255,10 @@ func noteTemplate(ctx context.Context, name string) error {
 	if known {
 		return nil
 	}
-	dsn, err := databaseURL(name)
+	conn, err := openDatabase(name)
 	if err != nil {
 		return err
 	}
-	conn := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn)))
 	defer conn.Close()
 	var sum string
 	if err := conn.QueryRowContext(ctx, schemaFingerprint).Scan(&sum); err != nil {
@@ -289,6 +287,16 @@ func noteTemplate(ctx context.Context, name string) error {
 	schemaSum, emptying = sum, plan
 	poolMu.Unlock()
 	return nil
+}
+
+// openDatabase returns a handle on database name of the server, which
+// connects when used.
+func openDatabase(name string) (*sql.DB, error) {
+	dsn, err := databaseURL(name)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn))), nil
 }
 
 // column returns the first column of the rows of query.

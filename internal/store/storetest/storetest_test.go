@@ -104,22 +104,19 @@ func TestNewDSNReusesEmptied(t *testing.T) {
 			t.Errorf("first voucher id %d in a fresh database", first)
 		}
 	})
-	t.Run("few orders", func(t *testing.T) {
-		var first int64
-		var found int
-		oids[1], first, found = use(t, 5, "")
-		if found != 0 || first != 1 {
-			t.Errorf("the next test found %d rows, and its first voucher got id %d", found, first)
+	// reused runs use on a database an earlier test left: it must be empty.
+	reused := func(i int, change string) func(t *testing.T) {
+		return func(t *testing.T) {
+			var first int64
+			var found int
+			oids[i], first, found = use(t, 5, change)
+			if found != 0 || first != 1 {
+				t.Errorf("the next test found %d rows, and its first voucher got id %d", found, first)
+			}
 		}
-	})
-	t.Run("a function added", func(t *testing.T) {
-		var first int64
-		var found int
-		oids[2], first, found = use(t, 5, "CREATE FUNCTION left_behind() RETURNS int LANGUAGE sql AS 'SELECT 1'")
-		if found != 0 || first != 1 {
-			t.Errorf("the next test found %d rows, and its first voucher got id %d", found, first)
-		}
-	})
+	}
+	t.Run("few orders", reused(1, ""))
+	t.Run("a function added", reused(2, "CREATE FUNCTION left_behind() RETURNS int LANGUAGE sql AS 'SELECT 1'"))
 	t.Run("after", func(t *testing.T) {
 		oids[3], _, _ = use(t, 0, "")
 	})
