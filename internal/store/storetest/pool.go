@@ -21,15 +21,15 @@ import (
 // checkpoint, which cost make test's Postgres about 45 s of CPU for its two
 // hundred databases, and each test half a second of waiting on a busy
 // machine. When a test ends, its database is recycled: the sessions still
-// in it are ended; its settings and schema are compared with the
-// template's (a fingerprint of its schemas, relations, columns, indexes,
-// constraints, triggers, functions and types, and of its migrations); its
-// tables but the migrations' are emptied and their identities restarted;
-// and it is renamed to a name of the pool, which no client of the ended
-// test can reach (one that reconnects finds no database, as after a drop).
-// The next test renames it to a name of its own. A database that a test
-// changed, or that a session entered again while it was emptied, is
-// dropped as before.
+// in it are ended and it is renamed to a name of the pool, which no client
+// of the ended test can reach (one that reconnects finds no database, as
+// after a drop); then its schema is compared with the template's (a
+// fingerprint of its schemas, relations, columns, indexes, constraints,
+// triggers, functions and types, and of its migrations), and its tables
+// but the migrations' are emptied and their identities restarted. The next
+// test renames it to a name of its own. A database whose settings or
+// schema a test changed, or that a session entered again before the
+// rename, is dropped as before.
 //
 // The pool's databases are named after a token of the process, whose
 // advisory lock the process holds on a connection of its own while it
@@ -144,25 +144,24 @@ func takePooled(ctx context.Context, db *bun.DB, name string) bool {
 	}
 }
 
-// recycle empties the ended test's database name and puts it in the pool,
-// or drops it when it cannot be used again.
+// recycle puts the ended test's database name in the pool, emptied, or
+// drops it when it cannot be used again. It is renamed before it is
+// emptied: a client of the ended test that reconnects then finds no
+// database, and cannot write into it once emptied.
 func recycle(ctx context.Context, db *bun.DB, name string) error {
-	if err := emptyForReuse(ctx, db, name); err == nil {
-		poolMu.Lock()
-		if len(pooled) < maxPooled {
-			poolSeq++
-			to := fmt.Sprintf("%s%s_%d", poolPrefix, poolToken, poolSeq)
+	poolMu.Lock()
+	room := len(pooled) < maxPooled
+	poolSeq++
+	to := fmt.Sprintf("%s%s_%d", poolPrefix, poolToken, poolSeq)
+	poolMu.Unlock()
+	if room && takeAway(ctx, db, name, to) == nil {
+		if err := empty(ctx, to); err == nil {
+			poolMu.Lock()
+			pooled = append(pooled, to)
 			poolMu.Unlock()
-			// Fails when a session entered it again since it was emptied.
-			if _, err := db.ExecContext(ctx, "ALTER DATABASE ? RENAME TO ?", bun.Ident(name), bun.Ident(to)); err == nil {
-				poolMu.Lock()
-				pooled = append(pooled, to)
-				poolMu.Unlock()
-				return nil
-			}
-		} else {
-			poolMu.Unlock()
+			return nil
 		}
+		name = to
 	}
 	_, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS ? WITH (FORCE)", bun.Ident(name))
 	return err
@@ -171,9 +170,10 @@ func recycle(ctx context.Context, db *bun.DB, name string) error {
 // errChanged means a test changed its database beyond its rows.
 var errChanged = errors.New("storetest: the database differs from the template")
 
-// emptyForReuse ends the sessions in database name, checks that it has the
-// template's schema and settings, and empties its tables.
-func emptyForReuse(ctx context.Context, db *bun.DB, name string) error {
+// takeAway checks that database name kept the template's settings, ends
+// the sessions in it and renames it to. The rename fails when a session
+// entered it again meanwhile.
+func takeAway(ctx context.Context, db *bun.DB, name, to string) error {
 	var ok bool
 	err := db.QueryRowContext(ctx, `SELECT d.datallowconn AND d.datconnlimit = -1
 			AND NOT EXISTS (SELECT 1 FROM pg_db_role_setting s WHERE s.setdatabase = d.oid)
@@ -187,6 +187,13 @@ func emptyForReuse(ctx context.Context, db *bun.DB, name string) error {
 	if _, err := db.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()", name); err != nil {
 		return err
 	}
+	_, err = db.ExecContext(ctx, "ALTER DATABASE ? RENAME TO ?", bun.Ident(name), bun.Ident(to))
+	return err
+}
+
+// empty checks that database name has the template's schema, and empties
+// its tables.
+func empty(ctx context.Context, name string) error {
 	conn, err := openDatabase(name)
 	if err != nil {
 		return err
