@@ -53,7 +53,7 @@ func fileExists(p string) bool {
 // its own (as a new incognito profile: its own cookies, storage and cache),
 // closed when the test ends; tabs the test opens from it share that
 // context. The tests of a binary share one chromium, started by the first
-// (a chromium costs about a second of CPU to start, and make test ran
+// (a chromium costs about half a second of CPU to start, and make test ran
 // fifteen), and stopped by TestMain; a test that needs flags of its own
 // (extra) starts a chromium of its own, stopped when it ends.
 func newBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) context.Context {
