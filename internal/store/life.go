@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
+	"seckill/internal/batch"
 	"seckill/internal/seckill"
 )
 
@@ -22,74 +24,230 @@ import (
 var _ seckill.OrderLife = (*Store)(nil)
 
 // CloseOrder moves a CREATED order to CANCELLED or EXPIRED and puts its unit
-// back into the campaign's stock, in one transaction; see
-// seckill.OrderLife.
+// back into the campaign's stock; see seckill.OrderLife.
 //
-// The order row is changed before the campaign row is locked. A rebuild
-// (RebuildCampaign) that holds the campaign's lock meanwhile still reads the
-// order as holding its unit, and the unit comes back in the epoch it
-// installs; one that locks after reads it back already. return_epoch keeps
-// which of the two happened, for the Redis side.
+// Concurrent calls are group-committed (internal/batch): the orders of the
+// calls that arrive while a close is under way are closed together in the
+// next transaction, with one guarded update of each campaign's stock for
+// all of them, as ExpireDue does. A storm of cancellations then costs a
+// transaction and a lock of the campaign row per batch, not per order, and
+// holds at most closeFlushes of the pool's connections. A lone call on an
+// idle store is committed at once.
 func (s *Store) CloseOrder(ctx context.Context, id int64, to seckill.OrderStatus, userID int64) (seckill.CloseResult, error) {
 	if to != seckill.OrderCancelled && to != seckill.OrderExpired {
 		return seckill.CloseResult{}, fmt.Errorf("store: close order %d: bad status %q", id, to)
 	}
-	var res seckill.CloseResult
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var closed []struct {
-			VoucherID int64 `bun:"voucher_id"`
-			UserID    int64 `bun:"user_id"`
+	out, err := s.closer().Do(ctx, closeRequest{id: id, to: to, userID: userID})
+	if errors.Is(err, batch.ErrBusy) {
+		return seckill.CloseResult{}, seckill.Errorf(seckill.EUNAVAILABLE, "too many orders are being closed at once: try again")
+	} else if err != nil {
+		return seckill.CloseResult{}, fmt.Errorf("store: close order %d: %w", id, err)
+	}
+	return out[0].res, out[0].err
+}
+
+// Bounds of CloseOrder's group commit.
+const (
+	closeBatch   = 500             // orders a transaction closes at most
+	closeFlushes = 2               // transactions (pool connections) at once
+	closeBacklog = 20 * closeBatch // calls waiting for a transaction
+	closeTimeout = 10 * time.Second
+)
+
+// closeRequest is one CloseOrder call; closeOutcome is its answer.
+type closeRequest struct {
+	id     int64
+	to     seckill.OrderStatus
+	userID int64
+}
+
+type closeOutcome struct {
+	res seckill.CloseResult
+	err error // the call's own: ENOTFOUND
+}
+
+// closer returns the store's group commit of CloseOrder, made on first use.
+func (s *Store) closer() *batch.Committer[closeRequest, closeOutcome] {
+	s.closerOnce.Do(s.makeClosers)
+	return s.closes
+}
+
+// makeClosers makes the group commits of CloseOrder and UnitsReturned.
+func (s *Store) makeClosers() {
+	s.closes = batch.New(s.closeOrders, batch.Options{MaxBatch: closeBatch, Flushes: closeFlushes, Backlog: closeBacklog})
+	// A mark is one row's flag: batches of many, one connection.
+	s.returned = batch.New(s.markReturned, batch.Options{MaxBatch: 10 * closeBatch, Flushes: 1, Backlog: closeBacklog})
+}
+
+// closeOrders decides a batch of CloseOrder calls in one transaction. It
+// locks the orders in id order first (so that batches, and a batch and a
+// payment, cannot deadlock on them), decides each call on what it finds and
+// on what the calls before it in the batch did (the first call that may
+// close an order closes it; the others find it closed), closes those orders
+// in one statement, gives their units back with one guarded update per
+// campaign, and reads every order as it stands afterwards.
+func (s *Store) closeOrders(ctx context.Context, reqs []closeRequest, out []closeOutcome) error {
+	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
+	defer cancel()
+	ids := make([]int64, 0, len(reqs))
+	for _, r := range reqs {
+		if r.id > 0 {
+			ids = append(ids, r.id)
 		}
-		err := tx.NewRaw(`
-			UPDATE voucher_order SET status = ?0, closed_at = now(), return_epoch = 0, event_seq = event_seq + 1
-			WHERE id = ?1 AND status = 'CREATED' AND (?2 = 0 OR user_id = ?2)
-				AND (?0 = 'CANCELLED' OR pay_by <= now())
-			RETURNING voucher_id, user_id`, string(to), id, userID).Scan(ctx, &closed)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	return runInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
+		clear(out)
+		var locked []struct {
+			ID     int64  `bun:"id"`
+			UserID int64  `bun:"user_id"`
+			Status string `bun:"status"`
+			Due    bool   `bun:"due"` // pay_by has passed on the database's clock
+		}
+		err := tx.NewRaw(`SELECT id, user_id, status, pay_by <= now() AS due FROM voucher_order
+			WHERE id = ANY(?) ORDER BY id FOR UPDATE`, pgdialect.Array(ids)).Scan(ctx, &locked)
 		if err != nil {
-			return fmt.Errorf("close order: %w", err)
+			return fmt.Errorf("lock orders: %w", err)
 		}
-		if len(closed) == 1 {
-			// The unit goes back to the stock shard of the order, whose
-			// epoch it comes back in.
-			_, shard, _ := seckill.SplitShardOrderID(id)
-			var epoch int64
+		type held struct {
+			userID int64
+			status string
+			due    bool
+		}
+		orders := make(map[int64]*held, len(locked))
+		for _, o := range locked {
+			orders[o.ID] = &held{userID: o.UserID, status: o.Status, due: o.Due}
+		}
+		// The calls in the order they came: the first that may close an
+		// order closes it; the others find it closed.
+		closer := make(map[int64]int, len(reqs)) // order id -> the call that closes it
+		var closeIDs []int64
+		var closeTo []string
+		for j, r := range reqs {
+			o := orders[r.id]
+			if o == nil || o.status != string(seckill.OrderCreated) || r.userID > 0 && r.userID != o.userID ||
+				r.to == seckill.OrderExpired && !o.due {
+				continue
+			}
+			o.status = string(r.to)
+			closer[r.id] = j
+			closeIDs = append(closeIDs, r.id)
+			closeTo = append(closeTo, string(r.to))
+		}
+		if len(closeIDs) > 0 {
+			var closed []closedOrder
 			err := tx.NewRaw(`
-				UPDATE seckill_campaign SET stock = stock + 1, updated_at = now()
-				WHERE voucher_id = ? RETURNING coalesce(shard_epochs[?], epoch)`, closed[0].VoucherID, shard+1).Scan(ctx, &epoch)
+				UPDATE voucher_order AS o SET status = c.status, closed_at = now(), return_epoch = 0, event_seq = o.event_seq + 1
+				FROM unnest(?::bigint[], ?::text[]) AS c(id, status)
+				WHERE o.id = c.id
+				RETURNING o.id, o.voucher_id, o.user_id, o.closed_at`, pgdialect.Array(closeIDs), pgdialect.Array(closeTo)).Scan(ctx, &closed)
 			if err != nil {
-				return fmt.Errorf("return unit: %w", err)
+				return fmt.Errorf("close orders: %w", err)
 			}
-			if _, err := tx.NewRaw(`UPDATE voucher_order SET return_epoch = ? WHERE id = ?`, epoch, id).Exec(ctx); err != nil {
-				return fmt.Errorf("record return epoch: %w", err)
+			if len(closed) != len(closeIDs) {
+				return fmt.Errorf("close orders: %d of %d locked orders changed", len(closed), len(closeIDs))
 			}
-			// Nothing may pay a closed order: its open payment is
-			// cancelled (a success that still comes is owed back).
-			if err := cancelPending(ctx, tx, id, ""); err != nil {
+			epochs, err := returnUnits(ctx, tx, closed)
+			if err != nil {
 				return err
 			}
-			if err := s.emitEach(ctx, tx, seckill.EventForStatus(to), []int64{id}); err != nil {
+			evs := make([]orderEvent, len(closed))
+			for k, c := range closed {
+				to := seckill.OrderStatus(orders[c.ID].status)
+				evs[k] = orderEvent{orderID: c.ID, typ: seckill.EventForStatus(to)}
+				out[closer[c.ID]].res = seckill.CloseResult{Closed: true, Return: seckill.UnitReturn{
+					OrderID: c.ID, VoucherID: c.VoucherID, UserID: c.UserID, Epoch: epochs[k]}}
+			}
+			if err := s.emit(ctx, tx, evs); err != nil {
 				return err
 			}
-			res.Closed = true
-			res.Return = seckill.UnitReturn{OrderID: id, VoucherID: closed[0].VoucherID, UserID: closed[0].UserID, Epoch: epoch}
 		}
-		o, err := findOrder(ctx, tx, id)
+		after, err := findOrders(ctx, tx, ids)
 		if err != nil {
 			return err
 		}
-		if userID > 0 && o.UserID != userID {
-			return seckill.Errorf(seckill.ENOTFOUND, "order %d not found", id)
+		for i, r := range reqs {
+			o := after[r.id]
+			if o == nil || r.userID > 0 && o.UserID != r.userID {
+				out[i] = closeOutcome{err: seckill.Errorf(seckill.ENOTFOUND, "order %d not found", r.id)}
+				continue
+			}
+			own := *o // each call's own, as when it was alone
+			out[i].res.Order = &own
 		}
-		res.Order = o
 		return nil
 	})
-	if err != nil {
-		if seckill.ErrorCode(err) != seckill.EINTERNAL {
-			return seckill.CloseResult{}, err
-		}
-		return seckill.CloseResult{}, fmt.Errorf("store: close order %d: %w", id, err)
+}
+
+// closedOrder is an order a statement just closed.
+type closedOrder struct {
+	ID        int64     `bun:"id"`
+	VoucherID int64     `bun:"voucher_id"`
+	UserID    int64     `bun:"user_id"`
+	ClosedAt  time.Time `bun:"closed_at"`
+}
+
+// returnUnits puts the units of orders closed in tx back into their
+// campaigns' stock, one statement for all, campaigns locked in id order;
+// records on each order the epoch its stock shard is in then, which its unit
+// came back in; and cancels the orders' open payments (a success that still
+// comes is owed back). It returns those epochs, in the order of closed.
+//
+// The orders are changed before the campaign rows are locked. A rebuild
+// (RebuildCampaign) that holds a campaign's lock meanwhile still reads an
+// order as holding its unit, and the unit comes back in the epoch it
+// installs; one that locks after reads it back already. return_epoch keeps
+// which of the two happened, for the Redis side.
+func returnUnits(ctx context.Context, tx bun.Tx, closed []closedOrder) ([]int64, error) {
+	units := map[int64]int64{}
+	ids := make([]int64, len(closed))
+	for i, c := range closed {
+		units[c.VoucherID]++
+		ids[i] = c.ID
 	}
-	return res, nil
+	campaigns := slices.Sorted(maps.Keys(units))
+	counts := make([]int64, len(campaigns))
+	for i, v := range campaigns {
+		counts[i] = units[v]
+	}
+	var epochs []struct {
+		VoucherID   int64   `bun:"voucher_id"`
+		Epoch       int64   `bun:"epoch"`
+		ShardEpochs []int64 `bun:"shard_epochs,array"`
+	}
+	err := tx.NewRaw(`
+		WITH locked AS (
+			SELECT voucher_id FROM seckill_campaign WHERE voucher_id = ANY(?0) ORDER BY voucher_id FOR UPDATE
+		)
+		UPDATE seckill_campaign AS c SET stock = c.stock + n.units, updated_at = now()
+		FROM unnest(?0::bigint[], ?1::bigint[]) AS n(voucher_id, units), locked
+		WHERE c.voucher_id = n.voucher_id AND locked.voucher_id = n.voucher_id
+		RETURNING c.voucher_id, c.epoch, c.shard_epochs`, pgdialect.Array(campaigns), pgdialect.Array(counts)).Scan(ctx, &epochs)
+	if err != nil {
+		return nil, fmt.Errorf("return units: %w", err)
+	}
+	epochsOf := make(map[int64]seckill.Epochs, len(epochs))
+	for _, e := range epochs {
+		epochsOf[e.VoucherID] = seckill.Epochs{Campaign: e.Epoch, Shards: e.ShardEpochs}
+	}
+	returnEpochs := make([]int64, len(closed))
+	for i, c := range closed {
+		returnEpochs[i] = epochsOf[c.VoucherID].OfOrder(c.ID)
+	}
+	_, err = tx.NewRaw(`
+		UPDATE voucher_order AS o SET return_epoch = r.epoch
+		FROM unnest(?::bigint[], ?::bigint[]) AS r(id, epoch) WHERE o.id = r.id`,
+		pgdialect.Array(ids), pgdialect.Array(returnEpochs)).Exec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("record return epochs: %w", err)
+	}
+	_, err = tx.NewRaw(`UPDATE payment SET status = 'CANCELLED', updated_at = now()
+		WHERE order_id = ANY(?) AND status = 'PENDING'`, pgdialect.Array(ids)).Exec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cancel open payments: %w", err)
+	}
+	return returnEpochs, nil
 }
 
 // Unreturned returns up to limit closed orders whose unit admission has not
@@ -126,12 +284,7 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 	var out []seckill.Expired
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = out[:0]
-		var closed []struct {
-			ID        int64     `bun:"id"`
-			VoucherID int64     `bun:"voucher_id"`
-			UserID    int64     `bun:"user_id"`
-			ClosedAt  time.Time `bun:"closed_at"`
-		}
+		var closed []closedOrder
 		err := tx.NewRaw(`
 			UPDATE voucher_order AS o SET status = 'EXPIRED', closed_at = now(), return_epoch = 0, event_seq = o.event_seq + 1
 			FROM (SELECT id FROM voucher_order WHERE status = 'CREATED' AND pay_by <= now()
@@ -144,57 +297,13 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 		if len(closed) == 0 {
 			return nil
 		}
-		units := map[int64]int64{}
+		returnEpochs, err := returnUnits(ctx, tx, closed)
+		if err != nil {
+			return err
+		}
 		ids := make([]int64, len(closed))
 		for i, c := range closed {
-			units[c.VoucherID]++
 			ids[i] = c.ID
-		}
-		campaigns := slices.Sorted(maps.Keys(units))
-		counts := make([]int64, len(campaigns))
-		for i, v := range campaigns {
-			counts[i] = units[v]
-		}
-		// The units go back to each campaign's stock in one statement,
-		// campaigns locked in id order; the epoch each order's stock shard
-		// is in then is the one its unit came back in (see CloseOrder).
-		var epochs []struct {
-			VoucherID   int64   `bun:"voucher_id"`
-			Epoch       int64   `bun:"epoch"`
-			ShardEpochs []int64 `bun:"shard_epochs,array"`
-		}
-		err = tx.NewRaw(`
-			WITH locked AS (
-				SELECT voucher_id FROM seckill_campaign WHERE voucher_id = ANY(?0) ORDER BY voucher_id FOR UPDATE
-			)
-			UPDATE seckill_campaign AS c SET stock = c.stock + n.units, updated_at = now()
-			FROM unnest(?0::bigint[], ?1::bigint[]) AS n(voucher_id, units), locked
-			WHERE c.voucher_id = n.voucher_id AND locked.voucher_id = n.voucher_id
-			RETURNING c.voucher_id, c.epoch, c.shard_epochs`, pgdialect.Array(campaigns), pgdialect.Array(counts)).Scan(ctx, &epochs)
-		if err != nil {
-			return fmt.Errorf("return units: %w", err)
-		}
-		epochsOf := make(map[int64]seckill.Epochs, len(epochs))
-		for _, e := range epochs {
-			epochsOf[e.VoucherID] = seckill.Epochs{Campaign: e.Epoch, Shards: e.ShardEpochs}
-		}
-		returnEpochs := make([]int64, len(closed))
-		for i, c := range closed {
-			returnEpochs[i] = epochsOf[c.VoucherID].OfOrder(c.ID)
-		}
-		_, err = tx.NewRaw(`
-			UPDATE voucher_order AS o SET return_epoch = r.epoch
-			FROM unnest(?::bigint[], ?::bigint[]) AS r(id, epoch) WHERE o.id = r.id`,
-			pgdialect.Array(ids), pgdialect.Array(returnEpochs)).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("record return epochs: %w", err)
-		}
-		// Nothing may pay an expired order: its open payment is
-		// cancelled (a success that still comes is owed back).
-		_, err = tx.NewRaw(`UPDATE payment SET status = 'CANCELLED', updated_at = now()
-			WHERE order_id = ANY(?) AND status = 'PENDING'`, pgdialect.Array(ids)).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("cancel open payments: %w", err)
 		}
 		if err := s.emitEach(ctx, tx, seckill.EventOrderExpired, ids); err != nil {
 			return err
@@ -212,17 +321,27 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 }
 
 // UnitsReturned records that admission took back the units of closed
-// orders, in one statement.
+// orders, in one statement. Concurrent calls (each cancellation's, the
+// sweep's, the expirers') are group-committed: one statement for those that
+// arrive while one runs.
 func (s *Store) UnitsReturned(ctx context.Context, orderIDs []int64) error {
 	if len(orderIDs) == 0 {
 		return nil
 	}
-	_, err := s.db.NewRaw(`UPDATE voucher_order SET unit_returned = true
-		WHERE id = ANY(?) AND status IN ('CANCELLED', 'EXPIRED')`, pgdialect.Array(orderIDs)).Exec(ctx)
-	if err != nil {
+	s.closerOnce.Do(s.makeClosers)
+	if _, err := s.returned.Do(ctx, orderIDs...); err != nil {
 		return fmt.Errorf("store: mark %d units returned: %w", len(orderIDs), err)
 	}
 	return nil
+}
+
+// markReturned is UnitsReturned's commit.
+func (s *Store) markReturned(ctx context.Context, ids []int64, _ []struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
+	defer cancel()
+	_, err := s.db.NewRaw(`UPDATE voucher_order SET unit_returned = true
+		WHERE id = ANY(?) AND status IN ('CANCELLED', 'EXPIRED')`, pgdialect.Array(ids)).Exec(ctx)
+	return err
 }
 
 // paymentRow is a row of payment.

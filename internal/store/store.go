@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/driver/pgdriver"
 
+	"seckill/internal/batch"
 	"seckill/internal/seckill"
 )
 
@@ -79,6 +81,11 @@ type Store struct {
 	// failures selectFailuresSQL and take takeStockSQL: a batch's
 	// statements, prepared by the first PersistOrders.
 	insert, insertNew, failures, take prepared
+	// closes and returned group-commit CloseOrder and UnitsReturned
+	// (life.go), made on first use.
+	closerOnce sync.Once
+	closes     *batch.Committer[closeRequest, closeOutcome]
+	returned   *batch.Committer[int64, struct{}]
 }
 
 var (

@@ -1,0 +1,250 @@
+package store_test
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"seckill/internal/seckill"
+	"seckill/internal/store"
+	"seckill/internal/store/storetest"
+)
+
+// TestCloseOrderStorm closes the orders of two campaigns from hundreds of
+// goroutines at once, each order by its buyer twice, by another user and as
+// an expiry that is not due, while payments of some of them succeed: every
+// order closed by exactly one call, or paid and not closed; the others find
+// it as it is; each unit back in its campaign's stock once; an open payment
+// cancelled with its order; a payment that lost the race owed back; and the
+// campaigns' rows updated (locked) far fewer times than orders closed.
+func TestCloseOrderStorm(t *testing.T) {
+	db, s := newStore(t)
+	ctx := t.Context()
+	const perCampaign = 150
+	campaigns := []*seckill.Voucher{storetest.CreateCampaign(t, db, perCampaign), storetest.CreateCampaign(t, db, perCampaign)}
+	var orders []seckill.Admission
+	for _, v := range campaigns {
+		var adms []seckill.Admission
+		for i := range int64(perCampaign) {
+			a := adm(v.ID, i+1, 1000*v.ID+i)
+			a.AdmittedAt = time.Now()
+			adms = append(adms, a)
+		}
+		if _, err := s.PersistOrders(ctx, adms); err != nil {
+			t.Fatal(err)
+		}
+		orders = append(orders, adms...)
+	}
+	// Every fifth order has an open payment; every tenth's succeeds
+	// while its buyer cancels.
+	payments := map[int64]*seckill.Payment{}
+	for i, a := range orders {
+		if i%5 != 0 {
+			continue
+		}
+		p, err := s.CreatePayment(ctx, a.OrderID, 0, "CNY", paymentID(int64(i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		payments[a.OrderID] = p
+	}
+	owner := map[int64]int64{}
+	for _, a := range orders {
+		owner[a.OrderID] = a.UserID
+	}
+	// Every update of a campaign's row, counted outside any transaction.
+	for _, q := range []string{
+		`CREATE SEQUENCE campaign_updates`,
+		`CREATE FUNCTION count_campaign_update() RETURNS trigger LANGUAGE plpgsql AS
+			$$ BEGIN PERFORM nextval('campaign_updates'); RETURN NEW; END $$`,
+		`CREATE TRIGGER count_campaign_update AFTER UPDATE ON seckill_campaign FOR EACH ROW EXECUTE FUNCTION count_campaign_update()`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	type call struct {
+		id, user int64
+		to       seckill.OrderStatus
+	}
+	var calls []call
+	for _, a := range orders {
+		calls = append(calls,
+			call{a.OrderID, a.UserID, seckill.OrderCancelled},
+			call{a.OrderID, a.UserID, seckill.OrderCancelled},
+			call{a.OrderID, a.UserID + 1, seckill.OrderCancelled}, // someone else's
+			call{a.OrderID, 0, seckill.OrderExpired})              // not due
+	}
+	var (
+		mu     sync.Mutex
+		closed = map[int64]int{}
+		paid   = map[int64]bool{}
+		wg     sync.WaitGroup
+	)
+	for _, c := range calls {
+		wg.Go(func() {
+			res, err := s.CloseOrder(ctx, c.id, c.to, c.user)
+			switch {
+			case c.user != 0 && c.user != owner[c.id]:
+				if seckill.ErrorCode(err) != seckill.ENOTFOUND {
+					t.Errorf("user %d closing order %d of another: %+v, %v; want ENOTFOUND", c.user, c.id, res, err)
+				}
+				return
+			case err != nil:
+				t.Errorf("close %d: %v", c.id, err)
+				return
+			case res.Order == nil || res.Order.ID != c.id:
+				t.Errorf("close %d: order %+v", c.id, res.Order)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if res.Closed {
+				closed[c.id]++
+				if c.to != seckill.OrderCancelled || res.Order.Status != seckill.OrderCancelled || res.Return.OrderID != c.id || res.Return.UserID != res.Order.UserID {
+					t.Errorf("close %d as %s: %+v", c.id, c.to, res)
+				}
+			} else if st := res.Order.Status; st != seckill.OrderCancelled && st != seckill.OrderPaid && st != seckill.OrderCreated {
+				t.Errorf("close %d: left %s", c.id, st)
+			}
+		})
+	}
+	for i, a := range orders {
+		if i%10 != 0 {
+			continue
+		}
+		p := payments[a.OrderID]
+		wg.Go(func() {
+			res, err := s.ApplyPaymentEvent(ctx, seckill.PaymentEvent{ID: "evt_" + p.ID, Type: seckill.EventPaymentSucceeded,
+				PaymentID: p.ID, Amount: p.Amount, Currency: p.Currency})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			paid[a.OrderID] = res.Outcome == seckill.AppliedPaid
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+
+	for _, a := range orders {
+		if n := closed[a.OrderID]; paid[a.OrderID] && n != 0 || !paid[a.OrderID] && n != 1 {
+			t.Errorf("order %d (paid %v) closed by %d calls", a.OrderID, paid[a.OrderID], n)
+		}
+	}
+	for _, v := range campaigns {
+		var stock, cancelled, holding int64
+		if err := db.NewRaw(`SELECT stock FROM seckill_campaign WHERE voucher_id = ?`, v.ID).Scan(ctx, &stock); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.NewRaw(`SELECT count(*) FILTER (WHERE status = 'CANCELLED' AND return_epoch = 0 AND closed_at IS NOT NULL),
+				count(*) FILTER (WHERE status IN ('CREATED', 'PAID')) FROM voucher_order WHERE voucher_id = ?`, v.ID).Scan(ctx, &cancelled, &holding); err != nil {
+			t.Fatal(err)
+		}
+		if stock != cancelled || cancelled+holding != perCampaign {
+			t.Errorf("campaign %d: stock %d, cancelled %d, holding %d of %d", v.ID, stock, cancelled, holding, perCampaign)
+		}
+	}
+	var wrong []string
+	err := db.NewRaw(`SELECT p.id || ' ' || p.status || ' of a ' || o.status || ' order' FROM payment AS p JOIN voucher_order AS o ON o.id = p.order_id
+		WHERE NOT (o.status = 'CANCELLED' AND p.status IN ('CANCELLED', 'REFUND_NEEDED') OR o.status = 'PAID' AND p.status = 'SUCCEEDED')
+			AND p.order_id = ANY(?)`, pgdialect.Array(keys(payments))).Scan(ctx, &wrong)
+	if err != nil || len(wrong) > 0 {
+		t.Errorf("payments: %v, %v", wrong, err)
+	}
+	var updates int64
+	if err := db.NewRaw(`SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM campaign_updates`).Scan(ctx, &updates); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d calls closed %d orders with %d updates of the campaigns' rows", len(calls), len(closed), updates)
+	if updates > int64(len(closed)/10) {
+		t.Errorf("%d orders closed with %d updates of the campaigns' rows: a lock per order", len(closed), updates)
+	}
+	if _, err := s.CloseOrder(ctx, 0, seckill.OrderCancelled, 0); seckill.ErrorCode(err) != seckill.ENOTFOUND {
+		t.Errorf("order 0: %v", err)
+	}
+	if _, err := s.CloseOrder(ctx, orders[0].OrderID, seckill.OrderPaid, 0); err == nil {
+		t.Errorf("close to PAID: %v", err)
+	}
+}
+
+func keys[V any](m map[int64]V) []int64 {
+	out := make([]int64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// BenchmarkCloseOrder cancels persisted orders of one campaign from 32
+// goroutines per GOMAXPROCS at once, a storm of cancellations, while the
+// same campaign's sale goes on: batches of 150 new orders persisted one
+// after another, whose mean time it reports (persist-ms), as the storm
+// holds the campaign's row.
+func BenchmarkCloseOrder(b *testing.B) {
+	db := storetest.NewDB(b)
+	s := store.New(db)
+	ctx := b.Context()
+	v := storetest.CreateCampaign(b, db, int64(b.N)+1_000_000)
+	adms := make([]seckill.Admission, b.N)
+	for i := range adms {
+		adms[i] = adm(v.ID, int64(i+1), int64(i+1))
+		adms[i].AdmittedAt = time.Now()
+	}
+	for chunk := range slices.Chunk(adms, 1000) {
+		if _, err := s.PersistOrders(ctx, chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
+	stop := make(chan struct{})
+	var persisted, batches atomic.Int64
+	var sale sync.WaitGroup
+	sale.Go(func() {
+		seq := int64(b.N)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			batch := make([]seckill.Admission, 150)
+			for i := range batch {
+				seq++
+				batch[i] = adm(v.ID, seq, seq)
+				batch[i].AdmittedAt = time.Now()
+			}
+			start := time.Now()
+			if _, err := s.PersistOrders(ctx, batch); err != nil {
+				b.Error(err)
+				return
+			}
+			persisted.Add(int64(time.Since(start)))
+			batches.Add(1)
+		}
+	})
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			a := adms[next.Add(1)-1]
+			if res, err := s.CloseOrder(ctx, a.OrderID, seckill.OrderCancelled, a.UserID); err != nil || !res.Closed {
+				b.Errorf("cancel %d: %+v, %v", a.OrderID, res, err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	close(stop)
+	sale.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cancels/s")
+	if n := batches.Load(); n > 0 {
+		b.ReportMetric(float64(persisted.Load())/float64(n)/1e6, "persist-ms")
+	}
+}
