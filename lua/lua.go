@@ -104,11 +104,8 @@ var (
 	Warm = script("warm.lua")
 	// Release gives a failed admission's unit and buyer slot back, once.
 	Release = script("release.lua")
-	// Return gives a cancelled or expired order's unit and buyer slot
-	// back, once.
-	Return = script("return.lua")
-	// ReturnUnits gives many orders' units of one campaign back in one
-	// step, once per order.
+	// ReturnUnits gives cancelled or expired orders' units of one campaign
+	// back in one step, once per order.
 	ReturnUnits = script("return_units.lua")
 	// Ack forgets admissions that Postgres holds now.
 	Ack = script("ack.lua")

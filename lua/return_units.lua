@@ -1,9 +1,10 @@
--- return_units gives the units of many cancelled or expired orders of one
+-- return_units gives the units of cancelled or expired orders of one
 -- campaign back and frees their buyers' slots, once per order, in one step:
--- what return.lua does for one order, for a batch that Postgres took back in
--- one transaction (the workers' expiry). Each order id is recorded in the
--- set beside the campaign, so an order returned before (a retry, the
--- sweep, a race with return.lua) is skipped. Postgres took the units back
+-- a batch that Postgres closed in one transaction (the workers' expiry), or
+-- the cancellations gathered while the last call ran (one order when
+-- alone). Each order id is recorded in the set beside the campaign, so an
+-- order returned before (a retry, the sweep, a race with another call) is
+-- skipped. Postgres took the units back
 -- in the epoch given in ARGV[1] (of the orders' stock shard, whose keys
 -- these are; the caller groups them by shard and epoch); a state Redis installed in a later
 -- epoch was read from Postgres after that and counts them already.

@@ -68,6 +68,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/batch"
 	"seckill/internal/seckill"
 )
 
@@ -160,6 +161,9 @@ type Admitter struct {
 	restocking     restocks      // moves of units under way (shards.go)
 	finishAfter    time.Duration // FinishMoves leaves younger moves to their mover
 	campaignShards func(ctx context.Context, ids []int64) (map[int64]int, error)
+
+	returnsOnce sync.Once
+	returns     *batch.Committer[seckill.UnitReturn, returnOutcome] // ReturnUnit's group commit (returns.go)
 }
 
 var _ seckill.Admitter = (*Admitter)(nil)

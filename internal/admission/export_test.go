@@ -131,3 +131,6 @@ func SetStaleScan(t interface{ Cleanup(func()) }, count int64, most int) {
 	staleScanCount, staleScanMax = count, most
 	t.Cleanup(func() { staleScanCount, staleScanMax = c, m })
 }
+
+// StockChannel returns the stock_returned channel a publishes on.
+func StockChannel(a *Admitter) string { return a.stockChannel }

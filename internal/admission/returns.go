@@ -4,60 +4,66 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/batch"
 	"seckill/internal/seckill"
 	"seckill/lua"
 )
 
-var (
-	returnScript      = newScript(lua.Return)
-	returnUnitsScript = newScript(lua.ReturnUnits)
-)
+var returnUnitsScript = newScript(lua.ReturnUnits)
 
 // maxReturnBatch bounds the orders of one return_units.lua call.
 const maxReturnBatch = 1000
 
 var _ seckill.UnitReturner = (*Admitter)(nil)
 
-// Replies of lua/return.lua.
-const (
-	returnDone    = 1
-	returnBefore  = 0
-	returnCounted = 2
-	returnNotNow  = -1
-)
-
 // ReturnUnit gives a cancelled or expired order's unit back to its campaign
 // and frees its buyer's slot, once per order, and tells every process that
 // the campaign may admit again; see seckill.UnitReturner.
+//
+// Concurrent calls are group-committed (internal/batch) into calls of
+// lua/return_units.lua, one per campaign, shard and epoch, all in one round
+// trip, and one stock_returned message per campaign: a storm of
+// cancellations costs Redis a script call and a message per batch, not per
+// order. A lone call on an idle Admitter goes at once.
 func (a *Admitter) ReturnUnit(ctx context.Context, r seckill.UnitReturn) (bool, error) {
-	voucherID, _, low, base, err := a.orderBase(ctx, r.OrderID)
-	if errors.Is(err, errMalformedID) || err == nil && voucherID != r.VoucherID {
-		return false, seckill.Invalidf("orderId", "order id %d is malformed", r.OrderID)
-	} else if err != nil {
+	if _, err := a.returnCall(ctx, r); err != nil {
 		return false, err
 	}
-	if r.UserID <= 0 || r.Epoch < 0 || r.Epoch > seckill.MaxEpoch {
-		return false, seckill.Invalidf("userId", "user id and epoch must be valid")
-	}
-	// The unit goes back to the order's shard, its buyer's.
-	keys := []string{base + "campaign", base + "buyers", base + "returned"}
-	n, err := runScript(ctx, a.rdb, returnScript, keys, low, r.UserID, r.Epoch).Int64()
+	out, err := a.returner().Do(ctx, r)
 	if err != nil {
 		return false, redisError("return", err, nil)
 	}
-	switch n {
-	case returnDone:
-		a.stockReturned(ctx, voucherID)
-		return true, nil
-	case returnBefore, returnCounted:
-		return true, nil
-	case returnNotNow:
-		return false, nil
-	}
-	return false, fmt.Errorf("admission: return unit of order %d: unexpected script reply %d", r.OrderID, n)
+	return out[0].taken, out[0].err
+}
+
+// Bounds of ReturnUnit's group commit.
+const (
+	returnFlushes = 2                   // round trips at once
+	returnBacklog = 10 * maxReturnBatch // calls waiting for one
+	returnTimeout = 5 * time.Second     // how long a round trip may take
+)
+
+// returnOutcome is one order's answer from returnUnits.
+type returnOutcome struct {
+	taken bool // admission holds the unit now: returned now, before, or counted by a rebuild
+	err   error
+}
+
+// returner returns the Admitter's group commit of ReturnUnit, made on first
+// use.
+func (a *Admitter) returner() *batch.Committer[seckill.UnitReturn, returnOutcome] {
+	a.returnsOnce.Do(func() {
+		a.returns = batch.New(func(ctx context.Context, rs []seckill.UnitReturn, out []returnOutcome) error {
+			ctx, cancel := context.WithTimeout(ctx, returnTimeout)
+			defer cancel()
+			return a.returnUnits(ctx, rs, out)
+		}, batch.Options{MaxBatch: maxReturnBatch, Flushes: returnFlushes, Backlog: returnBacklog})
+	})
+	return a.returns
 }
 
 // Replies of lua/return_units.lua.
@@ -72,36 +78,79 @@ const (
 // tells every process once per campaign that took units back; see
 // seckill.UnitReturner.
 func (a *Admitter) ReturnUnits(ctx context.Context, rs []seckill.UnitReturn) ([]int64, error) {
+	out := make([]returnOutcome, len(rs))
+	if err := a.returnUnits(ctx, rs, out); err != nil {
+		return nil, err
+	}
+	// The units taken are the caller's to record, errors or not; those in
+	// error are returned by a later sweep, as units admission could not
+	// take now.
+	var taken []int64
+	var errs []error
+	for i, o := range out {
+		if o.taken {
+			taken = append(taken, rs[i].OrderID)
+		} else if o.err != nil && (len(errs) == 0 || errs[len(errs)-1] != o.err) {
+			errs = append(errs, o.err)
+		}
+	}
+	return taken, errors.Join(errs...)
+}
+
+// returnCall checks r and returns its campaign's shard key and the
+// script's arguments for it: its order's shard, its buyer's.
+func (a *Admitter) returnCall(ctx context.Context, r seckill.UnitReturn) (returnKey, error) {
+	voucherID, shard, low, base, err := a.orderBase(ctx, r.OrderID)
+	if err != nil && !errors.Is(err, errMalformedID) {
+		return returnKey{}, err
+	}
+	if err != nil || voucherID != r.VoucherID || r.UserID <= 0 || r.Epoch < 0 || r.Epoch > seckill.MaxEpoch {
+		return returnKey{}, seckill.Invalidf("orderId", "order %d of user %d cannot be returned: malformed", r.OrderID, r.UserID)
+	}
+	return returnKey{voucherID: voucherID, shard: shard, epoch: r.Epoch, low: low, base: base}, nil
+}
+
+// returnKey is where an order's unit goes back: its campaign's stock shard
+// (base its keys' prefix) in an epoch, and the low bits of its id.
+type returnKey struct {
+	voucherID int64
+	shard     int
+	epoch     int64
+	low       int64
+	base      string
+}
+
+// returnUnits gives the units of rs back, one script call per campaign,
+// shard and epoch (of at most maxReturnBatch orders), all in one round
+// trip, and tells every process once per campaign that took units back. It
+// sets out[i] to rs[i]'s outcome; an error means none was tried (a
+// malformed return, or Redis's shard counts out of reach).
+func (a *Admitter) returnUnits(ctx context.Context, rs []seckill.UnitReturn, out []returnOutcome) error {
 	type group struct {
-		voucherID, epoch int64
-		ids              []int64
-		call             scriptCall
+		voucherID int64
+		items     []int // indexes into rs
+		call      scriptCall
 	}
 	var groups []*group
 	byKey := map[[3]int64]*group{}
-	for _, r := range rs {
-		voucherID, shard, low, base, err := a.orderBase(ctx, r.OrderID)
-		if err != nil && !errors.Is(err, errMalformedID) {
-			return nil, err
+	for i, r := range rs {
+		k, err := a.returnCall(ctx, r)
+		if err != nil {
+			return err
 		}
-		if err != nil || voucherID != r.VoucherID || r.UserID <= 0 || r.Epoch < 0 || r.Epoch > seckill.MaxEpoch {
-			return nil, seckill.Invalidf("orderId", "order %d of user %d cannot be returned: malformed", r.OrderID, r.UserID)
-		}
-		// Each unit goes back to its order's shard, its buyer's.
-		k := [3]int64{voucherID, int64(shard), r.Epoch}
-		g := byKey[k]
-		if g == nil || len(g.ids) == maxReturnBatch {
-			g = &group{voucherID: voucherID, epoch: r.Epoch, call: scriptCall{
-				keys: []string{base + "campaign", base + "buyers", base + "returned"},
-				args: []any{r.Epoch}}}
-			byKey[k] = g
+		g := byKey[[3]int64{k.voucherID, int64(k.shard), k.epoch}]
+		if g == nil || len(g.items) == maxReturnBatch {
+			g = &group{voucherID: k.voucherID, call: scriptCall{
+				keys: []string{k.base + "campaign", k.base + "buyers", k.base + "returned"},
+				args: []any{k.epoch}}}
+			byKey[[3]int64{k.voucherID, int64(k.shard), k.epoch}] = g
 			groups = append(groups, g)
 		}
-		g.ids = append(g.ids, r.OrderID)
-		g.call.args = append(g.call.args, low, r.UserID)
+		g.items = append(g.items, i)
+		g.call.args = append(g.call.args, k.low, r.UserID)
 	}
 	if len(groups) == 0 {
-		return nil, nil
+		return nil
 	}
 	calls := make([]scriptCall, len(groups))
 	for i, g := range groups {
@@ -109,33 +158,30 @@ func (a *Admitter) ReturnUnits(ctx context.Context, rs []seckill.UnitReturn) ([]
 	}
 	cmds := make([]*redis.Cmd, len(calls))
 	runScripts(ctx, a.rdb, returnUnitsScript, calls, cmds)
-	var taken []int64
-	var errs []error
 	notify := map[int64]bool{}
 	for i, g := range groups {
+		var o returnOutcome
 		res, err := cmds[i].Int64Slice()
-		if err != nil {
-			errs = append(errs, redisError("return units", err, nil))
-			continue
-		}
 		switch {
+		case err != nil:
+			o.err = redisError("return units", err, nil)
 		case len(res) == 2 && res[0] == returnUnitsDone:
-			taken = append(taken, g.ids...)
+			o.taken = true
 			if res[1] > 0 {
 				notify[g.voucherID] = true
 			}
 		case len(res) == 1 && res[0] == returnUnitsCounted:
-			taken = append(taken, g.ids...)
+			o.taken = true
 		case len(res) == 1 && res[0] == returnUnitsNotNow:
 		default:
-			errs = append(errs, fmt.Errorf("admission: return units of campaign %d: unexpected script reply %v", g.voucherID, res))
+			o.err = fmt.Errorf("admission: return units of campaign %d: unexpected script reply %v", g.voucherID, res)
+		}
+		for _, j := range g.items {
+			out[j] = o
 		}
 	}
 	for id := range notify {
 		a.stockReturned(ctx, id)
 	}
-	// The units taken are the caller's to record, errors or not; those in
-	// error are returned by a later sweep, as units admission could not
-	// take now.
-	return taken, errors.Join(errs...)
+	return nil
 }

@@ -2,8 +2,10 @@ package admission_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"seckill/internal/admission"
 	"seckill/internal/seckill"
@@ -76,6 +78,59 @@ func TestReturnUnit(t *testing.T) {
 		if _, err := a.ReturnUnit(ctx, r); seckill.ErrorCode(err) != seckill.EINVALID {
 			t.Errorf("ReturnUnit(%+v) = %v, want INVALID", r, err)
 		}
+	}
+}
+
+// TestReturnUnitGathers returns the units of 300 orders of one campaign
+// from 300 callers at once, each order twice: every unit back once and its
+// buyer freed, with far fewer script calls and stock_returned messages than
+// orders (the calls that arrive while one runs go in the next).
+func TestReturnUnitGathers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const orders = 300
+	st := seckill.WarmState{Campaign: liveCampaign(1, 0)}
+	for u := range int64(orders) {
+		st.Buyers = append(st.Buyers, 100+u)
+	}
+	a, rdb := newAdmitter(t, admission.Options{})
+	mustWarm(t, a, st)
+	sub := rdb.Subscribe(ctx, admission.StockChannel(a))
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range int64(2 * orders) {
+		seq := i%orders + 1
+		wg.Go(func() {
+			ok, err := a.ReturnUnit(ctx, seckill.UnitReturn{OrderID: seckill.OrderID(1, seq), VoucherID: 1, UserID: 99 + seq})
+			if err != nil || !ok {
+				t.Errorf("ReturnUnit(%d) = %v, %v", seq, ok, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := rdb.HGet(ctx, admission.CampaignKey(a, 1), "stock").Val(); got != strconv.Itoa(orders) {
+		t.Fatalf("stock %s after returning %d orders twice each, want %d", got, orders, orders)
+	}
+	if n := rdb.SCard(ctx, admission.BuyersKey(a, 1)).Val(); n != 0 {
+		t.Fatalf("%d buyers still hold a unit", n)
+	}
+	// The last message went out before its caller returned.
+	messages := 0
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, err := sub.ReceiveMessage(rctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		messages++
+	}
+	t.Logf("%d returns, %d stock_returned messages", 2*orders, messages)
+	if messages == 0 || messages > orders/5 {
+		t.Errorf("%d stock_returned messages for %d orders returned at once: want some, and far fewer", messages, orders)
 	}
 }
 
