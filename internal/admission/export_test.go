@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill/internal/seckill"
 )
 
@@ -132,5 +134,8 @@ func SetStaleScan(t interface{ Cleanup(func()) }, count int64, most int) {
 	t.Cleanup(func() { staleScanCount, staleScanMax = c, m })
 }
 
-// StockChannel returns the stock_returned channel a publishes on.
-func StockChannel(a *Admitter) string { return a.stockChannel }
+// SubscribeStock subscribes to the stock_returned channel a publishes on
+// (sharded on a Redis Cluster).
+func SubscribeStock(ctx context.Context, a *Admitter) (*redis.PubSub, error) {
+	return subscribe(ctx, a.rdb, a.stockChannel)
+}

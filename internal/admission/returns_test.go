@@ -95,11 +95,11 @@ func TestReturnUnitGathers(t *testing.T) {
 	}
 	a, rdb := newAdmitter(t, admission.Options{})
 	mustWarm(t, a, st)
-	sub := rdb.Subscribe(ctx, admission.StockChannel(a))
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
+	sub, err := admission.SubscribeStock(ctx, a)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer sub.Close()
 	var wg sync.WaitGroup
 	for i := range int64(2 * orders) {
 		seq := i%orders + 1
