@@ -72,11 +72,13 @@ func (s *Store) closer() *batch.Committer[closeRequest, closeOutcome] {
 	return s.closes
 }
 
-// makeClosers makes the group commits of CloseOrder and UnitsReturned.
+// makeClosers makes the group commits of CloseOrder, UnitsReturned and
+// ApplyPaymentEvent.
 func (s *Store) makeClosers() {
 	s.closes = batch.New(s.closeOrders, batch.Options{MaxBatch: closeBatch, Flushes: closeFlushes, Backlog: closeBacklog})
 	// A mark is one row's flag: batches of many, one connection.
 	s.returned = batch.New(s.markReturned, batch.Options{MaxBatch: 10 * closeBatch, Flushes: 1, Backlog: closeBacklog})
+	s.payments = batch.New(s.payOrders, batch.Options{MaxBatch: payBatch, Flushes: payFlushes, Backlog: payBacklog})
 }
 
 // closeOrders decides a batch of CloseOrder calls in one transaction. It
@@ -482,10 +484,28 @@ func (s *Store) OrderPayments(ctx context.Context, orderID int64) ([]seckill.Pay
 }
 
 // ApplyPaymentEvent applies a provider's event once per event id; see
-// seckill.OrderLife. It locks the order, then the payment, so concurrent
-// deliveries of one event (or of two events of one order's payments) go
-// one after the other, and the later finds the earlier's event row.
+// seckill.OrderLife. Concurrent events are group-committed (paybatch.go):
+// the payments that pay their orders go many to a transaction; any other
+// event goes through applyPaymentEvent, alone.
 func (s *Store) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) (seckill.PaymentResult, error) {
+	s.closerOnce.Do(s.makeClosers)
+	out, err := s.payments.Do(ctx, ev)
+	if errors.Is(err, batch.ErrBusy) {
+		return seckill.PaymentResult{}, seckill.Errorf(seckill.EUNAVAILABLE, "too many payment events at once: try again")
+	} else if err != nil {
+		return seckill.PaymentResult{}, fmt.Errorf("store: apply payment event %q: %w", ev.ID, err)
+	}
+	if !out[0].done {
+		return s.applyPaymentEvent(ctx, ev)
+	}
+	return out[0].res, nil
+}
+
+// applyPaymentEvent applies one event in a transaction of its own. It locks
+// the order, then the payment, so concurrent deliveries of one event (or of
+// two events of one order's payments) go one after the other, and the later
+// finds the earlier's event row.
+func (s *Store) applyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) (seckill.PaymentResult, error) {
 	var res seckill.PaymentResult
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res = seckill.PaymentResult{}

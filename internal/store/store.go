@@ -81,11 +81,13 @@ type Store struct {
 	// failures selectFailuresSQL and take takeStockSQL: a batch's
 	// statements, prepared by the first PersistOrders.
 	insert, insertNew, failures, take prepared
-	// closes and returned group-commit CloseOrder and UnitsReturned
-	// (life.go), made on first use.
+	// closes, returned and payments group-commit CloseOrder,
+	// UnitsReturned (life.go) and ApplyPaymentEvent (paybatch.go), made on
+	// first use.
 	closerOnce sync.Once
 	closes     *batch.Committer[closeRequest, closeOutcome]
 	returned   *batch.Committer[int64, struct{}]
+	payments   *batch.Committer[seckill.PaymentEvent, payOutcome]
 }
 
 var (
