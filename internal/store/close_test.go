@@ -189,6 +189,23 @@ func countTriggered(t testing.TB, db *bun.DB, table, event, level string) func()
 	}
 }
 
+// sold persists the orders of n buyers (users 1 to n) of campaign
+// voucherID, in batches of 1,000, and returns their admissions.
+func sold(tb testing.TB, s *store.Store, voucherID int64, n int) []seckill.Admission {
+	tb.Helper()
+	adms := make([]seckill.Admission, n)
+	for i := range adms {
+		adms[i] = adm(voucherID, int64(i+1), int64(i+1))
+		adms[i].AdmittedAt = time.Now()
+	}
+	for chunk := range slices.Chunk(adms, 1000) {
+		if _, err := s.PersistOrders(tb.Context(), chunk); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return adms
+}
+
 func keys[V any](m map[int64]V) []int64 {
 	out := make([]int64, 0, len(m))
 	for k := range m {
@@ -207,16 +224,7 @@ func BenchmarkCloseOrder(b *testing.B) {
 	s := store.New(db)
 	ctx := b.Context()
 	v := storetest.CreateCampaign(b, db, int64(b.N)+1_000_000)
-	adms := make([]seckill.Admission, b.N)
-	for i := range adms {
-		adms[i] = adm(v.ID, int64(i+1), int64(i+1))
-		adms[i].AdmittedAt = time.Now()
-	}
-	for chunk := range slices.Chunk(adms, 1000) {
-		if _, err := s.PersistOrders(ctx, chunk); err != nil {
-			b.Fatal(err)
-		}
-	}
+	adms := sold(b, s, v.ID, b.N)
 	var next atomic.Int64
 	stop := make(chan struct{})
 	var persisted, batches atomic.Int64

@@ -1,11 +1,9 @@
 package store_test
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"seckill/internal/seckill"
 	"seckill/internal/store"
@@ -25,14 +23,7 @@ func TestPaymentStorm(t *testing.T) {
 	ctx := t.Context()
 	const orders = 200
 	v := storetest.CreateCampaign(t, db, orders)
-	adms := make([]seckill.Admission, orders)
-	for i := range adms {
-		adms[i] = adm(v.ID, int64(i+1), int64(i+1))
-		adms[i].AdmittedAt = time.Now()
-	}
-	if _, err := s.PersistOrders(ctx, adms); err != nil {
-		t.Fatal(err)
-	}
+	adms := sold(t, s, v.ID, orders)
 	statements := countTriggered(t, db, "payment_event", "INSERT", "STATEMENT")
 
 	type delivery struct {
@@ -175,16 +166,7 @@ func BenchmarkApplyPaymentEvent(b *testing.B) {
 	s := store.New(db)
 	ctx := b.Context()
 	v := storetest.CreateCampaign(b, db, int64(b.N))
-	adms := make([]seckill.Admission, b.N)
-	for i := range adms {
-		adms[i] = adm(v.ID, int64(i+1), int64(i+1))
-		adms[i].AdmittedAt = time.Now()
-	}
-	for chunk := range slices.Chunk(adms, 1000) {
-		if _, err := s.PersistOrders(ctx, chunk); err != nil {
-			b.Fatal(err)
-		}
-	}
+	adms := sold(b, s, v.ID, b.N)
 	evs := make([]seckill.PaymentEvent, b.N)
 	var wg sync.WaitGroup
 	var next atomic.Int64
