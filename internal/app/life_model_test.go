@@ -50,6 +50,7 @@ func TestOrderLifeModel(t *testing.T) {
 			"paymentFails":     m.paymentFails,
 			"redeliver":        m.redeliver,
 			"concurrentEvents": m.concurrentEvents,
+			"cancelWhilePaid":  m.cancelWhilePaid,
 			"cancel":           m.cancel,
 			"payByPasses":      m.payByPasses,
 			"expire":           m.expire,
@@ -434,7 +435,62 @@ func (m *lifeModel) concurrentEvents(rt *rapid.T) {
 }
 
 func (m *lifeModel) adopt(c *lifeModel) {
-	m.orders, m.payments, m.confirmed, m.events = c.orders, c.payments, c.confirmed, c.events
+	m.orders, m.payments, m.confirmed, m.events, m.remaining = c.orders, c.payments, c.confirmed, c.events, c.remaining
+}
+
+// cancelWhilePaid delivers a payment's success while its order's buyer
+// cancels the order (both group-committed, perhaps in one batch each): the
+// system must end as the model does after the two in one order or the
+// other, and the cancel must have answered as in that order.
+func (m *lifeModel) cancelWhilePaid(rt *rapid.T) {
+	p := m.drawPayment(rt)
+	o := m.orders[p.order]
+	ev := paymentEvent(&seckill.Payment{ID: p.id, Amount: m.amount, Currency: "CNY"}, seckill.EventPaymentSucceeded)
+	var wg sync.WaitGroup
+	var cancelErr error
+	wg.Go(func() {
+		s, body, err := payhook.Send(m.e.ctx, http.DefaultClient, m.e.url+"/webhooks/payments", m.secret, ev)
+		if err != nil || s != http.StatusOK {
+			rt.Errorf("deliver %s: %d %s %v", ev.ID, s, body, err)
+		}
+	})
+	wg.Go(func() { _, cancelErr = m.e.app.Life.CancelOrder(asUser(m.e.ctx, o.user, false), o.id) })
+	wg.Wait()
+	if rt.Failed() {
+		rt.FailNow()
+	}
+	if cancelErr != nil && seckill.ErrorCode(cancelErr) != seckill.ECONFLICT {
+		rt.Fatalf("cancel %d while paid: %v", o.id, cancelErr)
+	}
+	cancel := func(c *lifeModel) bool {
+		if co := c.orders[o.id]; co.status == seckill.OrderCreated {
+			c.close(co, seckill.OrderCancelled)
+			return true
+		}
+		return false
+	}
+	paidFirst, cancelFirst := m.clone(), m.clone()
+	paidFirst.apply(ev)
+	afterPay := cancel(paidFirst)
+	afterCancel := cancel(cancelFirst)
+	cancelFirst.apply(ev)
+	var whys []string
+	for _, c := range []struct {
+		model     *lifeModel
+		cancelled bool
+	}{{paidFirst, afterPay}, {cancelFirst, afterCancel}} {
+		if c.cancelled != (cancelErr == nil) {
+			whys = append(whys, fmt.Sprintf("the cancel answered %v", cancelErr))
+			continue
+		}
+		why := c.model.differs(rt)
+		if why == "" {
+			m.adopt(c.model)
+			return
+		}
+		whys = append(whys, why)
+	}
+	rt.Fatalf("after %s and the cancel of order %d at once: paid first, %s; cancelled first, %s", ev.ID, o.id, whys[0], whys[1])
 }
 
 func (m *lifeModel) cancel(rt *rapid.T) {
