@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/batch"
 	"seckill/internal/seckill"
 )
 
@@ -40,6 +42,8 @@ type Bus struct {
 	mu     sync.Mutex // guards subs and closed; held while sending
 	subs   map[int64]map[*subscriber]struct{}
 	closed bool
+
+	sends *batch.Committer[seckill.StatusEvent, struct{}] // Publish's group commit
 }
 
 type subscriber struct {
@@ -56,25 +60,47 @@ func NewBus(rdb redis.UniversalClient, prefix string, logger *slog.Logger) *Bus 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Bus{
+	b := &Bus{
 		rdb:     rdb,
 		channel: channelOf(rdb, keys{prefix: prefix}.orderStatus()),
 		logger:  logger,
 		subs:    make(map[int64]map[*subscriber]struct{}),
 	}
+	b.sends = batch.New(b.send, batch.Options{MaxBatch: busBatch, Flushes: busFlushes, Backlog: busBacklog})
+	return b
 }
 
-// Publish sends ev to every process's subscribers of ev.OrderID.
+// Bounds of Publish's group commit.
+const (
+	busBatch   = 1000 // events a message carries at most (a larger call goes alone)
+	busFlushes = 2    // PUBLISHes under way at once
+	busBacklog = 20 * busBatch
+	busTimeout = 2 * time.Second
+)
+
+// Publish sends evs to every process's subscribers of their orders.
+//
+// One message carries many events: a worker's batch of a thousand orders
+// costs one PUBLISH, not a thousand, and the single events of concurrent
+// callers (a crowd cancelling, a sale's buyers paying) are group-committed:
+// those that arrive while a message is sent go in the next one. A lone
+// event goes at once.
 func (b *Bus) Publish(ctx context.Context, evs ...seckill.StatusEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	// One message carries the whole batch: a worker's batch of a thousand
-	// orders costs one PUBLISH, not a thousand.
+	_, err := b.sends.Do(ctx, evs...)
+	return err
+}
+
+// send is Publish's commit: one message for evs.
+func (b *Bus) send(ctx context.Context, evs []seckill.StatusEvent, _ []struct{}) error {
 	data, err := appendStatusEvents(make([]byte, 0, 80*len(evs)), evs)
 	if err != nil {
 		return fmt.Errorf("admission: encode status events: %w", err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, busTimeout)
+	defer cancel()
 	return redisError("publish status", publish(ctx, b.rdb, b.channel, data), nil)
 }
 

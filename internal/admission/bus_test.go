@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,6 +225,58 @@ func TestBusSlowSubscriber(t *testing.T) {
 	}
 	if ev := receive(t, slow); !ev.At.Equal(time.Unix(0, 0)) {
 		t.Errorf("slow subscriber's first event at %v, want the first one", ev.At)
+	}
+}
+
+// TestBusGathers publishes the events of 300 orders from 300 callers at
+// once: every subscriber gets its order's event, and far fewer messages
+// than events carried them.
+func TestBusGathers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newBus(t)
+	const orders = 300
+	chans := make([]<-chan seckill.StatusEvent, orders)
+	for i := range chans {
+		ch, cancel, err := b.Subscribe(ctx, int64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cancel()
+		chans[i] = ch
+	}
+	raw, err := admission.SubscribeStatus(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var wg sync.WaitGroup
+	for i := range orders {
+		wg.Go(func() {
+			if err := b.Publish(ctx, seckill.StatusEvent{OrderID: int64(i + 1), Status: seckill.OrderPaid, At: time.Unix(int64(i), 0).UTC()}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, ch := range chans {
+		if ev := receive(t, ch); ev.OrderID != int64(i+1) || ev.Status != seckill.OrderPaid {
+			t.Errorf("subscriber of order %d got %+v", i+1, ev)
+		}
+	}
+	messages := 0
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, err := raw.ReceiveMessage(rctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		messages++
+	}
+	t.Logf("%d events in %d messages", orders, messages)
+	if messages == 0 || messages > orders/3 {
+		t.Errorf("%d events published at once in %d messages: want far fewer", orders, messages)
 	}
 }
 

@@ -139,3 +139,8 @@ func SetStaleScan(t interface{ Cleanup(func()) }, count int64, most int) {
 func SubscribeStock(ctx context.Context, a *Admitter) (*redis.PubSub, error) {
 	return subscribe(ctx, a.rdb, a.stockChannel)
 }
+
+// SubscribeStatus subscribes to the order-status channel b publishes on.
+func SubscribeStatus(ctx context.Context, b *Bus) (*redis.PubSub, error) {
+	return subscribe(ctx, b.rdb, b.channel)
+}
