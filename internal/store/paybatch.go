@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -25,9 +26,11 @@ import (
 // payment in the batch. Anything else (a duplicate, a refund, a failure, an
 // order closed or paid already, a mismatch, an unknown payment) is left to
 // applyPaymentEvent, alone, after the batch: it answers and records it as
-// before. So does every event of a batch whose transaction failed: an event
-// is applied once per id whichever path takes it, so a batch that did
-// commit and lost its answer is only found applied.
+// before. So does every event of a batch that a constraint, a deadlock or a
+// serialization failure rolled back. Any other failure (Postgres away or
+// slow, the COMMIT's answer lost) is every caller's error; an event is
+// applied once per id whichever path takes it, so its redelivery finds a
+// batch that did commit applied.
 
 // Bounds of ApplyPaymentEvent's group commit.
 const (
@@ -188,12 +191,20 @@ func (s *Store) payOrders(ctx context.Context, evs []seckill.PaymentEvent, out [
 		}
 		return nil
 	})
-	if err != nil {
-		// Each event goes through applyPaymentEvent instead, which finds
-		// it applied should this transaction have committed after all.
+	if c := sqlState(err); strings.HasPrefix(c, "23") || strings.HasPrefix(c, "40") {
+		// A constraint the batch met (one of the schema's guards of a
+		// payment's or an order's states), a deadlock, a serialization
+		// failure: nothing was written, and each event goes through
+		// applyPaymentEvent instead, alone.
 		clear(out)
+		return nil
 	}
-	return nil
+	// Postgres away, slow, or the COMMIT's answer lost: every caller gets
+	// the error (the provider delivers again), rather than adding a
+	// transaction per event to a database that could not take one.
+	// applyPaymentEvent finds the events applied should this transaction
+	// have committed after all.
+	return err
 }
 
 func keysOf(m map[string]bool) []string {
