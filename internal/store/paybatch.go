@@ -14,17 +14,18 @@ import (
 
 // Payments in batches.
 //
-// When a sale's buyers pay, the provider's payment.succeeded events arrive
-// by the thousand a second, and each cost a transaction of nine statements
+// When a sale's buyers pay, the provider's events arrive by the thousand a
+// second, and each cost a transaction of up to nine statements
 // (applyPaymentEvent). ApplyPaymentEvent group-commits them instead: the
 // events that arrive while a batch is written go in the next one, and the
-// batch pays its orders in one transaction of set-based statements, the
-// same changes applyEvent makes for one. Only the plain case goes there: a
-// payment.succeeded of an event id not seen before, whose payment is not
-// confirmed yet (PENDING, FAILED, CANCELLED) and has the event's amount,
-// for an order awaiting payment (CREATED), the only event of its order and
-// payment in the batch. Anything else (a duplicate, a refund, a failure, an
-// order closed or paid already, a mismatch, an unknown payment) is left to
+// batch applies them in one transaction of set-based statements, the same
+// changes applyEvent makes for one. Only the plain cases go there, each the
+// only event of its order and payment in the batch, of an event id not seen
+// before and with its payment's amount and currency: a payment.succeeded of
+// a payment not confirmed yet (PENDING, FAILED, CANCELLED) for an order
+// awaiting payment (CREATED), which pays it; a payment.failed of a PENDING
+// payment, which fails it. Anything else (a duplicate, a refund, an order
+// closed or paid already, a mismatch, an unknown payment) is left to
 // applyPaymentEvent, alone, after the batch: it answers and records it as
 // before. So does every event of a batch that a constraint, a deadlock or a
 // serialization failure rolled back. Any other failure (Postgres away or
@@ -47,18 +48,19 @@ type payOutcome struct {
 	done bool
 }
 
-// payOrders applies the plain payment.succeeded events of evs in one
+// payOrders applies the plain successes and failures of evs in one
 // transaction and marks them done in out; see above.
 func (s *Store) payOrders(ctx context.Context, evs []seckill.PaymentEvent, out []payOutcome) error {
 	ctx, cancel := context.WithTimeout(ctx, payTimeout)
 	defer cancel()
-	// Candidates: the first payment.succeeded of each event id and
+	// Candidates: the first success or failure of each event id and
 	// payment. Their orders are found below; one per order too.
 	var pays []string
 	seenEvent := make(map[string]bool, len(evs))
 	seenPay := make(map[string]bool, len(evs))
 	for _, ev := range evs {
-		if ev.Type != seckill.EventPaymentSucceeded || seenEvent[ev.ID] || seenPay[ev.PaymentID] {
+		plain := ev.Type == seckill.EventPaymentSucceeded || ev.Type == seckill.EventPaymentFailed
+		if !plain || seenEvent[ev.ID] || seenPay[ev.PaymentID] {
 			continue
 		}
 		seenEvent[ev.ID], seenPay[ev.PaymentID] = true, true
@@ -104,11 +106,11 @@ func (s *Store) payOrders(ctx context.Context, evs []seckill.PaymentEvent, out [
 		if err := tx.NewRaw(`SELECT id FROM payment_event WHERE id = ANY(?)`, pgdialect.Array(keysOf(seenEvent))).Scan(ctx, &applied); err != nil {
 			return fmt.Errorf("select events: %w", err)
 		}
-		payable := make(map[int64]time.Time, len(orders)) // CREATED orders, with their pay_by
+		payBy := make(map[int64]time.Time, len(orders))
+		created := make(map[int64]bool, len(orders)) // orders awaiting payment
 		for _, o := range orders {
-			if o.Status == string(seckill.OrderCreated) {
-				payable[o.ID] = o.PayBy
-			}
+			payBy[o.ID] = o.PayBy
+			created[o.ID] = o.Status == string(seckill.OrderCreated)
 		}
 		payment := make(map[string]*paymentRow, len(payments))
 		for i := range payments {
@@ -119,75 +121,69 @@ func (s *Store) payOrders(ctx context.Context, evs []seckill.PaymentEvent, out [
 			done[id] = true
 		}
 
-		taken := make(map[int64]bool, len(orders)) // orders a plain event of this batch pays
-		var pick []int                             // indexes into evs
-		var payOrderIDs []int64
-		var payIDs, eventIDs, types, outcomes []string
+		// One plain event per order: the events of one order's payments
+		// depend on each other's order (a success cancels the others'
+		// open payments, which a failure then no longer fails).
+		taken := make(map[int64]bool, len(orders))
+		var pick []int // indexes into evs
+		var payOrderIDs, orderIDsAfter []int64
+		var payIDs, failIDs, eventIDs, eventPays, types, outcomes []string
 		for i, ev := range evs {
 			p := payment[ev.PaymentID]
-			if ev.Type != seckill.EventPaymentSucceeded || p == nil || done[ev.ID] || taken[p.OrderID] ||
-				p.OrderID != orderOf[ev.PaymentID] || ev.Amount != p.Amount || ev.Currency != p.Currency {
+			if p == nil || done[ev.ID] || taken[p.OrderID] || ev.Amount != p.Amount || ev.Currency != p.Currency {
 				continue
 			}
-			if _, ok := payable[p.OrderID]; !ok {
-				continue
-			}
-			switch seckill.PaymentStatus(p.Status) {
-			case seckill.PaymentPending, seckill.PaymentFailed, seckill.PaymentCancelled:
+			var outcome seckill.EventOutcome
+			switch st := seckill.PaymentStatus(p.Status); {
+			case ev.Type == seckill.EventPaymentSucceeded && created[p.OrderID] &&
+				(st == seckill.PaymentPending || st == seckill.PaymentFailed || st == seckill.PaymentCancelled):
+				outcome = seckill.AppliedPaid
+				payOrderIDs, payIDs = append(payOrderIDs, p.OrderID), append(payIDs, p.ID)
+			case ev.Type == seckill.EventPaymentFailed && st == seckill.PaymentPending:
+				outcome = seckill.AppliedFailed
+				failIDs = append(failIDs, p.ID)
 			default:
 				continue
 			}
 			done[ev.ID], taken[p.OrderID] = true, true
 			pick = append(pick, i)
-			payOrderIDs = append(payOrderIDs, p.OrderID)
-			payIDs = append(payIDs, p.ID)
-			eventIDs = append(eventIDs, ev.ID)
-			types = append(types, ev.Type)
-			outcomes = append(outcomes, string(seckill.AppliedPaid))
+			orderIDsAfter = append(orderIDsAfter, p.OrderID)
+			eventIDs, eventPays = append(eventIDs, ev.ID), append(eventPays, p.ID)
+			types, outcomes = append(types, ev.Type), append(outcomes, string(outcome))
 		}
 		if len(pick) == 0 {
 			return nil
 		}
-		// What applyEvent does for one: the order's other open payments
-		// cancelled, the order PAID, the payment SUCCEEDED, order.paid
-		// written, the event recorded.
-		_, err = tx.NewRaw(`UPDATE payment SET status = 'CANCELLED', updated_at = now()
-			WHERE order_id = ANY(?) AND status = 'PENDING' AND NOT (id = ANY(?))`,
-			pgdialect.Array(payOrderIDs), pgdialect.Array(payIDs)).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("cancel open payments: %w", err)
+		if len(failIDs) > 0 {
+			_, err = tx.NewRaw(`UPDATE payment SET status = 'FAILED', updated_at = now() WHERE id = ANY(?)`, pgdialect.Array(failIDs)).Exec(ctx)
+			if err != nil {
+				return fmt.Errorf("fail payments: %w", err)
+			}
 		}
-		_, err = tx.NewRaw(`UPDATE voucher_order SET status = 'PAID', paid_at = now(), event_seq = event_seq + 1 WHERE id = ANY(?)`,
-			pgdialect.Array(payOrderIDs)).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("pay orders: %w", err)
-		}
-		_, err = tx.NewRaw(`UPDATE payment SET status = 'SUCCEEDED', updated_at = now() WHERE id = ANY(?)`, pgdialect.Array(payIDs)).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("update payments: %w", err)
-		}
-		paid := make([]orderEvent, len(pick))
-		for k := range pick {
-			paid[k] = orderEvent{orderID: payOrderIDs[k], typ: seckill.EventOrderPaid, paymentID: payIDs[k]}
-		}
-		if err := s.emit(ctx, tx, paid); err != nil {
-			return err
+		if len(payIDs) > 0 {
+			if err := s.payAll(ctx, tx, payOrderIDs, payIDs); err != nil {
+				return err
+			}
 		}
 		_, err = tx.NewRaw(`INSERT INTO payment_event (id, payment_id, type, outcome)
 			SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[])`,
-			pgdialect.Array(eventIDs), pgdialect.Array(payIDs), pgdialect.Array(types), pgdialect.Array(outcomes)).Exec(ctx)
+			pgdialect.Array(eventIDs), pgdialect.Array(eventPays), pgdialect.Array(types), pgdialect.Array(outcomes)).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("insert events: %w", err)
 		}
-		after, err := findOrders(ctx, tx, payOrderIDs)
+		after, err := findOrders(ctx, tx, orderIDsAfter)
 		if err != nil {
 			return err
 		}
 		for k, i := range pick {
-			p := payment[payIDs[k]]
+			p := payment[eventPays[k]]
+			outcome := seckill.EventOutcome(outcomes[k])
 			p.Status = string(seckill.PaymentSucceeded)
-			out[i] = payOutcome{done: true, res: seckill.PaymentResult{Outcome: seckill.AppliedPaid,
-				Payment: toDomainPayment(p, payable[p.OrderID]), Order: after[p.OrderID]}}
+			if outcome == seckill.AppliedFailed {
+				p.Status = string(seckill.PaymentFailed)
+			}
+			out[i] = payOutcome{done: true, res: seckill.PaymentResult{Outcome: outcome,
+				Payment: toDomainPayment(p, payBy[p.OrderID]), Order: after[p.OrderID]}}
 		}
 		return nil
 	})
@@ -205,6 +201,32 @@ func (s *Store) payOrders(ctx context.Context, evs []seckill.PaymentEvent, out [
 	// applyPaymentEvent finds the events applied should this transaction
 	// have committed after all.
 	return err
+}
+
+// payAll pays orders, each with the payment of payIDs at its index, as
+// applyEvent does for one: the orders' other open payments cancelled, the
+// orders PAID, the payments SUCCEEDED, order.paid written.
+func (s *Store) payAll(ctx context.Context, tx bun.Tx, orderIDs []int64, payIDs []string) error {
+	_, err := tx.NewRaw(`UPDATE payment SET status = 'CANCELLED', updated_at = now()
+		WHERE order_id = ANY(?) AND status = 'PENDING' AND NOT (id = ANY(?))`,
+		pgdialect.Array(orderIDs), pgdialect.Array(payIDs)).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("cancel open payments: %w", err)
+	}
+	_, err = tx.NewRaw(`UPDATE voucher_order SET status = 'PAID', paid_at = now(), event_seq = event_seq + 1 WHERE id = ANY(?)`,
+		pgdialect.Array(orderIDs)).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("pay orders: %w", err)
+	}
+	_, err = tx.NewRaw(`UPDATE payment SET status = 'SUCCEEDED', updated_at = now() WHERE id = ANY(?)`, pgdialect.Array(payIDs)).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("update payments: %w", err)
+	}
+	paid := make([]orderEvent, len(orderIDs))
+	for k := range orderIDs {
+		paid[k] = orderEvent{orderID: orderIDs[k], typ: seckill.EventOrderPaid, paymentID: payIDs[k]}
+	}
+	return s.emit(ctx, tx, paid)
 }
 
 func keysOf(m map[string]bool) []string {

@@ -169,9 +169,10 @@ func TestPaymentStorm(t *testing.T) {
 	if recorded != len(outcomes) || bad != 0 {
 		t.Errorf("%d events recorded (%d refused among them), want %d", recorded, bad, len(outcomes))
 	}
-	// The failures, the second successes and the successes of cancelled
-	// orders go alone, by design: a statement each, at most. The plain
-	// successes go together.
+	// The second successes, the successes of cancelled orders and the
+	// failures beside a success of their payment go alone, by design: a
+	// statement each, at most. The plain successes and failures go
+	// together.
 	inserts := statements()
 	alone := 3 * orders / 10
 	t.Logf("%d deliveries, %d events recorded in %d statements", len(deliveries), recorded, inserts)
