@@ -78,10 +78,8 @@ func (s *Store) payOrders(ctx context.Context, evs []seckill.PaymentEvent, out [
 		if err := tx.NewRaw(`SELECT id, order_id FROM payment WHERE id = ANY(?)`, pgdialect.Array(pays)).Scan(ctx, &owners); err != nil {
 			return fmt.Errorf("select payments: %w", err)
 		}
-		orderOf := make(map[string]int64, len(owners))
 		orderIDs := make([]int64, 0, len(owners))
 		for _, o := range owners {
-			orderOf[o.ID] = o.OrderID
 			orderIDs = append(orderIDs, o.OrderID)
 		}
 		// The orders first, then the payments, each in id order: the
