@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -146,7 +147,7 @@ func TestCloseOrderStorm(t *testing.T) {
 	var wrong []string
 	err := db.NewRaw(`SELECT p.id || ' ' || p.status || ' of a ' || o.status || ' order' FROM payment AS p JOIN voucher_order AS o ON o.id = p.order_id
 		WHERE NOT (o.status = 'CANCELLED' AND p.status IN ('CANCELLED', 'REFUND_NEEDED') OR o.status = 'PAID' AND p.status = 'SUCCEEDED')
-			AND p.order_id = ANY(?)`, pgdialect.Array(keys(payments))).Scan(ctx, &wrong)
+			AND p.order_id = ANY(?)`, pgdialect.Array(slices.Collect(maps.Keys(payments)))).Scan(ctx, &wrong)
 	if err != nil || len(wrong) > 0 {
 		t.Errorf("payments: %v, %v", wrong, err)
 	}
@@ -204,14 +205,6 @@ func sold(tb testing.TB, s *store.Store, voucherID int64, n int) []seckill.Admis
 		}
 	}
 	return adms
-}
-
-func keys[V any](m map[int64]V) []int64 {
-	out := make([]int64, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // BenchmarkCloseOrder cancels persisted orders of one campaign from 32

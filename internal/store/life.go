@@ -37,7 +37,7 @@ func (s *Store) CloseOrder(ctx context.Context, id int64, to seckill.OrderStatus
 	if to != seckill.OrderCancelled && to != seckill.OrderExpired {
 		return seckill.CloseResult{}, fmt.Errorf("store: close order %d: bad status %q", id, to)
 	}
-	out, err := s.closer().Do(ctx, closeRequest{id: id, to: to, userID: userID})
+	out, err := s.closes.Do(ctx, closeRequest{id: id, to: to, userID: userID})
 	if errors.Is(err, batch.ErrBusy) {
 		return seckill.CloseResult{}, seckill.Errorf(seckill.EUNAVAILABLE, "too many orders are being closed at once: try again")
 	} else if err != nil {
@@ -64,21 +64,6 @@ type closeRequest struct {
 type closeOutcome struct {
 	res seckill.CloseResult
 	err error // the call's own: ENOTFOUND
-}
-
-// closer returns the store's group commit of CloseOrder, made on first use.
-func (s *Store) closer() *batch.Committer[closeRequest, closeOutcome] {
-	s.closerOnce.Do(s.makeClosers)
-	return s.closes
-}
-
-// makeClosers makes the group commits of CloseOrder, UnitsReturned and
-// ApplyPaymentEvent.
-func (s *Store) makeClosers() {
-	s.closes = batch.New(s.closeOrders, batch.Options{MaxBatch: closeBatch, Flushes: closeFlushes, Backlog: closeBacklog})
-	// A mark is one row's flag: batches of many, one connection.
-	s.returned = batch.New(s.markReturned, batch.Options{MaxBatch: 10 * closeBatch, Flushes: 1, Backlog: closeBacklog})
-	s.payments = batch.New(s.payOrders, batch.Options{MaxBatch: payBatch, Flushes: payFlushes, Backlog: payBacklog})
 }
 
 // closeOrders decides a batch of CloseOrder calls in one transaction. It
@@ -330,7 +315,6 @@ func (s *Store) UnitsReturned(ctx context.Context, orderIDs []int64) error {
 	if len(orderIDs) == 0 {
 		return nil
 	}
-	s.closerOnce.Do(s.makeClosers)
 	if _, err := s.returned.Do(ctx, orderIDs...); err != nil {
 		return fmt.Errorf("store: mark %d units returned: %w", len(orderIDs), err)
 	}
@@ -488,7 +472,6 @@ func (s *Store) OrderPayments(ctx context.Context, orderID int64) ([]seckill.Pay
 // the payments that pay their orders go many to a transaction; any other
 // event goes through applyPaymentEvent, alone.
 func (s *Store) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) (seckill.PaymentResult, error) {
-	s.closerOnce.Do(s.makeClosers)
 	out, err := s.payments.Do(ctx, ev)
 	if errors.Is(err, batch.ErrBusy) {
 		return seckill.PaymentResult{}, seckill.Errorf(seckill.EUNAVAILABLE, "too many payment events at once: try again")

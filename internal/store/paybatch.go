@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,16 +43,16 @@ const (
 	payTimeout = 10 * time.Second
 )
 
-// payOutcome is one event's answer from payOrders: its result when done,
+// payOutcome is one event's answer from applyPlainEvents: its result when done,
 // else the event is applyPaymentEvent's.
 type payOutcome struct {
 	res  seckill.PaymentResult
 	done bool
 }
 
-// payOrders applies the plain successes and failures of evs in one
+// applyPlainEvents applies the plain successes and failures of evs in one
 // transaction and marks them done in out; see above.
-func (s *Store) payOrders(ctx context.Context, evs []seckill.PaymentEvent, out []payOutcome) error {
+func (s *Store) applyPlainEvents(ctx context.Context, evs []seckill.PaymentEvent, out []payOutcome) error {
 	ctx, cancel := context.WithTimeout(ctx, payTimeout)
 	defer cancel()
 	// Candidates: the first success or failure of each event id and
@@ -101,7 +103,7 @@ func (s *Store) payOrders(ctx context.Context, evs []seckill.PaymentEvent, out [
 			return fmt.Errorf("lock payments: %w", err)
 		}
 		var applied []string
-		if err := tx.NewRaw(`SELECT id FROM payment_event WHERE id = ANY(?)`, pgdialect.Array(keysOf(seenEvent))).Scan(ctx, &applied); err != nil {
+		if err := tx.NewRaw(`SELECT id FROM payment_event WHERE id = ANY(?)`, pgdialect.Array(slices.Collect(maps.Keys(seenEvent)))).Scan(ctx, &applied); err != nil {
 			return fmt.Errorf("select events: %w", err)
 		}
 		payBy := make(map[int64]time.Time, len(orders))
@@ -225,12 +227,4 @@ func (s *Store) payAll(ctx context.Context, tx bun.Tx, orderIDs []int64, payIDs 
 		paid[k] = orderEvent{orderID: orderIDs[k], typ: seckill.EventOrderPaid, paymentID: payIDs[k]}
 	}
 	return s.emit(ctx, tx, paid)
-}
-
-func keysOf(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,12 +81,10 @@ type Store struct {
 	// statements, prepared by the first PersistOrders.
 	insert, insertNew, failures, take prepared
 	// closes, returned and payments group-commit CloseOrder,
-	// UnitsReturned (life.go) and ApplyPaymentEvent (paybatch.go), made on
-	// first use.
-	closerOnce sync.Once
-	closes     *batch.Committer[closeRequest, closeOutcome]
-	returned   *batch.Committer[int64, struct{}]
-	payments   *batch.Committer[seckill.PaymentEvent, payOutcome]
+	// UnitsReturned (life.go) and ApplyPaymentEvent (paybatch.go).
+	closes   *batch.Committer[closeRequest, closeOutcome]
+	returned *batch.Committer[int64, struct{}]
+	payments *batch.Committer[seckill.PaymentEvent, payOutcome]
 }
 
 var (
@@ -104,6 +101,10 @@ func New(db *bun.DB) *Store {
 	s.insertNew.query = insertNewOrdersSQL
 	s.failures.query = selectFailuresSQL
 	s.take.query = takeStockSQL
+	s.closes = batch.New(s.closeOrders, batch.Options{MaxBatch: closeBatch, Flushes: closeFlushes, Backlog: closeBacklog})
+	// A mark is one row's flag: batches of many, one connection.
+	s.returned = batch.New(s.markReturned, batch.Options{MaxBatch: 10 * closeBatch, Flushes: 1, Backlog: closeBacklog})
+	s.payments = batch.New(s.applyPlainEvents, batch.Options{MaxBatch: payBatch, Flushes: payFlushes, Backlog: payBacklog})
 	return s
 }
 
