@@ -222,3 +222,91 @@ func BenchmarkApplyPaymentEvent(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "payments/s")
 }
+
+// TestPaymentBatchFallsBack makes every statement that marks more than one
+// payment SUCCEEDED fail, as a batch's does and a single event's never
+// does. With a constraint's error the batch's events are applied one by
+// one instead, and all are paid; with any other error each delivery in a
+// batch gets it, nothing is applied twice, and delivering again pays.
+func TestPaymentBatchFallsBack(t *testing.T) {
+	db, s := newStore(t)
+	ctx := t.Context()
+	const orders = 60
+	v := storetest.CreateCampaign(t, db, 2*orders)
+	adms := sold(t, s, v.ID, 2*orders)
+	evs := make([]seckill.PaymentEvent, len(adms))
+	for i, a := range adms {
+		p, err := s.CreatePayment(ctx, a.OrderID, 0, "CNY", paymentID(int64(i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs[i] = seckill.PaymentEvent{ID: "evt_" + p.ID, Type: seckill.EventPaymentSucceeded, PaymentID: p.ID, Amount: p.Amount, Currency: p.Currency}
+	}
+	refuseBatches := func(code string) {
+		t.Helper()
+		_, err := db.ExecContext(ctx, `CREATE OR REPLACE FUNCTION refuse_batch() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				IF (SELECT count(*) FROM changed WHERE status = 'SUCCEEDED') > 1 THEN
+					RAISE EXCEPTION 'a batch' USING ERRCODE = '`+code+`';
+				END IF;
+				RETURN NULL;
+			END $$`)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	refuseBatches("23514") // check_violation
+	if _, err := db.ExecContext(ctx, `CREATE TRIGGER refuse_batch AFTER UPDATE ON payment REFERENCING NEW TABLE AS changed
+		FOR EACH STATEMENT EXECUTE FUNCTION refuse_batch()`); err != nil {
+		t.Fatal(err)
+	}
+	deliver := func(evs []seckill.PaymentEvent) (failed int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, ev := range evs {
+			wg.Go(func() {
+				res, err := s.ApplyPaymentEvent(ctx, ev)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed++
+				} else if res.Outcome != seckill.AppliedPaid {
+					t.Errorf("event %s: %+v", ev.ID, res)
+				}
+			})
+		}
+		wg.Wait()
+		return failed
+	}
+	paid := func() (n int) {
+		if err := db.NewRaw(`SELECT count(*) FROM voucher_order WHERE status = 'PAID'`).Scan(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	if failed := deliver(evs[:orders]); failed != 0 || paid() != orders {
+		t.Fatalf("batches rolled back by a constraint: %d deliveries failed, %d orders paid; want 0, %d", failed, paid(), orders)
+	}
+
+	refuseBatches("XX000") // internal_error: not the batch's own doing
+	failed := deliver(evs[orders:])
+	if failed == 0 {
+		t.Fatalf("no delivery failed: no batch of more than one was tried")
+	}
+	if got := paid(); got != 2*orders-failed {
+		t.Errorf("%d deliveries failed, %d orders paid; want %d", failed, got, 2*orders-failed)
+	}
+	for _, ev := range evs[orders:] { // the provider delivers again, one at a time
+		if res, err := s.ApplyPaymentEvent(ctx, ev); err != nil || res.Outcome != seckill.AppliedPaid {
+			t.Fatalf("redelivery of %s: %+v, %v", ev.ID, res, err)
+		}
+	}
+	if got := paid(); got != 2*orders {
+		t.Errorf("%d orders paid after redelivery, want %d", got, 2*orders)
+	}
+	var events int
+	if err := db.NewRaw(`SELECT count(*) FROM payment_event`).Scan(ctx, &events); err != nil || events != 2*orders {
+		t.Errorf("%d events recorded, want %d (%v)", events, 2*orders, err)
+	}
+}
