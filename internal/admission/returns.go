@@ -138,12 +138,13 @@ func (a *Admitter) returnUnits(ctx context.Context, rs []seckill.UnitReturn, out
 		if err != nil {
 			return err
 		}
-		g := byKey[[3]int64{k.voucherID, int64(k.shard), k.epoch}]
+		key := [3]int64{k.voucherID, int64(k.shard), k.epoch}
+		g := byKey[key]
 		if g == nil || len(g.items) == maxReturnBatch {
 			g = &group{voucherID: k.voucherID, call: scriptCall{
 				keys: []string{k.base + "campaign", k.base + "buyers", k.base + "returned"},
 				args: []any{k.epoch}}}
-			byKey[[3]int64{k.voucherID, int64(k.shard), k.epoch}] = g
+			byKey[key] = g
 			groups = append(groups, g)
 		}
 		g.items = append(g.items, i)

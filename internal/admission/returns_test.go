@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"seckill/internal/admission"
 	"seckill/internal/seckill"
@@ -118,16 +117,7 @@ func TestReturnUnitGathers(t *testing.T) {
 		t.Fatalf("%d buyers still hold a unit", n)
 	}
 	// The last message went out before its caller returned.
-	messages := 0
-	for {
-		rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		_, err := sub.ReceiveMessage(rctx)
-		cancel()
-		if err != nil {
-			break
-		}
-		messages++
-	}
+	messages := messagesHeld(ctx, sub)
 	t.Logf("%d returns, %d stock_returned messages", 2*orders, messages)
 	if messages == 0 || messages > orders/5 {
 		t.Errorf("%d stock_returned messages for %d orders returned at once: want some, and far fewer", messages, orders)
