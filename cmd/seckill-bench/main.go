@@ -98,6 +98,29 @@ Postgres, verifies there is no oversell, lost or duplicate order, and reports.
                      against a server on a Redis of its own: used_memory
                      is the instance's
 
+  --cancel-storm N [--storm-callers 64] [--concurrency 128] [--duration 3s]
+  --payment-storm N [--storm-callers 64] [--concurrency 128] [--duration 3s]
+                     instead of one load: sells a campaign of N units (a
+                     burst of --concurrency callers, a pay window of an
+                     hour) and waits until every order is CREATED; with
+                     --payment-storm every buyer then opens their payment
+                     (createPayment, timed apart). Then the storm:
+                     --storm-callers at once close one order each, waiting
+                     for the answer, until every order is closed: its buyer
+                     cancels it (GraphQL cancelOrder), or the provider
+                     confirms its payment (a signed payment.succeeded to
+                     /webhooks/payments). Reports the orders closed a
+                     second, the requests' latency, the server's Postgres
+                     pool in use, each process's CPU per order closed, and
+                     the p99 and persistence lag of a second campaign's
+                     sale (a closed model of 32 callers for --duration)
+                     alone before the storm and again during it. The
+                     verdict fails unless every order ended CANCELLED with
+                     its unit back on sale, or PAID with one succeeded
+                     payment, and the books balance. At most
+                     --storm-timeout (default max(2m, one second per 200
+                     units))
+
   --pay-ratio 0.7 [--pay-delay 200ms] [--pay-window 5s]
                      accepted buyers open their payment (createPayment) and
                      this share of them has it confirmed after the delay
@@ -220,6 +243,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			failed = append(failed, r.Label())
 		}
 	}
+	if s := res.Storm; s != nil && !s.OK {
+		failed = append(failed, "the expiry storm")
+	}
+	if s := res.CloseStorm; s != nil && !s.OK {
+		failed = append(failed, "the "+s.Kind+" storm")
+	}
 	if len(failed) > 0 {
 		return fmt.Errorf("the verdict is FAIL for %s", strings.Join(failed, ", "))
 	}
@@ -266,6 +295,11 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 	fs.DurationVar(&cfg.Pay.Window, "pay-window", 0, "with --pay-ratio: the pay window of the campaign the bench creates (whole seconds; default: the server's SECKILL_PAY_WINDOW)")
 	fs.Int64Var(&cfg.Storm.Units, "expiry-storm", 0, fmt.Sprintf("sell this many units (e.g. %d) of a campaign with a short --pay-window to buyers who never pay, and measure their expiry (see above)", bench.DefaultStormUnits))
 	fs.DurationVar(&cfg.Storm.Timeout, "expiry-timeout", 0, "--expiry-storm: how long to wait for every order to expire (default max(2m, one second per 200 units))")
+	var cancelStorm, paymentStorm int64
+	fs.Int64Var(&cancelStorm, "cancel-storm", 0, fmt.Sprintf("sell this many units (e.g. %d) and have every buyer cancel at once through GraphQL (see above)", bench.DefaultStormUnits))
+	fs.Int64Var(&paymentStorm, "payment-storm", 0, fmt.Sprintf("sell this many units (e.g. %d) and have the provider confirm every payment at once through the webhook (see above)", bench.DefaultStormUnits))
+	fs.IntVar(&cfg.Storm.Closers, "storm-callers", 0, fmt.Sprintf("--cancel-storm and --payment-storm: orders closed at once, each waiting for its answer (default %d)", bench.DefaultStormClosers))
+	fs.DurationVar(&cfg.Storm.Timeout, "storm-timeout", 0, "--cancel-storm and --payment-storm: how long the storm may run (default max(2m, one second per 200 units))")
 	var algs compareFlag
 	fs.Var(&algs, "token-alg", "hs256, rs256 and/or es256 (comma-separated or repeated): the buyers' tokens, one run of the load each (default hs256)")
 	fs.StringVar(&cfg.IdPAddr, "idp-addr", bench.DefaultIdPAddr, "--token-alg rs256/es256: where the bench's identity provider listens (the server's SECKILL_AUTH_JWKS_URL is http://ADDR/jwks)")
@@ -295,9 +329,22 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 			cfg.Pay.On = true
 		}
 	})
-	if set["expiry-storm"] {
+	var storms []string
+	for name, units := range map[string]int64{"expiry": cfg.Storm.Units, "cancel": cancelStorm, "payment": paymentStorm} {
+		if set[name+"-storm"] {
+			storms = append(storms, "--"+name+"-storm")
+			cfg.Storm.Kind, cfg.Storm.Units = name, units
+		}
+	}
+	if len(storms) > 1 {
+		return cfg, false, errors.New("one storm at a time: --expiry-storm, --cancel-storm or --payment-storm")
+	}
+	if set["expiry-timeout"] && set["storm-timeout"] {
+		return cfg, false, errors.New("--expiry-timeout goes with --expiry-storm, --storm-timeout with the others: not both")
+	}
+	if len(storms) == 1 {
 		if set["stock"] || set["users"] || set["attempts"] {
-			return cfg, false, errors.New("--expiry-storm N sets the campaign's units and buyers: omit --stock, --users and --attempts")
+			return cfg, false, fmt.Errorf("%s N sets the campaign's units and buyers: omit --stock, --users and --attempts", storms[0])
 		}
 		// The sale's callers, and the second campaign's sale.
 		cfg.Storm.Callers, cfg.Concurrency = cfg.Concurrency, 0
@@ -312,8 +359,8 @@ func parseFlags(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool,
 		}
 		cfg.Shards = append(cfg.Shards, n)
 	}
-	if len(cfg.Shards) > 0 && (cfg.VoucherID != 0 || len(cfg.Compare) > 0 || set["expiry-storm"]) {
-		return cfg, false, errors.New("--shards creates its own campaigns and runs alone: omit --voucher, --compare and --expiry-storm")
+	if len(cfg.Shards) > 0 && (cfg.VoucherID != 0 || len(cfg.Compare) > 0 || len(storms) > 0) {
+		return cfg, false, errors.New("--shards creates its own campaigns and runs alone: omit --voucher, --compare and the storms")
 	}
 	return cfg, asJSON, nil
 }

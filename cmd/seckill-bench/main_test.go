@@ -104,3 +104,38 @@ func TestParseShardsFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestParseStormFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bench.StormConfig
+	}{
+		{[]string{"--expiry-storm", "500", "--pay-window", "20s", "--concurrency", "16", "--duration", "2s", "--expiry-timeout", "5m"},
+			bench.StormConfig{Kind: bench.StormExpiry, Units: 500, Callers: 16, ProbeDuration: 2 * time.Second, Timeout: 5 * time.Minute}},
+		{[]string{"--cancel-storm", "700", "--storm-callers", "32", "--storm-timeout", "1m"},
+			bench.StormConfig{Kind: bench.StormCancel, Units: 700, Closers: 32, Timeout: time.Minute}},
+		{[]string{"--payment-storm", "900", "--concurrency", "8"},
+			bench.StormConfig{Kind: bench.StormPayment, Units: 900, Callers: 8}},
+	} {
+		cfg, _, err := parseFlags(tc.args, &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		if diff := cmp.Diff(tc.want, cfg.Storm); diff != "" || cfg.Concurrency != 0 || cfg.Duration != 0 {
+			t.Errorf("%q: storm (-want +got):\n%s\nconcurrency %d, duration %s", tc.args, diff, cfg.Concurrency, cfg.Duration)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cancel-storm", "10", "--payment-storm", "10"}, "one storm at a time"},
+		{[]string{"--payment-storm", "10", "--stock", "5"}, "--payment-storm N sets the campaign's units"},
+		{[]string{"--cancel-storm", "10", "--shards", "2"}, "omit --voucher, --compare and the storms"},
+		{[]string{"--expiry-storm", "10", "--expiry-timeout", "1m", "--storm-timeout", "1m"}, "not both"},
+	} {
+		if _, _, err := parseFlags(tc.args, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"seckill/internal/bench/compare"
 	"seckill/internal/bench/report"
 	"seckill/internal/config"
+	"seckill/internal/seckill"
 	"seckill/internal/store/storetest"
 	"seckill/internal/testenv"
 )
@@ -355,6 +356,9 @@ func TestCompareBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres and Redis")
 	}
+	// Its servers, Redis and databases are its own: it runs beside the
+	// other parallel tests once the serial ones are done.
+	t.Parallel()
 	redisServer, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatal("needs redis-server on PATH (make test-services uses it too)")
@@ -423,13 +427,16 @@ func TestExpiryStorm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres and Redis")
 	}
+	// Its servers, Redis and databases are its own: it runs beside the
+	// other parallel tests once the serial ones are done.
+	t.Parallel()
 	dsn := storetest.NewDSN(t)
 	redisURL := testenv.StartRedisServer(t).URL()
 	endpoint := startServer(t, dsn, redisURL)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	res, err := bench.Run(ctx, bench.Config{
-		URL: endpoint, Storm: bench.StormConfig{Units: 300, Window: 6 * time.Second, ProbeDuration: time.Second, ProbeCallers: 8},
+		URL: endpoint, Storm: bench.StormConfig{Units: 300, Window: 6 * time.Second, ProbeDuration: time.Second, ProbeCallers: 8, ProbeUsers: 20_000},
 		JWTSecret: secret, JWTIssuer: "seckill", DatabaseURL: dsn, RedisURL: redisURL, DBMaxConns: 20,
 		PersistTimeout: 30 * time.Second,
 	})
@@ -475,5 +482,75 @@ func TestExpiryStorm(t *testing.T) {
 	// 300 orders can expire while it runs, so the count may be 0 here.
 	if _, ok := s.CPU.Units[report.UnitExpired]; s.CPU == nil || !ok || len(s.CPU.Processes) == 0 {
 		t.Errorf("CPU of the expiry: %+v", s.CPU)
+	}
+}
+
+// TestCloseStorms sells 200 units to buyers who then close their orders
+// at once, against the real server: first they cancel them all
+// (--cancel-storm), then, on a campaign of its own, the provider confirms
+// all their payments (--payment-storm). Each storm must be measured whole:
+// every order closed as asked, its unit back on sale or paid once, the
+// books balanced, the pool sampled, the second sale alone and during the
+// storm. The figures themselves are logged, never asserted.
+func TestCloseStorms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Postgres and Redis")
+	}
+	// Its servers, Redis and databases are its own: it runs beside the
+	// other parallel tests once the serial ones are done.
+	t.Parallel()
+	dsn := storetest.NewDSN(t)
+	redisURL := testenv.StartRedisServer(t).URL()
+	endpoint := startServer(t, dsn, redisURL)
+	const units = 200
+	for _, kind := range []string{bench.StormCancel, bench.StormPayment} {
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+		res, err := bench.Run(ctx, bench.Config{
+			URL: endpoint, Storm: bench.StormConfig{Kind: kind, Units: 200, Callers: 32, Closers: 16, ProbeDuration: 500 * time.Millisecond, ProbeCallers: 4, ProbeUsers: 10_000},
+			JWTSecret: secret, JWTIssuer: "seckill", DatabaseURL: dsn, RedisURL: redisURL, DBMaxConns: 20,
+			PersistTimeout: 30 * time.Second, Pay: bench.PayConfig{WebhookSecret: config.DevWebhookSecret},
+		})
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		var text bytes.Buffer
+		if err := res.WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		t.Log("\n" + text.String())
+		s := res.CloseStorm
+		if s == nil || !s.OK || s.Kind != kind || s.Sale.Accepted != units {
+			t.Fatalf("%s storm: %+v", kind, s)
+		}
+		q := s.Requests
+		if q.Planned != units || q.Sent != units || q.OK != units || q.Errors != 0 || q.PerS <= 0 || q.Latency.P99 <= 0 {
+			t.Errorf("%s: requests %+v", kind, q)
+		}
+		b := s.Books
+		want := map[seckill.OrderStatus]int64{seckill.OrderCancelled: units}
+		wantPaid, wantRemaining := int64(0), int64(units)
+		if kind == bench.StormPayment {
+			want = map[seckill.OrderStatus]int64{seckill.OrderPaid: units}
+			wantPaid, wantRemaining = units, 0
+			if s.Opened != units {
+				t.Errorf("payments opened: %d", s.Opened)
+			}
+		}
+		if diff := cmp.Diff(want, s.Statuses); diff != "" {
+			t.Errorf("%s: statuses (-want +got):\n%s", kind, diff)
+		}
+		if s.Succeeded != wantPaid || s.SucceededOrders != wantPaid || b == nil || !b.Balanced || b.Paid != wantPaid || b.Remaining != wantRemaining {
+			t.Errorf("%s: %d payments succeeded for %d orders, books %+v", kind, s.Succeeded, s.SucceededOrders, b)
+		}
+		if s.Pool.Samples == 0 || s.Pool.PoolSize != 20 || s.Alone == nil || !s.Alone.OK || s.Interference.Text == "" {
+			t.Errorf("%s: pool %+v, alone %+v, interference %+v", kind, s.Pool, s.Alone, s.Interference)
+		}
+		if _, ok := s.CPU.Units[s.Unit()]; s.CPU == nil || !ok {
+			t.Errorf("%s: CPU %+v", kind, s.CPU)
+		}
+		if !strings.Contains(text.String(), "verdict "+kind+" storm: OK") {
+			t.Errorf("%s: the text report lacks the verdict", kind)
+		}
 	}
 }

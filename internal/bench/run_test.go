@@ -121,6 +121,46 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
+func TestStormValidation(t *testing.T) {
+	ok := Config{DatabaseURL: "postgres://x", RedisURL: "redis://x", Pay: PayConfig{WebhookSecret: "s"}}
+	with := func(f func(c *Config)) Config {
+		c := ok
+		f(&c)
+		return c
+	}
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{with(func(c *Config) { c.Storm = StormConfig{Kind: "refund", Units: 10} }), `unknown storm "refund"`},
+		{with(func(c *Config) { c.Storm = StormConfig{Kind: StormCancel, Units: maxStormUnits + 1} }), "--cancel-storm must be between 1 and"},
+		{with(func(c *Config) { c.Storm = StormConfig{Kind: StormCancel, Units: 10, Closers: maxStormClosers + 1} }), "--storm-callers"},
+		{with(func(c *Config) { c.Storm = StormConfig{Units: 10, Closers: 8} }), "omit it with --expiry-storm"},
+		{with(func(c *Config) { c.Storm, c.Pay.Window = StormConfig{Kind: StormPayment, Units: 10}, 5*time.Second }), "omit --pay-window"},
+		{with(func(c *Config) { c.Storm, c.Pay.WebhookSecret = StormConfig{Kind: StormPayment, Units: 10}, "" }), "no webhook secret"},
+		{with(func(c *Config) { c.Storm, c.Compare = StormConfig{Kind: StormCancel, Units: 10}, []string{CompareSync} }), "--cancel-storm runs against the server at --url only"},
+		{with(func(c *Config) { c.Storm, c.RedisURL = StormConfig{Kind: StormPayment, Units: 10}, "" }), "--payment-storm reads the server's Postgres and Redis"},
+		{with(func(c *Config) { c.Storm, c.Pay.Ratio = StormConfig{Kind: StormCancel, Units: 10}, 0.5 }), "omit --pay-ratio"},
+	} {
+		if err := tc.cfg.validateStorm(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.cfg.Storm, err, tc.want)
+		}
+	}
+	c := with(func(c *Config) { c.Storm = StormConfig{Kind: StormPayment, Units: 10} })
+	if err := c.validateStorm(); err != nil {
+		t.Fatal(err)
+	}
+	want := StormConfig{Kind: StormPayment, Units: 10, Window: time.Hour, Callers: DefaultStormCallers, ProbeDuration: DefaultProbeDuration,
+		ProbeCallers: DefaultProbeCallers, ProbeUsers: DefaultProbeUsers, Closers: DefaultStormClosers, Timeout: DefaultStormTimeout(10)}
+	if c.Storm != want || c.Pay.WebhookSecret != "s" || c.Pay.On {
+		t.Errorf("payment storm defaults: %+v, pay %+v", c.Storm, c.Pay)
+	}
+	c = with(func(c *Config) { c.Storm = StormConfig{Units: 4000} })
+	if err := c.validateStorm(); err != nil || c.Storm.Kind != StormExpiry || c.Storm.Window != 12*time.Second || c.Storm.Closers != 0 {
+		t.Errorf("expiry storm defaults: %+v %v", c.Storm, err)
+	}
+}
+
 // TestInterrupt checks that a cancelled run stops sending at once and still
 // reports what it saw.
 func TestInterrupt(t *testing.T) {

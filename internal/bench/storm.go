@@ -17,38 +17,65 @@ import (
 	"seckill/internal/store"
 )
 
-// StormConfig is --expiry-storm: a campaign of Units sold to buyers who
-// never pay, with a short pay window, then their expiry measured, and a
-// second campaign's sale alone and during the expiry.
+// StormConfig is a storm of the order's life after the sale: a campaign of
+// Units sold, then every order closed at once. Kind says how:
+//   - StormExpiry (--expiry-storm): its buyers never pay, the pay window is
+//     short, and the orders expire together;
+//   - StormCancel (--cancel-storm): its buyers cancel (GraphQL cancelOrder);
+//   - StormPayment (--payment-storm): its buyers open their payments, then
+//     the provider confirms them all (the signed webhook).
+//
+// A second campaign's sale runs alone before the storm and again during it.
 type StormConfig struct {
-	Units int64 // orders sold and left to expire; 0: no storm
+	Kind  string // StormExpiry, StormCancel or StormPayment; "": StormExpiry
+	Units int64  // orders sold and closed; 0: no storm
 	// Window is the campaign's pay window (whole seconds; --pay-window);
-	// 0: DefaultStormWindow(Units).
+	// 0: DefaultStormWindow(Units) for an expiry, an hour otherwise.
 	Window        time.Duration
 	Callers       int           // the sale's callers; 0: DefaultStormCallers
 	ProbeDuration time.Duration // the second campaign's closed-model sale; 0: DefaultProbeDuration
 	ProbeCallers  int           // its callers; 0: DefaultProbeCallers
-	// Timeout bounds the wait for every order to expire; 0:
+	// ProbeUsers are its buyers, each buying once: more than it can sell
+	// in ProbeDuration; 0: DefaultProbeUsers.
+	ProbeUsers int
+	// Closers are the buyers (or the provider's deliveries) closing their
+	// orders at once in a cancel or payment storm; 0: DefaultStormClosers.
+	Closers int
+	// Timeout bounds the wait for every order to close; 0:
 	// DefaultStormTimeout(Units).
 	Timeout time.Duration
 }
 
-// Defaults of --expiry-storm.
+// The kinds of storm.
+const (
+	StormExpiry  = "expiry"
+	StormCancel  = "cancel"
+	StormPayment = "payment"
+)
+
+// Defaults of the storms.
 const (
 	DefaultStormUnits    = 20_000
 	DefaultStormCallers  = 128
+	DefaultStormClosers  = 64
 	DefaultProbeDuration = 3 * time.Second
 	DefaultProbeCallers  = 32
 	maxStormUnits        = 2_000_000
-	// probeStock and probeUsers size the second campaign: it never sells
-	// out, and each of its buyers buys once.
-	probeStock = 1_000_000
-	probeUsers = 100_000
+	maxStormClosers      = 4096
+	// probeStock sizes the second campaign: it never sells out.
+	probeStock        = 1_000_000
+	DefaultProbeUsers = 100_000
 	// expiryPoll is how often the bench counts the orders still awaiting
 	// payment; poolEvery how often it samples pg_stat_activity.
 	expiryPoll = 250 * time.Millisecond
 	poolEvery  = 100 * time.Millisecond
+	// closeWindow is the pay window of a cancel or payment storm's
+	// campaign: no order may expire before its buyer closes it.
+	closeWindow = time.Hour
 )
+
+// stormFlag is the command-line flag of a storm of kind.
+func stormFlag(kind string) string { return "--" + cmp.Or(kind, StormExpiry) + "-storm" }
 
 // DefaultStormWindow is the pay window for units: long enough that the
 // sale is over and persisted before the first order is due here (10 s
@@ -58,56 +85,176 @@ func DefaultStormWindow(units int64) time.Duration {
 	return 10*time.Second + time.Duration((units+1999)/2000)*time.Second
 }
 
-// DefaultStormTimeout bounds the wait for the expiry: two minutes, or 200
-// expiries a second if that is longer.
+// DefaultStormTimeout bounds the wait for the storm: two minutes, or 200
+// orders closed a second if that is longer.
 func DefaultStormTimeout(units int64) time.Duration {
 	return max(2*time.Minute, time.Duration(units/200)*time.Second)
 }
 
-// validateStorm checks an --expiry-storm run's settings and fills the
-// defaults.
+// validateStorm checks a storm's settings and fills the defaults.
 func (cfg *Config) validateStorm() error {
 	st := &cfg.Storm
+	st.Kind = cmp.Or(st.Kind, StormExpiry)
+	flag := stormFlag(st.Kind)
 	switch {
+	case st.Kind != StormExpiry && st.Kind != StormCancel && st.Kind != StormPayment:
+		return fmt.Errorf("unknown storm %q (want expiry, cancel or payment)", st.Kind)
 	case st.Units < 1 || st.Units > maxStormUnits:
-		return fmt.Errorf("--expiry-storm must be between 1 and %s units", report.Number(maxStormUnits))
+		return fmt.Errorf("%s must be between 1 and %s units", flag, report.Number(maxStormUnits))
+	case st.ProbeUsers < 0 || st.ProbeUsers > maxUsers:
+		return fmt.Errorf("the second sale's buyers must be between 1 and %s", report.Number(maxUsers))
+	case st.Closers < 0 || st.Closers > maxStormClosers:
+		return fmt.Errorf("--storm-callers must be between 1 and %d", maxStormClosers)
+	case st.Closers != 0 && st.Kind == StormExpiry:
+		return errors.New("--storm-callers sets who closes the orders of a cancel or payment storm: omit it with --expiry-storm")
 	case len(cfg.Compare) > 0:
-		return errors.New("--expiry-storm runs against the server at --url only: omit --compare")
+		return fmt.Errorf("%s runs against the server at --url only: omit --compare", flag)
 	case cfg.VoucherID != 0 || cfg.Challenge != "":
-		return errors.New("--expiry-storm creates its own campaigns: omit --voucher and --challenge")
+		return fmt.Errorf("%s creates its own campaigns: omit --voucher and --challenge", flag)
 	case cfg.Rate > 0:
-		return errors.New("--expiry-storm sells with a burst and a closed model: omit --rate")
+		return fmt.Errorf("%s sells with a burst and a closed model: omit --rate", flag)
 	case cfg.Pay.Ratio != 0 || cfg.Pay.Delay != 0:
-		return errors.New("nobody pays in --expiry-storm: omit --pay-ratio and --pay-delay (--pay-window sets its pay window)")
+		return fmt.Errorf("the storm decides who pays in %s: omit --pay-ratio and --pay-delay", flag)
+	case cfg.Pay.Window != 0 && st.Kind != StormExpiry:
+		return fmt.Errorf("no order may expire in %s: omit --pay-window", flag)
 	case cfg.DatabaseURL == "" || cfg.RedisURL == "":
-		return errors.New("--expiry-storm reads the server's Postgres and Redis: set SECKILL_DATABASE_URL and SECKILL_REDIS_URL")
+		return fmt.Errorf("%s reads the server's Postgres and Redis: set SECKILL_DATABASE_URL and SECKILL_REDIS_URL", flag)
+	case st.Kind == StormPayment && cfg.Pay.WebhookSecret == "":
+		return errors.New("no webhook secret: --payment-storm signs the provider's calls with the server's SECKILL_PAYMENT_WEBHOOK_SECRET")
 	}
 	if cfg.Pay.Window != 0 {
 		st.Window = cfg.Pay.Window
 	}
-	st.Window = cmp.Or(st.Window, DefaultStormWindow(st.Units))
+	if st.Kind == StormExpiry {
+		st.Window = cmp.Or(st.Window, DefaultStormWindow(st.Units))
+	} else {
+		st.Window, st.Closers = closeWindow, cmp.Or(st.Closers, DefaultStormClosers)
+	}
 	if st.Window < time.Second || st.Window%time.Second != 0 || st.Window > time.Hour {
 		return errors.New("--pay-window must be whole seconds between 1s and 1h")
 	}
 	st.Callers = cmp.Or(st.Callers, DefaultStormCallers)
 	st.ProbeDuration = cmp.Or(st.ProbeDuration, DefaultProbeDuration)
 	st.ProbeCallers = cmp.Or(st.ProbeCallers, DefaultProbeCallers)
+	st.ProbeUsers = cmp.Or(st.ProbeUsers, DefaultProbeUsers)
 	st.Timeout = cmp.Or(st.Timeout, DefaultStormTimeout(st.Units))
-	// Nobody pays: no payer runs beside the sales.
-	cfg.Pay = PayConfig{}
+	// No payer runs beside the sales: the storm decides who pays.
+	secret := cfg.Pay.WebhookSecret
+	cfg.Pay = PayConfig{WebhookSecret: secret}
 	return nil
 }
 
-// storm is one --expiry-storm run under way.
-type storm struct {
+// stormSales are a storm's three sales and the bench's direct access to
+// the server's stores:
+//   - sale, the campaign of the storm's units (its target
+//     report.TargetStormSale);
+//   - alone, a second campaign's closed-model sale before the storm;
+//   - during, the same sale while the storm runs, with buyers of its own.
+type stormSales struct {
 	cfg                 Config
 	sale, alone, during *runner
 	db                  *bun.DB
 	rdb                 *redis.Client
-	out                 *report.Storm
 }
 
-// runStorm sells cfg.Storm.Units units of a campaign with a short pay
+// newStormSales validates cfg.Storm, signs the three sales' buyers and
+// connects to the server's stores. The caller closes it.
+func newStormSales(ctx context.Context, cfg *Config) (*stormSales, error) {
+	if err := cfg.validateStorm(); err != nil {
+		return nil, err
+	}
+	st := cfg.Storm
+	saleCfg := *cfg
+	saleCfg.Stock, saleCfg.Users, saleCfg.Concurrency, saleCfg.Duration, saleCfg.Warm = st.Units, int(st.Units), st.Callers, 0, true
+	probeCfg := *cfg
+	probeCfg.Stock, probeCfg.Users, probeCfg.Concurrency, probeCfg.Duration, probeCfg.Warm = probeStock, st.ProbeUsers, st.ProbeCallers, st.ProbeDuration, true
+	s := &stormSales{cfg: *cfg}
+	var err error
+	if s.sale, err = newRunner(ctx, saleCfg, true); err != nil {
+		return nil, err
+	}
+	if s.alone, err = newRunner(ctx, probeCfg, false); err != nil {
+		return nil, err
+	}
+	// Each sale has buyers of its own: a campaign's buyer buys once. The
+	// sale during the storm waits for its orders as long as the storm may
+	// last: its persistence may queue behind the storm.
+	duringCfg := probeCfg
+	duringCfg.PersistTimeout = max(cmp.Or(cfg.PersistTimeout, DefaultPersistTimeout), st.Timeout)
+	for s.during == nil || s.during.userLo == s.alone.userLo || s.during.userLo == s.sale.userLo {
+		if s.during, err = newRunner(ctx, duringCfg, false); err != nil {
+			return nil, err
+		}
+	}
+	octx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if s.db, err = store.Open(octx, verify.BenchDSN(cfg.DatabaseURL), 4); err != nil {
+		return nil, err
+	}
+	opt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
+	}
+	s.rdb = redis.NewClient(opt)
+	return s, nil
+}
+
+func (s *stormSales) close() {
+	s.db.Close()
+	s.rdb.Close()
+}
+
+// target is the server at --url, buying from voucherID.
+func (s *stormSales) target(label string, voucherID int64) seckillTarget {
+	return seckillTarget{label: label, url: s.cfg.URL, voucherID: voucherID, lag: true,
+		databaseURL: s.cfg.DatabaseURL, redisURL: s.cfg.RedisURL, redisNodes: s.cfg.RedisClusterAddrs}
+}
+
+// runAlone creates the second campaign, checks that the bench reads the
+// server's stores, and sells it alone.
+func (s *stormSales) runAlone(ctx context.Context) (voucherID int64, rep *report.Report, err error) {
+	control := newControlClient(s.cfg.URL, s.sale.admin)
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if voucherID, err = control.createCampaign(cctx, probeStock, time.Until(s.sale.end), nil); err != nil {
+		return 0, nil, err
+	}
+	if err := s.checkStores(cctx, voucherID); err != nil {
+		return 0, nil, err
+	}
+	if rep, err = s.alone.runSeckill(ctx, s.target(report.TargetProbeAlone, voucherID)); err != nil {
+		return 0, nil, fmt.Errorf("the second campaign's sale alone: %w", err)
+	}
+	return voucherID, rep, nil
+}
+
+// runSale creates the storm's campaign, with the storm's pay window, and
+// sells it until every order is in Postgres.
+func (s *stormSales) runSale(ctx context.Context) (voucherID int64, rep *report.Report, err error) {
+	st := s.cfg.Storm
+	control := newControlClient(s.cfg.URL, s.sale.admin)
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	voucherID, err = control.createCampaign(cctx, st.Units, time.Until(s.sale.end),
+		map[string]any{"payWindowSeconds": int(st.Window / time.Second)})
+	if err != nil {
+		return 0, nil, err
+	}
+	if rep, err = s.sale.runSeckill(ctx, s.target(report.TargetStormSale, voucherID)); err != nil {
+		return 0, nil, fmt.Errorf("the sale: %w", err)
+	}
+	return voucherID, rep, nil
+}
+
+// storm is one --expiry-storm run under way.
+type storm struct {
+	*stormSales
+	out *report.Storm
+}
+
+// runStorm runs the storm cfg.Storm says: runCloseStorm's, or an expiry
+// storm. An expiry storm sells cfg.Storm.Units units of a campaign with a short pay
 // window to buyers who never pay and measures what their expiry costs:
 //
 //  1. a closed-model sale of a second campaign, alone;
@@ -118,46 +265,17 @@ type storm struct {
 //     each process's CPU, and as soon as orders expire the second
 //     campaign's sale again; then the wait until every order is EXPIRED.
 func runStorm(ctx context.Context, cfg Config) (*report.Result, error) {
-	if err := cfg.validateStorm(); err != nil {
-		return nil, err
+	if cmp.Or(cfg.Storm.Kind, StormExpiry) != StormExpiry {
+		return runCloseStorm(ctx, cfg)
 	}
-	st := cfg.Storm
-	saleCfg := cfg
-	saleCfg.Stock, saleCfg.Users, saleCfg.Concurrency, saleCfg.Duration, saleCfg.Warm = st.Units, int(st.Units), st.Callers, 0, true
-	probeCfg := cfg
-	probeCfg.Stock, probeCfg.Users, probeCfg.Concurrency, probeCfg.Duration, probeCfg.Warm = probeStock, probeUsers, st.ProbeCallers, st.ProbeDuration, true
-	s := &storm{cfg: cfg, out: &report.Storm{Units: st.Units, PayWindowS: st.Window.Seconds()}}
-	var err error
-	if s.sale, err = newRunner(ctx, saleCfg, true); err != nil {
-		return nil, err
-	}
-	if s.alone, err = newRunner(ctx, probeCfg, false); err != nil {
-		return nil, err
-	}
-	// Each sale has buyers of its own: a campaign's buyer buys once. The
-	// sale during the storm waits for its orders as long as the storm may
-	// last: today their persistence queues behind the expiries.
-	duringCfg := probeCfg
-	duringCfg.PersistTimeout = max(cmp.Or(cfg.PersistTimeout, DefaultPersistTimeout), st.Timeout)
-	for s.during == nil || s.during.userLo == s.alone.userLo || s.during.userLo == s.sale.userLo {
-		if s.during, err = newRunner(ctx, duringCfg, false); err != nil {
-			return nil, err
-		}
-	}
-	s.out.SaleLoad, s.out.ProbeLoad = s.sale.loadInfo(), s.alone.loadInfo()
-
-	octx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if s.db, err = store.Open(octx, verify.BenchDSN(cfg.DatabaseURL), 4); err != nil {
-		return nil, err
-	}
-	defer s.db.Close()
-	opt, err := redis.ParseURL(cfg.RedisURL)
+	sales, err := newStormSales(ctx, &cfg)
 	if err != nil {
-		return nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
+		return nil, err
 	}
-	s.rdb = redis.NewClient(opt)
-	defer s.rdb.Close()
+	defer sales.close()
+	st := cfg.Storm
+	s := &storm{stormSales: sales, out: &report.Storm{Units: st.Units, PayWindowS: st.Window.Seconds()}}
+	s.out.SaleLoad, s.out.ProbeLoad = s.sale.loadInfo(), s.alone.loadInfo()
 
 	res := &report.Result{Storm: s.out}
 	err = s.run(ctx)
@@ -172,27 +290,12 @@ func runStorm(ctx context.Context, cfg Config) (*report.Result, error) {
 	return res, err
 }
 
-// target is the server at --url, buying from voucherID.
-func (s *storm) target(label string, voucherID int64) seckillTarget {
-	return seckillTarget{label: label, url: s.cfg.URL, voucherID: voucherID, lag: true,
-		databaseURL: s.cfg.DatabaseURL, redisURL: s.cfg.RedisURL, redisNodes: s.cfg.RedisClusterAddrs}
-}
-
 func (s *storm) run(ctx context.Context) error {
-	st, out := s.cfg.Storm, s.out
-	control := newControlClient(s.cfg.URL, s.sale.admin)
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
+	out := s.out
 	var err error
 	// 1. The second campaign, sold alone.
-	if out.ProbeVoucherID, err = control.createCampaign(cctx, probeStock, time.Until(s.sale.end), nil); err != nil {
+	if out.ProbeVoucherID, out.Alone, err = s.runAlone(ctx); err != nil {
 		return err
-	}
-	if err := s.checkStores(cctx, out.ProbeVoucherID); err != nil {
-		return err
-	}
-	if out.Alone, err = s.alone.runSeckill(ctx, s.target(report.TargetProbeAlone, out.ProbeVoucherID)); err != nil {
-		return fmt.Errorf("the second campaign's sale alone: %w", err)
 	}
 	// 2. Redis before the sale.
 	before, err := s.memory(ctx)
@@ -200,15 +303,8 @@ func (s *storm) run(ctx context.Context) error {
 		return err
 	}
 	// 3. The sale nobody pays for.
-	cctx, cancel = context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	out.VoucherID, err = control.createCampaign(cctx, st.Units, time.Until(s.sale.end),
-		map[string]any{"payWindowSeconds": int(st.Window / time.Second)})
-	if err != nil {
+	if out.VoucherID, out.Sale, err = s.runSale(ctx); err != nil {
 		return err
-	}
-	if out.Sale, err = s.sale.runSeckill(ctx, s.target(report.TargetStormSale, out.VoucherID)); err != nil {
-		return fmt.Errorf("the sale: %w", err)
 	}
 	exp := verify.Expiry{PG: &verify.Postgres{DB: s.db}, VoucherID: out.VoucherID}
 	after, err := s.memory(ctx)
@@ -238,22 +334,22 @@ func (s *storm) run(ctx context.Context) error {
 // checkStores makes sure the bench reads the stores of the server at
 // --url, which just created campaign voucherID: every figure of the storm
 // comes from them.
-func (s *storm) checkStores(ctx context.Context, voucherID int64) error {
+func (s *stormSales) checkStores(ctx context.Context, voucherID int64) error {
 	var n int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM seckill_campaign WHERE voucher_id = ?`, voucherID).Scan(&n); err != nil {
-		return fmt.Errorf("--expiry-storm: read SECKILL_DATABASE_URL: %w", err)
+		return fmt.Errorf("%s: read SECKILL_DATABASE_URL: %w", stormFlag(s.cfg.Storm.Kind), err)
 	}
 	if n != 1 {
-		return fmt.Errorf("--expiry-storm: the database at SECKILL_DATABASE_URL (%s) lacks campaign %d, which the server at %s just created: give the bench the server's database",
-			redactDSN(s.cfg.DatabaseURL), voucherID, s.cfg.URL)
+		return fmt.Errorf("%s: the database at SECKILL_DATABASE_URL (%s) lacks campaign %d, which the server at %s just created: give the bench the server's database",
+			stormFlag(s.cfg.Storm.Kind), redactDSN(s.cfg.DatabaseURL), voucherID, s.cfg.URL)
 	}
 	live, err := admission.New(s.rdb, admission.Options{}).LiveCounts(ctx, []int64{voucherID})
 	if err != nil {
-		return fmt.Errorf("--expiry-storm: read SECKILL_REDIS_URL: %w", err)
+		return fmt.Errorf("%s: read SECKILL_REDIS_URL: %w", stormFlag(s.cfg.Storm.Kind), err)
 	}
 	if !live[voucherID].Known {
-		return fmt.Errorf("--expiry-storm: the Redis at SECKILL_REDIS_URL does not hold campaign %d, which the server at %s just created: give the bench the server's Redis",
-			voucherID, s.cfg.URL)
+		return fmt.Errorf("%s: the Redis at SECKILL_REDIS_URL does not hold campaign %d, which the server at %s just created: give the bench the server's Redis",
+			stormFlag(s.cfg.Storm.Kind), voucherID, s.cfg.URL)
 	}
 	return nil
 }
@@ -265,7 +361,7 @@ type redisMemory struct {
 	census verify.Census
 }
 
-func (s *storm) memory(ctx context.Context) (redisMemory, error) {
+func (s *stormSales) memory(ctx context.Context) (redisMemory, error) {
 	mctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var m redisMemory

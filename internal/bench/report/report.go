@@ -57,8 +57,11 @@ type Result struct {
 	// Builds is what --compare base measured instead of Load and Runs.
 	Builds *Builds `json:"base_compare,omitempty"`
 	// Storm is what --expiry-storm measured instead of Load and Runs.
-	Storm       *Storm `json:"expiry_storm,omitempty"`
-	Interrupted bool   `json:"interrupted,omitempty"`
+	Storm *Storm `json:"expiry_storm,omitempty"`
+	// CloseStorm is what --cancel-storm or --payment-storm measured
+	// instead of Load and Runs.
+	CloseStorm  *CloseStorm `json:"close_storm,omitempty"`
+	Interrupted bool        `json:"interrupted,omitempty"`
 }
 
 // AllRuns returns every run of the result, those of --compare base too.
@@ -69,11 +72,16 @@ func (res *Result) AllRuns() []*Report {
 			out = append(out, l.Runs...)
 		}
 	}
+	var storm []*Report
 	if s := res.Storm; s != nil {
-		for _, r := range []*Report{s.Alone, s.Sale, s.During} {
-			if r != nil {
-				out = append(out, r)
-			}
+		storm = []*Report{s.Alone, s.Sale, s.During}
+	}
+	if s := res.CloseStorm; s != nil {
+		storm = []*Report{s.Alone, s.Sale, s.During}
+	}
+	for _, r := range storm {
+		if r != nil {
+			out = append(out, r)
 		}
 	}
 	return out

@@ -165,12 +165,15 @@ func (s *Storm) Judge(interrupted bool) {
 }
 
 // Relate fills the interference from the two sales of the second campaign.
-func (s *Storm) Relate() {
-	in := &s.Interference
-	a, d := s.Alone, s.During
+func (s *Storm) Relate() { s.Interference = interference(s.Alone, s.During, s.Interference.Overlap) }
+
+// interference compares the second campaign's sale during a storm with the same
+// sale alone; overlap is the share of it the storm covered.
+func interference(a, d *Report, overlap float64) Interference {
+	in := Interference{Overlap: overlap}
 	if a == nil || d == nil {
 		in.Text = "interference: not measured (the storm was over before the second sale)"
-		return
+		return in
 	}
 	in.P99Ratio = ratioOf(d.Latency.P99, a.Latency.P99)
 	var al, dl *Lag
@@ -199,6 +202,7 @@ func (s *Storm) Relate() {
 	in.Text = fmt.Sprintf("interference: the second campaign's sale during the storm: p99 %s vs %s alone (%.2f×), "+
 		"persistence lag p99 %s; target ≤ %.1f× %s (%s)",
 		Millis(d.Latency.P99), Millis(a.Latency.P99), in.P99Ratio, lag, InterferenceTarget, verdict, over)
+	return in
 }
 
 func ratioOf(a, b float64) float64 {
@@ -262,27 +266,37 @@ func (s *Storm) write(b *strings.Builder) {
 	if !e.Complete {
 		fmt.Fprintf(b, "  INCOMPLETE: %s of %s orders expired before the bench stopped waiting\n", Number(e.Expired), Number(s.Units))
 	}
-	p := s.Pool
-	fmt.Fprintf(b, "Postgres pool during the expiry (pg_stat_activity every %.0f ms, %d samples, pool of %d): in use (active or idle in "+
-		"a transaction) max %d (%.0f%%), mean %.1f (%.0f%%); active max %d, mean %.1f; idle in transaction max %d, mean %.1f; "+
-		"waiting on a lock max %d, mean %.1f\n",
-		p.EveryMs, p.Samples, p.PoolSize, p.MaxInUse, 100*p.MaxShare, p.MeanInUse, 100*p.MeanShare, p.MaxActive, p.MeanActive,
-		p.MaxIdleInTx, p.MeanIdleInTx, p.MaxLockWait, p.MeanLockWait)
-	if c := s.CPU; c != nil {
-		var parts []string
-		for _, name := range cpuOrder {
-			if cell := CPUCell(c, name, UnitExpired); cell != "-" {
-				parts = append(parts, cpuLabel[name]+" "+cell)
-			}
-		}
-		fmt.Fprintf(b, "CPU µs per expired order over the expiry, the second sale's load aside (%s): %s\n", Seconds(c.WindowS), strings.Join(parts, ", "))
-	}
+	writePool(b, s.Pool, "the expiry")
+	writeCPUPer(b, s.CPU, UnitExpired, "expired order over the expiry")
 	b.WriteString(s.Interference.Text + "\n")
 	for _, n := range s.Notes {
 		b.WriteString("note: " + n + "\n")
 	}
 	fmt.Fprintf(b, "verdict expiry storm: %s\n", s.Verdict)
 	writeCPUNote(b, runs)
+}
+
+// writePool writes the server's Postgres pool during a storm.
+func writePool(b *strings.Builder, p PoolUse, during string) {
+	fmt.Fprintf(b, "Postgres pool during %s (pg_stat_activity every %.0f ms, %d samples, pool of %d): in use (active or idle in "+
+		"a transaction) max %d (%.0f%%), mean %.1f (%.0f%%); active max %d, mean %.1f; idle in transaction max %d, mean %.1f; "+
+		"waiting on a lock max %d, mean %.1f\n",
+		during, p.EveryMs, p.Samples, p.PoolSize, p.MaxInUse, 100*p.MaxShare, p.MeanInUse, 100*p.MeanShare, p.MaxActive, p.MeanActive,
+		p.MaxIdleInTx, p.MeanIdleInTx, p.MaxLockWait, p.MeanLockWait)
+}
+
+// writeCPUPer writes each process's CPU per unit of a storm, "per what".
+func writeCPUPer(b *strings.Builder, c *CPU, unit, what string) {
+	if c == nil {
+		return
+	}
+	var parts []string
+	for _, name := range cpuOrder {
+		if cell := CPUCell(c, name, unit); cell != "-" {
+			parts = append(parts, cpuLabel[name]+" "+cell)
+		}
+	}
+	fmt.Fprintf(b, "CPU µs per %s, the second sale's load aside (%s): %s\n", what, Seconds(c.WindowS), strings.Join(parts, ", "))
 }
 
 // Bytes formats a byte count: "512 B", "1.5 KB", "23.4 MB".

@@ -8,22 +8,24 @@ import (
 	"time"
 )
 
+// sampleSale is a storm's sale of accepted orders, all persisted.
+func sampleSale(target string, accepted int64, p99, lagP99 float64) *Report {
+	r := &Report{Target: target, Sent: accepted, Answered: accepted, Throughput: 5000, Latency: Latency{P50: p99 / 4, P99: p99},
+		Outcomes: map[string]int64{"ACCEPTED": accepted}, Stock: 1_000_000, Accepted: accepted,
+		Persistence: &Persistence{Source: SourcePostgres, Complete: true, Rows: accepted, Lag: &Lag{Orders: accepted, P50: lagP99 / 3, P99: lagP99}}}
+	r.Judge()
+	return r
+}
+
 // sampleStorm is a storm of 20,000 orders that expired at 560 a second,
 // and a second sale whose p99 doubled during it.
 func sampleStorm() *Storm {
-	sale := func(target string, accepted int64, p99, lagP99 float64) *Report {
-		r := &Report{Target: target, Sent: accepted, Answered: accepted, Throughput: 5000, Latency: Latency{P50: p99 / 4, P99: p99},
-			Outcomes: map[string]int64{"ACCEPTED": accepted}, Stock: 1_000_000, Accepted: accepted,
-			Persistence: &Persistence{Source: SourcePostgres, Complete: true, Rows: accepted, Lag: &Lag{Orders: accepted, P50: lagP99 / 3, P99: lagP99}}}
-		r.Judge()
-		return r
-	}
 	first := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	s := &Storm{Units: 20_000, PayWindowS: 20, VoucherID: 10, ProbeVoucherID: 9,
 		SaleLoad:  LoadInfo{Mode: ModeBurst, Users: 20_000, Attempts: 1, Concurrency: 128, Stock: 20_000},
 		ProbeLoad: LoadInfo{Mode: ModeClosed, Concurrency: 32, DurationS: 3, Users: 100_000, Stock: 1_000_000},
-		Alone:     sale(TargetProbeAlone, 15_000, 20, 100), During: sale(TargetProbeDuring, 12_000, 45, 2500),
-		Sale: sale(TargetStormSale, 20_000, 80, 300),
+		Alone:     sampleSale(TargetProbeAlone, 15_000, 20, 100), During: sampleSale(TargetProbeDuring, 12_000, 45, 2500),
+		Sale: sampleSale(TargetStormSale, 20_000, 80, 300),
 		Memory: StormMemory{BeforeBytes: 1_200_000, AfterBytes: 11_000_000, Awaiting: 20_000, PerOrderBytes: 490,
 			Keys: []KeyGrowth{{Pattern: "asynq:{orders}:t:expire:*", Type: "hash", KeysAfter: 20_000, BytesAfter: 6_720_000, PerOrderBytes: 336, Sampled: true}}},
 		Expiry: StormExpiry{FirstPayBy: first, LastPayBy: first.Add(4 * time.Second), FirstClosed: first.Add(100 * time.Millisecond),

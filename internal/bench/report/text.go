@@ -29,6 +29,8 @@ func (res *Result) WriteText(w io.Writer) error {
 		res.writeBuilds(&b)
 	case res.Storm != nil:
 		res.Storm.write(&b)
+	case res.CloseStorm != nil:
+		res.CloseStorm.write(&b)
 	default:
 		b.WriteString(res.headline() + "\n\n")
 		writeRunTable(&b, res.Load.Mode, res.Runs)

@@ -77,6 +77,17 @@ func (v *Postgres) Statuses(ctx context.Context, voucherID, userLo, userHi int64
 	return st, dup, nil
 }
 
+// Succeeded counts the SUCCEEDED payments of a campaign's orders, and the
+// orders they belong to.
+func (v *Postgres) Succeeded(ctx context.Context, voucherID int64) (payments, orders int64, err error) {
+	err = v.DB.QueryRowContext(ctx, `SELECT count(*), count(DISTINCT p.order_id) FROM payment p
+		JOIN voucher_order o ON o.id = p.order_id WHERE o.voucher_id = ? AND p.status = 'SUCCEEDED'`, voucherID).Scan(&payments, &orders)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count succeeded payments: %w", err)
+	}
+	return payments, orders, nil
+}
+
 // Tally fills pay with what became of the accepted orders: their statuses,
 // the units resold, and whether exactly the confirmed payments made
 // orders PAID. It returns the ACCEPTED answers that repeat an order id or
