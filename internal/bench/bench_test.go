@@ -115,36 +115,103 @@ func buildSeckill(t *testing.T) string {
 }
 
 // TestBurstWithComparisons runs the seed's experiment, scaled down, against
-// the real server, both comparison servers (the ceiling also as a process
-// of its own) and the seckill binary on private Redis servers (each appendfsync setting, without and with WAIT
-// for a replica, without and with the shared limits), and checks that
-// each run's books balance. Speed is reported, never asserted: the machine is shared.
+// the real server and both comparison servers (the ceiling also as a
+// process of its own), and checks that each run's books balance. Speed is
+// reported, never asserted: the machine is shared.
 func TestBurstWithComparisons(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Postgres and Redis")
 	}
+	endpoint, dsn, redisURL := newServer(t)
+	res := runBurst(t, endpoint, dsn, redisURL, bench.Config{
+		Compare:         []string{bench.CompareSync, bench.CompareCeiling, bench.CompareCeilingProcess},
+		SyncDatabaseURL: storetest.NewEmptyDSN(t),
+	}, []string{report.TargetSeckill, report.TargetSync, report.TargetCeiling, report.TargetCeilingProcess})
+	if p := res.Runs[0].Persistence; p.Source != report.SourcePostgres || p.LastCreatedAfterMs == nil || p.MaxQueueDepth == nil {
+		t.Errorf("seckill verified through %s, without timings or queue depth: %+v", p.Source, p)
+	}
+	if res.Runs[0].Server == nil {
+		t.Error("no server metrics sampled")
+	}
+	// The ceiling in a process of its own is measured as a server.
+	if p := res.Runs[3].CPU.Process(report.ProcServer); p == nil || p.Missing != "" || len(p.PIDs) == 0 {
+		t.Errorf("%s: CPU of the server: %+v", res.Runs[3].Target, p)
+	}
+	if p := res.Runs[0].CPU.Process(report.ProcServer); p == nil || !strings.Contains(p.Missing, "bench's process") {
+		t.Errorf("the in-process server's CPU: %+v", p)
+	}
+	checkText(t, res, "of the ceiling's throughput (", "with the ceiling in a process of its own", "1 (its own database)")
+}
+
+// TestBurstAgainstPrivateServers runs the same burst against the seckill
+// binary on private Redis servers the bench starts: each appendfsync
+// setting, without and with WAIT for a replica, without and with the
+// shared limits.
+func TestBurstAgainstPrivateServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Postgres and Redis")
+	}
+	// Its servers, Redis and databases are its own: it runs beside the
+	// other parallel tests once the serial ones are done.
+	t.Parallel()
 	redisServer, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatal("needs redis-server on PATH (make test-services uses it too)")
 	}
 	seckillBin := buildSeckill(t)
-	endpoint, dsn, redisURL := newServer(t)
-
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	var progress bytes.Buffer
-	res, err := bench.Run(ctx, bench.Config{
-		URL: endpoint, Users: 200, Stock: 50,
-		Compare:   []string{bench.CompareSync, bench.CompareCeiling, bench.CompareCeilingProcess, bench.CompareFsync, bench.CompareWait, bench.CompareLimit},
-		JWTSecret: secret, JWTIssuer: "seckill",
-		DatabaseURL: dsn, RedisURL: redisURL, SyncDatabaseURL: storetest.NewEmptyDSN(t),
-		PersistTimeout: 30 * time.Second, Progress: &progress,
+	dsn := storetest.NewDSN(t)
+	redisURL := testenv.StartRedisServer(t).URL()
+	res := runBurst(t, startServer(t, dsn, redisURL), dsn, redisURL, bench.Config{
+		Compare: []string{bench.CompareFsync, bench.CompareWait, bench.CompareLimit},
 		Fsync: bench.FsyncConfig{SeckillBin: seckillBin, RedisBin: redisServer, Dir: t.TempDir(), DatabaseURLs: map[string]string{
 			compare.FsyncEverysec: storetest.NewEmptyDSN(t), compare.FsyncAlways: storetest.NewEmptyDSN(t),
 			report.TargetNoWait: storetest.NewEmptyDSN(t), report.TargetWait: storetest.NewEmptyDSN(t),
 			report.TargetNoLimit: storetest.NewEmptyDSN(t), report.TargetLimit: storetest.NewEmptyDSN(t),
 		}},
-	})
+	}, []string{report.TargetSeckill, report.TargetEverysec, report.TargetAlways, report.TargetNoWait, report.TargetWait,
+		report.TargetNoLimit, report.TargetLimit})
+	for _, r := range res.Runs[1:3] {
+		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, "appendfsync "+r.Target) {
+			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
+		}
+	}
+	for i, r := range res.Runs[3:5] {
+		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, fmt.Sprintf("SECKILL_REDIS_MIN_REPLICAS=%d ", i)) {
+			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
+		}
+	}
+	for _, r := range res.Runs[5:] {
+		wantEnv := map[string]string{report.TargetNoLimit: "SECKILL_USER_RATE=0 SECKILL_ADDRESS_RATE=0 ",
+			report.TargetLimit: "SECKILL_USER_RATE=5 SECKILL_USER_BURST=10 SECKILL_ADDRESS_RATE=1000000 SECKILL_ADDRESS_BURST=1000000 "}[r.Target]
+		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, wantEnv) {
+			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
+		}
+	}
+	// The servers the bench started are processes of their own, on Redis
+	// servers of their own: the CPU probe finds all three by their ports.
+	for _, r := range res.Runs[1:] {
+		for _, name := range []string{report.ProcServer, report.ProcRedis, report.ProcPostgres, report.ProcSum, report.ProcBench} {
+			if p := r.CPU.Process(name); p == nil || p.Missing != "" || (name != report.ProcSum && len(p.PIDs) == 0) {
+				t.Errorf("%s: CPU of %s: %+v", r.Target, name, p)
+			}
+		}
+	}
+	checkText(t, res, "appendfsync always: ", "WAIT for 1 replica: ", "shared limit per user and per address: ")
+}
+
+// runBurst runs the seed's experiment, scaled down (200 users, 50 units),
+// against the server at endpoint and cfg's comparisons, and checks that
+// the targets ran in the order of want, each answering every request with
+// its books balanced, and three comparisons made.
+func runBurst(t *testing.T, endpoint, dsn, redisURL string, cfg bench.Config, want []string) *report.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	cfg.URL, cfg.Users, cfg.Stock = endpoint, 200, 50
+	cfg.JWTSecret, cfg.JWTIssuer, cfg.DatabaseURL, cfg.RedisURL = secret, "seckill", dsn, redisURL
+	cfg.PersistTimeout, cfg.Progress = 30*time.Second, &progress
+	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +219,6 @@ func TestBurstWithComparisons(t *testing.T) {
 	for _, r := range res.Runs {
 		targets = append(targets, r.Target)
 	}
-	want := []string{report.TargetSeckill, report.TargetSync, report.TargetCeiling, report.TargetCeilingProcess, report.TargetEverysec, report.TargetAlways,
-		report.TargetNoWait, report.TargetWait, report.TargetNoLimit, report.TargetLimit}
 	if diff := cmp.Diff(want, targets); diff != "" {
 		t.Fatalf("targets (-want +got):\n%s", diff)
 	}
@@ -180,60 +245,27 @@ func TestBurstWithComparisons(t *testing.T) {
 			t.Errorf("%s: Postgres stock %d", r.Target, *p.PostgresStock)
 		}
 	}
-	if p := res.Runs[0].Persistence; p.Source != report.SourcePostgres || p.LastCreatedAfterMs == nil || p.MaxQueueDepth == nil {
-		t.Errorf("seckill verified through %s, without timings or queue depth: %+v", p.Source, p)
-	}
-	if res.Runs[0].Server == nil {
-		t.Error("no server metrics sampled")
-	}
-	// The ceiling in a process of its own is measured as a server.
-	if p := res.Runs[3].CPU.Process(report.ProcServer); p == nil || p.Missing != "" || len(p.PIDs) == 0 {
-		t.Errorf("%s: CPU of the server: %+v", res.Runs[3].Target, p)
-	}
-	for _, r := range res.Runs[4:6] {
-		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, "appendfsync "+r.Target) {
-			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
-		}
-	}
-	for i, r := range res.Runs[6:8] {
-		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, fmt.Sprintf("SECKILL_REDIS_MIN_REPLICAS=%d ", i)) {
-			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
-		}
-	}
-	for _, r := range res.Runs[8:] {
-		wantEnv := map[string]string{report.TargetNoLimit: "SECKILL_USER_RATE=0 SECKILL_ADDRESS_RATE=0 ",
-			report.TargetLimit: "SECKILL_USER_RATE=5 SECKILL_USER_BURST=10 SECKILL_ADDRESS_RATE=1000000 SECKILL_ADDRESS_BURST=1000000 "}[r.Target]
-		if p := r.Persistence; p.Source != report.SourcePostgres || !strings.Contains(p.Note, wantEnv) {
-			t.Errorf("%s: verified through %s, note %q", r.Target, p.Source, p.Note)
-		}
-	}
-	// The servers the bench started are processes of their own, on Redis
-	// servers of their own: the CPU probe finds all three by their ports.
-	for _, r := range res.Runs[4:] {
-		for _, name := range []string{report.ProcServer, report.ProcRedis, report.ProcPostgres, report.ProcSum, report.ProcBench} {
-			if p := r.CPU.Process(name); p == nil || p.Missing != "" || (name != report.ProcSum && len(p.PIDs) == 0) {
-				t.Errorf("%s: CPU of %s: %+v", r.Target, name, p)
-			}
-		}
-	}
-	if p := res.Runs[0].CPU.Process(report.ProcServer); p == nil || !strings.Contains(p.Missing, "bench's process") {
-		t.Errorf("the in-process server's CPU: %+v", p)
-	}
-	if len(res.Comparisons) != 6 {
+	if len(res.Comparisons) != 3 {
 		t.Errorf("comparisons: %+v", res.Comparisons)
 	}
+	if err := res.WriteJSON(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// checkText checks that res's text report holds each of lines.
+func checkText(t *testing.T, res *report.Result, lines ...string) {
+	t.Helper()
 	var text bytes.Buffer
 	if err := res.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + text.String())
-	for _, want := range []string{"of the ceiling's throughput (", "with the ceiling in a process of its own", "appendfsync always: ", "WAIT for 1 replica: ", "shared limit per user and per address: ", "1 (its own database)"} {
+	for _, want := range lines {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report lacks %q", want)
 		}
-	}
-	if err := res.WriteJSON(io.Discard); err != nil {
-		t.Fatal(err)
 	}
 }
 
