@@ -78,6 +78,16 @@ func newServer(t *testing.T) (endpoint, dsn, redisURL string) {
 	return startServer(t, dsn, redisURL), dsn, redisURL
 }
 
+// newPrivateServer starts the real seckill server (startServer) on a
+// database and a redis-server of its own, for a test that runs in
+// parallel: the memory and CPU it reads are the server's alone.
+func newPrivateServer(t *testing.T) (endpoint, dsn, redisURL string) {
+	t.Helper()
+	dsn = storetest.NewDSN(t)
+	redisURL = testenv.StartRedisServer(t).URL()
+	return startServer(t, dsn, redisURL), dsn, redisURL
+}
+
 // The seckill binary the tests that start it share (buildSeckill), and the
 // directory TestMain removes.
 var (
@@ -159,9 +169,8 @@ func TestBurstAgainstPrivateServers(t *testing.T) {
 		t.Fatal("needs redis-server on PATH (make test-services uses it too)")
 	}
 	seckillBin := buildSeckill(t)
-	dsn := storetest.NewDSN(t)
-	redisURL := testenv.StartRedisServer(t).URL()
-	res := runBurst(t, startServer(t, dsn, redisURL), dsn, redisURL, bench.Config{
+	endpoint, dsn, redisURL := newPrivateServer(t)
+	res := runBurst(t, endpoint, dsn, redisURL, bench.Config{
 		Compare: []string{bench.CompareFsync, bench.CompareWait, bench.CompareLimit},
 		Fsync: bench.FsyncConfig{SeckillBin: seckillBin, RedisBin: redisServer, Dir: t.TempDir(), DatabaseURLs: map[string]string{
 			compare.FsyncEverysec: storetest.NewEmptyDSN(t), compare.FsyncAlways: storetest.NewEmptyDSN(t),
@@ -462,9 +471,7 @@ func TestExpiryStorm(t *testing.T) {
 	// Its servers, Redis and databases are its own: it runs beside the
 	// other parallel tests once the serial ones are done.
 	t.Parallel()
-	dsn := storetest.NewDSN(t)
-	redisURL := testenv.StartRedisServer(t).URL()
-	endpoint := startServer(t, dsn, redisURL)
+	endpoint, dsn, redisURL := newPrivateServer(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	res, err := bench.Run(ctx, bench.Config{
@@ -531,9 +538,7 @@ func TestCloseStorms(t *testing.T) {
 	// Its servers, Redis and databases are its own: it runs beside the
 	// other parallel tests once the serial ones are done.
 	t.Parallel()
-	dsn := storetest.NewDSN(t)
-	redisURL := testenv.StartRedisServer(t).URL()
-	endpoint := startServer(t, dsn, redisURL)
+	endpoint, dsn, redisURL := newPrivateServer(t)
 	const units = 200
 	for _, kind := range []string{bench.StormCancel, bench.StormPayment} {
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)

@@ -77,17 +77,7 @@ func runCloseStorm(ctx context.Context, cfg Config) (*report.Result, error) {
 		s.mu.Unlock()
 	}
 
-	res := &report.Result{CloseStorm: s.out}
-	err = s.run(ctx)
-	res.Interrupted = ctx.Err() != nil
-	if s.out.Sale != nil {
-		s.out.Relate()
-		s.out.Judge(res.Interrupted)
-	}
-	if err != nil && s.out.Sale == nil {
-		return nil, err
-	}
-	return res, err
+	return finishStorm(ctx, &report.Result{CloseStorm: s.out}, s.out, func() bool { return s.out.Sale != nil }, s.run)
 }
 
 func (s *closeStorm) run(ctx context.Context) error {

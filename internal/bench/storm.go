@@ -277,16 +277,29 @@ func runStorm(ctx context.Context, cfg Config) (*report.Result, error) {
 	s := &storm{stormSales: sales, out: &report.Storm{Units: st.Units, PayWindowS: st.Window.Seconds()}}
 	s.out.SaleLoad, s.out.ProbeLoad = s.sale.loadInfo(), s.alone.loadInfo()
 
-	res := &report.Result{Storm: s.out}
-	err = s.run(ctx)
+	return finishStorm(ctx, &report.Result{Storm: s.out}, s.out, func() bool { return s.out.Sale != nil }, s.run)
+}
+
+// stormOut is a storm's report, judged once the storm is over.
+type stormOut interface {
+	Relate()
+	Judge(interrupted bool)
+}
+
+// finishStorm runs a storm and judges out, its report in res, when its
+// sale ran (sold). A storm that failed before its sale returns no report;
+// one that failed later returns what it measured with the error.
+func finishStorm(ctx context.Context, res *report.Result, out stormOut, sold func() bool, run func(context.Context) error) (*report.Result, error) {
+	err := run(ctx)
 	res.Interrupted = ctx.Err() != nil
-	if s.out.Sale != nil {
-		s.out.Relate()
-		s.out.Judge(res.Interrupted)
+	if !sold() {
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
 	}
-	if err != nil && s.out.Sale == nil {
-		return nil, err
-	}
+	out.Relate()
+	out.Judge(res.Interrupted)
 	return res, err
 }
 
