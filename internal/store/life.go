@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"seckill/internal/batch"
 	"seckill/internal/seckill"
@@ -66,6 +65,39 @@ type closeOutcome struct {
 	err error // the call's own: ENOTFOUND
 }
 
+// The statements of the order's life in batches, prepared once per
+// connection (Store.prepare): as text, Postgres parsed, analyzed and planned
+// each anew for every batch, about a third of its CPU in a storm of
+// cancellations.
+const (
+	// lockOrdersSQL locks the orders of $1 in id order and reads them.
+	lockOrdersSQL = `SELECT id, user_id, status, pay_by <= now() AS due FROM voucher_order
+		WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`
+	// closeOrdersSQL closes the orders of $1, each to its status in $2.
+	closeOrdersSQL = `UPDATE voucher_order AS o SET status = c.status, closed_at = now(), return_epoch = 0, event_seq = o.event_seq + 1
+		FROM unnest($1::bigint[], $2::text[]) AS c(id, status)
+		WHERE o.id = c.id
+		RETURNING o.id, o.voucher_id, o.user_id, o.closed_at`
+	// returnStockSQL puts $2 units back into the stock of each campaign of
+	// $1, locked in id order, and returns their epochs.
+	returnStockSQL = `WITH locked AS (
+			SELECT voucher_id FROM seckill_campaign WHERE voucher_id = ANY($1::bigint[]) ORDER BY voucher_id FOR UPDATE
+		)
+		UPDATE seckill_campaign AS c SET stock = c.stock + n.units, updated_at = now()
+		FROM unnest($1::bigint[], $2::bigint[]) AS n(voucher_id, units), locked
+		WHERE c.voucher_id = n.voucher_id AND locked.voucher_id = n.voucher_id
+		RETURNING c.voucher_id, c.epoch, c.shard_epochs`
+	// recordEpochsSQL records on each order of $1 its return epoch in $2.
+	recordEpochsSQL = `UPDATE voucher_order AS o SET return_epoch = r.epoch
+		FROM unnest($1::bigint[], $2::bigint[]) AS r(id, epoch) WHERE o.id = r.id`
+	// cancelPaymentsSQL cancels the open payments of the orders of $1.
+	cancelPaymentsSQL = `UPDATE payment SET status = 'CANCELLED', updated_at = now()
+		WHERE order_id = ANY($1::bigint[]) AND status = 'PENDING'`
+	// markUnitsSQL marks the units of the closed orders of $1 returned.
+	markUnitsSQL = `UPDATE voucher_order SET unit_returned = true
+		WHERE id = ANY($1::bigint[]) AND status IN ('CANCELLED', 'EXPIRED')`
+)
+
 // closeOrders decides a batch of CloseOrder calls in one transaction. It
 // locks the orders in id order first (so that batches, and a batch and a
 // payment, cannot deadlock on them), decides each call on what it finds and
@@ -84,6 +116,9 @@ func (s *Store) closeOrders(ctx context.Context, reqs []closeRequest, out []clos
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
 	return runInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
 		clear(out)
 		var locked []struct {
@@ -92,9 +127,7 @@ func (s *Store) closeOrders(ctx context.Context, reqs []closeRequest, out []clos
 			Status string `bun:"status"`
 			Due    bool   `bun:"due"` // pay_by has passed on the database's clock
 		}
-		err := tx.NewRaw(`SELECT id, user_id, status, pay_by <= now() AS due FROM voucher_order
-			WHERE id = ANY(?) ORDER BY id FOR UPDATE`, pgdialect.Array(ids)).Scan(ctx, &locked)
-		if err != nil {
+		if err := s.lockOrders.query(ctx, s.db, tx, &locked, int64Array(ids)); err != nil {
 			return fmt.Errorf("lock orders: %w", err)
 		}
 		type held struct {
@@ -124,18 +157,13 @@ func (s *Store) closeOrders(ctx context.Context, reqs []closeRequest, out []clos
 		}
 		if len(closeIDs) > 0 {
 			var closed []closedOrder
-			err := tx.NewRaw(`
-				UPDATE voucher_order AS o SET status = c.status, closed_at = now(), return_epoch = 0, event_seq = o.event_seq + 1
-				FROM unnest(?::bigint[], ?::text[]) AS c(id, status)
-				WHERE o.id = c.id
-				RETURNING o.id, o.voucher_id, o.user_id, o.closed_at`, pgdialect.Array(closeIDs), pgdialect.Array(closeTo)).Scan(ctx, &closed)
-			if err != nil {
+			if err := s.closeOrdersTo.query(ctx, s.db, tx, &closed, int64Array(closeIDs), textArray(closeTo)); err != nil {
 				return fmt.Errorf("close orders: %w", err)
 			}
 			if len(closed) != len(closeIDs) {
 				return fmt.Errorf("close orders: %d of %d locked orders changed", len(closed), len(closeIDs))
 			}
-			epochs, err := returnUnits(ctx, tx, closed)
+			epochs, err := s.returnUnits(ctx, tx, closed)
 			if err != nil {
 				return err
 			}
@@ -150,10 +178,11 @@ func (s *Store) closeOrders(ctx context.Context, reqs []closeRequest, out []clos
 				return err
 			}
 		}
-		after, err := findOrders(ctx, tx, ids)
-		if err != nil {
-			return err
+		var rows []orderView
+		if err := s.ordersByIDs.query(ctx, s.db, tx, &rows, int64Array(ids)); err != nil {
+			return fmt.Errorf("select %d orders: %w", len(ids), err)
 		}
+		after := ordersByID(rows)
 		for i, r := range reqs {
 			o := after[r.id]
 			if o == nil || r.userID > 0 && o.UserID != r.userID {
@@ -186,7 +215,7 @@ type closedOrder struct {
 // order as holding its unit, and the unit comes back in the epoch it
 // installs; one that locks after reads it back already. return_epoch keeps
 // which of the two happened, for the Redis side.
-func returnUnits(ctx context.Context, tx bun.Tx, closed []closedOrder) ([]int64, error) {
+func (s *Store) returnUnits(ctx context.Context, tx bun.Tx, closed []closedOrder) ([]int64, error) {
 	units := map[int64]int64{}
 	ids := make([]int64, len(closed))
 	for i, c := range closed {
@@ -203,15 +232,7 @@ func returnUnits(ctx context.Context, tx bun.Tx, closed []closedOrder) ([]int64,
 		Epoch       int64   `bun:"epoch"`
 		ShardEpochs []int64 `bun:"shard_epochs,array"`
 	}
-	err := tx.NewRaw(`
-		WITH locked AS (
-			SELECT voucher_id FROM seckill_campaign WHERE voucher_id = ANY(?0) ORDER BY voucher_id FOR UPDATE
-		)
-		UPDATE seckill_campaign AS c SET stock = c.stock + n.units, updated_at = now()
-		FROM unnest(?0::bigint[], ?1::bigint[]) AS n(voucher_id, units), locked
-		WHERE c.voucher_id = n.voucher_id AND locked.voucher_id = n.voucher_id
-		RETURNING c.voucher_id, c.epoch, c.shard_epochs`, pgdialect.Array(campaigns), pgdialect.Array(counts)).Scan(ctx, &epochs)
-	if err != nil {
+	if err := s.returnStock.query(ctx, s.db, tx, &epochs, int64Array(campaigns), int64Array(counts)); err != nil {
 		return nil, fmt.Errorf("return units: %w", err)
 	}
 	epochsOf := make(map[int64]seckill.Epochs, len(epochs))
@@ -222,16 +243,10 @@ func returnUnits(ctx context.Context, tx bun.Tx, closed []closedOrder) ([]int64,
 	for i, c := range closed {
 		returnEpochs[i] = epochsOf[c.VoucherID].OfOrder(c.ID)
 	}
-	_, err = tx.NewRaw(`
-		UPDATE voucher_order AS o SET return_epoch = r.epoch
-		FROM unnest(?::bigint[], ?::bigint[]) AS r(id, epoch) WHERE o.id = r.id`,
-		pgdialect.Array(ids), pgdialect.Array(returnEpochs)).Exec(ctx)
-	if err != nil {
+	if err := s.recordEpochs.exec(ctx, tx, int64Array(ids), int64Array(returnEpochs)); err != nil {
 		return nil, fmt.Errorf("record return epochs: %w", err)
 	}
-	_, err = tx.NewRaw(`UPDATE payment SET status = 'CANCELLED', updated_at = now()
-		WHERE order_id = ANY(?) AND status = 'PENDING'`, pgdialect.Array(ids)).Exec(ctx)
-	if err != nil {
+	if err := s.cancelPayments.exec(ctx, tx, int64Array(ids)); err != nil {
 		return nil, fmt.Errorf("cancel open payments: %w", err)
 	}
 	return returnEpochs, nil
@@ -268,6 +283,9 @@ func (s *Store) Unreturned(ctx context.Context, limit int) ([]seckill.UnitReturn
 // concurrent callers take disjoint batches, and campaigns are locked in id
 // order, so two batches cannot deadlock on them.
 func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, error) {
+	if err := s.prepare(ctx); err != nil {
+		return nil, fmt.Errorf("store: expire due orders: %w", err)
+	}
 	var out []seckill.Expired
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = out[:0]
@@ -284,7 +302,7 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 		if len(closed) == 0 {
 			return nil
 		}
-		returnEpochs, err := returnUnits(ctx, tx, closed)
+		returnEpochs, err := s.returnUnits(ctx, tx, closed)
 		if err != nil {
 			return err
 		}
@@ -325,8 +343,10 @@ func (s *Store) UnitsReturned(ctx context.Context, orderIDs []int64) error {
 func (s *Store) markReturned(ctx context.Context, ids []int64, _ []struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
 	defer cancel()
-	_, err := s.db.NewRaw(`UPDATE voucher_order SET unit_returned = true
-		WHERE id = ANY(?) AND status IN ('CANCELLED', 'EXPIRED')`, pgdialect.Array(ids)).Exec(ctx)
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
+	_, err := s.markUnits.stmt.Load().ExecContext(ctx, int64Array(ids))
 	return err
 }
 

@@ -39,13 +39,24 @@ func findOrder(ctx context.Context, db bun.IDB, id int64) (*seckill.Order, error
 // does, in one statement.
 func findOrders(ctx context.Context, db bun.IDB, ids []int64) (map[int64]*seckill.Order, error) {
 	var rows []orderView
-	err := db.NewRaw(`
-		SELECT `+orderColumns+` FROM voucher_order WHERE id = ANY(?0)
-		UNION ALL
-		SELECT `+failureColumns+` FROM order_failure WHERE id = ANY(?0)`, pgdialect.Array(ids)).Scan(ctx, &rows)
-	if err != nil {
+	if err := db.NewRaw(ordersByIDs("?0"), pgdialect.Array(ids)).Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("store: select %d orders: %w", len(ids), err)
 	}
+	return ordersByID(rows), nil
+}
+
+// ordersByIDs is the statement that reads the orders of the array ids from
+// both tables: a bun placeholder for findOrders, a parameter for the
+// prepared statement (Store.ordersByIDs).
+func ordersByIDs(ids string) string {
+	return `SELECT ` + orderColumns + ` FROM voucher_order WHERE id = ANY(` + ids + `)
+		UNION ALL
+		SELECT ` + failureColumns + ` FROM order_failure WHERE id = ANY(` + ids + `)`
+}
+
+// ordersByID returns rows by id, the created order before a failure of
+// the same id.
+func ordersByID(rows []orderView) map[int64]*seckill.Order {
 	out := make(map[int64]*seckill.Order, len(rows))
 	for i := range rows {
 		// As in findOrder: the created order is the truth.
@@ -53,7 +64,7 @@ func findOrders(ctx context.Context, db bun.IDB, ids []int64) (map[int64]*seckil
 			out[rows[i].ID] = toDomainOrder(&rows[i])
 		}
 	}
-	return out, nil
+	return out
 }
 
 // OrdersByUser returns up to limit (seckill.DefaultPageSize when 0) of a

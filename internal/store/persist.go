@@ -555,6 +555,20 @@ func (s *Store) selectFailures(ctx context.Context, tx bun.Tx, ids []int64) ([]r
 
 // int64Array writes ids as a Postgres array literal, the text a bigint[]
 // parameter takes.
+// textArray writes xs as a Postgres array literal, each element quoted.
+func textArray(xs []string) string {
+	return string(appendArray(make([]byte, 0, len(xs)*12+2), xs, func(b []byte, x string) []byte {
+		b = append(b, '"')
+		for i := 0; i < len(x); i++ {
+			if x[i] == '"' || x[i] == '\\' {
+				b = append(b, '\\')
+			}
+			b = append(b, x[i])
+		}
+		return append(b, '"')
+	}))
+}
+
 func int64Array(ids []int64) string {
 	return string(appendArray(make([]byte, 0, len(ids)*20+2), ids, func(b []byte, id int64) []byte {
 		return strconv.AppendInt(b, id, 10)
@@ -678,18 +692,19 @@ func hasKey[K comparable, V any](m map[K]V, k K) bool {
 // sent as text is parsed, analyzed and planned anew for every batch: about
 // a fifth of Postgres's CPU for a batch of a hundred orders.
 type prepared struct {
-	query string
-	mu    sync.Mutex // held while preparing
-	stmt  atomic.Pointer[sql.Stmt]
+	sql  string
+	mu   sync.Mutex // held while preparing
+	stmt atomic.Pointer[sql.Stmt]
 }
 
-// prepare prepares the persistence path's statements that are not yet. It
-// runs outside any transaction: preparing takes a connection of the pool,
-// and a transaction waiting for one that only it could free would never end.
-// database/sql then prepares each on every other connection the first
-// time a transaction there uses it (prepared.in).
+// prepare prepares the statements of the persistence path and of the
+// order's life in batches that are not yet. It runs outside any
+// transaction: preparing takes a connection of the pool, and a transaction
+// waiting for one that only it could free would never end. database/sql
+// then prepares each on every other connection the first time a
+// transaction there uses it (prepared.in).
 func (s *Store) prepare(ctx context.Context) error {
-	for _, p := range []*prepared{&s.insert, &s.insertNew, &s.failures, &s.take} {
+	for _, p := range s.statements() {
 		if p.stmt.Load() != nil {
 			continue
 		}
@@ -706,7 +721,7 @@ func (p *prepared) prepare(ctx context.Context, db *bun.DB) error {
 	if p.stmt.Load() != nil {
 		return nil
 	}
-	stmt, err := db.DB.PrepareContext(ctx, p.query)
+	stmt, err := db.DB.PrepareContext(ctx, p.sql)
 	if err != nil {
 		return fmt.Errorf("store: prepare: %w", err)
 	}
@@ -717,4 +732,21 @@ func (p *prepared) prepare(ctx context.Context, db *bun.DB) error {
 // in returns p for use in tx, once Store.prepare has prepared it.
 func (p *prepared) in(ctx context.Context, tx bun.Tx) *sql.Stmt {
 	return tx.StmtContext(ctx, p.stmt.Load())
+}
+
+// query runs p in tx with args and scans its rows into dest as bun scans a
+// query's (db is tx's database).
+func (p *prepared) query(ctx context.Context, db *bun.DB, tx bun.Tx, dest any, args ...any) error {
+	rows, err := p.in(ctx, tx).QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return db.ScanRows(ctx, rows, dest)
+}
+
+// exec runs p in tx with args.
+func (p *prepared) exec(ctx context.Context, tx bun.Tx, args ...any) error {
+	_, err := p.in(ctx, tx).ExecContext(ctx, args...)
+	return err
 }

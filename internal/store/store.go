@@ -80,11 +80,20 @@ type Store struct {
 	// failures selectFailuresSQL and take takeStockSQL: a batch's
 	// statements, prepared by the first PersistOrders.
 	insert, insertNew, failures, take prepared
+	// The order's life in batches (life.go): closeOrders' statements,
+	// those of returnUnits, and markReturned's.
+	lockOrders, closeOrdersTo, ordersByIDs, returnStock, recordEpochs, cancelPayments, markUnits prepared
 	// closes, returned and payments group-commit CloseOrder,
 	// UnitsReturned (life.go) and ApplyPaymentEvent (paybatch.go).
 	closes   *batch.Committer[closeRequest, closeOutcome]
 	returned *batch.Committer[int64, struct{}]
 	payments *batch.Committer[seckill.PaymentEvent, payOutcome]
+}
+
+// statements are the statements Store.prepare prepares.
+func (s *Store) statements() []*prepared {
+	return []*prepared{&s.insert, &s.insertNew, &s.failures, &s.take,
+		&s.lockOrders, &s.closeOrdersTo, &s.ordersByIDs, &s.returnStock, &s.recordEpochs, &s.cancelPayments, &s.markUnits}
 }
 
 var (
@@ -97,10 +106,13 @@ var (
 // New returns a Store that uses db, typically from Open.
 func New(db *bun.DB) *Store {
 	s := &Store{db: db}
-	s.insert.query = insertOrdersSQL
-	s.insertNew.query = insertNewOrdersSQL
-	s.failures.query = selectFailuresSQL
-	s.take.query = takeStockSQL
+	s.insert.sql = insertOrdersSQL
+	s.insertNew.sql = insertNewOrdersSQL
+	s.failures.sql = selectFailuresSQL
+	s.take.sql = takeStockSQL
+	s.lockOrders.sql, s.closeOrdersTo.sql, s.ordersByIDs.sql = lockOrdersSQL, closeOrdersSQL, ordersByIDs("$1::bigint[]")
+	s.returnStock.sql, s.recordEpochs.sql, s.cancelPayments.sql = returnStockSQL, recordEpochsSQL, cancelPaymentsSQL
+	s.markUnits.sql = markUnitsSQL
 	s.closes = batch.New(s.closeOrders, batch.Options{MaxBatch: closeBatch, Flushes: closeFlushes, Backlog: closeBacklog})
 	// A mark is one row's flag: batches of many, one connection.
 	s.returned = batch.New(s.markReturned, batch.Options{MaxBatch: 10 * closeBatch, Flushes: 1, Backlog: closeBacklog})
