@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"seckill/internal/seckill"
 )
@@ -50,6 +49,23 @@ type payOutcome struct {
 	done bool
 }
 
+// The statements of applyPlainEvents, prepared once per connection
+// (Store.prepare), in the order it runs them.
+const (
+	payOwnersSQL       = `SELECT id, order_id FROM payment WHERE id = ANY($1::text[])`
+	payLockOrdersSQL   = `SELECT id, status, pay_by FROM voucher_order WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`
+	payLockPaymentsSQL = `SELECT id, order_id, amount, currency, status, created_at, updated_at FROM payment
+		WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`
+	payAppliedSQL      = `SELECT id FROM payment_event WHERE id = ANY($1::text[])`
+	payFailSQL         = `UPDATE payment SET status = 'FAILED', updated_at = now() WHERE id = ANY($1::text[])`
+	payCancelOthersSQL = `UPDATE payment SET status = 'CANCELLED', updated_at = now()
+		WHERE order_id = ANY($1::bigint[]) AND status = 'PENDING' AND NOT (id = ANY($2::text[]))`
+	payOrdersSQL  = `UPDATE voucher_order SET status = 'PAID', paid_at = now(), event_seq = event_seq + 1 WHERE id = ANY($1::bigint[])`
+	paySucceedSQL = `UPDATE payment SET status = 'SUCCEEDED', updated_at = now() WHERE id = ANY($1::text[])`
+	payEventsSQL  = `INSERT INTO payment_event (id, payment_id, type, outcome)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])`
+)
+
 // applyPlainEvents applies the plain successes and failures of evs in one
 // transaction and marks them done in out; see above.
 func (s *Store) applyPlainEvents(ctx context.Context, evs []seckill.PaymentEvent, out []payOutcome) error {
@@ -71,13 +87,16 @@ func (s *Store) applyPlainEvents(ctx context.Context, evs []seckill.PaymentEvent
 	if len(pays) == 0 {
 		return nil
 	}
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
 	err := runInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
 		clear(out)
 		var owners []struct {
 			ID      string `bun:"id"`
 			OrderID int64  `bun:"order_id"`
 		}
-		if err := tx.NewRaw(`SELECT id, order_id FROM payment WHERE id = ANY(?)`, pgdialect.Array(pays)).Scan(ctx, &owners); err != nil {
+		if err := s.payOwners.query(ctx, s.db, tx, &owners, textArray(pays)); err != nil {
 			return fmt.Errorf("select payments: %w", err)
 		}
 		orderIDs := make([]int64, 0, len(owners))
@@ -91,19 +110,15 @@ func (s *Store) applyPlainEvents(ctx context.Context, evs []seckill.PaymentEvent
 			Status string    `bun:"status"`
 			PayBy  time.Time `bun:"pay_by"`
 		}
-		err := tx.NewRaw(`SELECT id, status, pay_by FROM voucher_order WHERE id = ANY(?) ORDER BY id FOR UPDATE`,
-			pgdialect.Array(orderIDs)).Scan(ctx, &orders)
-		if err != nil {
+		if err := s.payLockOrders.query(ctx, s.db, tx, &orders, int64Array(orderIDs)); err != nil {
 			return fmt.Errorf("lock orders: %w", err)
 		}
 		var payments []paymentRow
-		err = tx.NewRaw(`SELECT id, order_id, amount, currency, status, created_at, updated_at FROM payment
-			WHERE id = ANY(?) ORDER BY id FOR UPDATE`, pgdialect.Array(pays)).Scan(ctx, &payments)
-		if err != nil {
+		if err := s.payLockPayments.query(ctx, s.db, tx, &payments, textArray(pays)); err != nil {
 			return fmt.Errorf("lock payments: %w", err)
 		}
 		var applied []string
-		if err := tx.NewRaw(`SELECT id FROM payment_event WHERE id = ANY(?)`, pgdialect.Array(slices.Collect(maps.Keys(seenEvent)))).Scan(ctx, &applied); err != nil {
+		if err := s.payApplied.query(ctx, s.db, tx, &applied, textArray(slices.Collect(maps.Keys(seenEvent)))); err != nil {
 			return fmt.Errorf("select events: %w", err)
 		}
 		payBy := make(map[int64]time.Time, len(orders))
@@ -155,8 +170,7 @@ func (s *Store) applyPlainEvents(ctx context.Context, evs []seckill.PaymentEvent
 			return nil
 		}
 		if len(failIDs) > 0 {
-			_, err = tx.NewRaw(`UPDATE payment SET status = 'FAILED', updated_at = now() WHERE id = ANY(?)`, pgdialect.Array(failIDs)).Exec(ctx)
-			if err != nil {
+			if err := s.payFail.exec(ctx, tx, textArray(failIDs)); err != nil {
 				return fmt.Errorf("fail payments: %w", err)
 			}
 		}
@@ -165,16 +179,14 @@ func (s *Store) applyPlainEvents(ctx context.Context, evs []seckill.PaymentEvent
 				return err
 			}
 		}
-		_, err = tx.NewRaw(`INSERT INTO payment_event (id, payment_id, type, outcome)
-			SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[])`,
-			pgdialect.Array(eventIDs), pgdialect.Array(eventPays), pgdialect.Array(types), pgdialect.Array(outcomes)).Exec(ctx)
-		if err != nil {
+		if err := s.payEvents.exec(ctx, tx, textArray(eventIDs), textArray(eventPays), textArray(types), textArray(outcomes)); err != nil {
 			return fmt.Errorf("insert events: %w", err)
 		}
-		after, err := findOrders(ctx, tx, orderIDsAfter)
-		if err != nil {
-			return err
+		var rows []orderView
+		if err := s.ordersByIDs.query(ctx, s.db, tx, &rows, int64Array(orderIDsAfter)); err != nil {
+			return fmt.Errorf("select %d orders: %w", len(orderIDsAfter), err)
 		}
+		after := ordersByID(rows)
 		for k, i := range pick {
 			p := payment[eventPays[k]]
 			outcome := seckill.EventOutcome(outcomes[k])
@@ -207,19 +219,13 @@ func (s *Store) applyPlainEvents(ctx context.Context, evs []seckill.PaymentEvent
 // applyEvent does for one: the orders' other open payments cancelled, the
 // orders PAID, the payments SUCCEEDED, order.paid written.
 func (s *Store) payAll(ctx context.Context, tx bun.Tx, orderIDs []int64, payIDs []string) error {
-	_, err := tx.NewRaw(`UPDATE payment SET status = 'CANCELLED', updated_at = now()
-		WHERE order_id = ANY(?) AND status = 'PENDING' AND NOT (id = ANY(?))`,
-		pgdialect.Array(orderIDs), pgdialect.Array(payIDs)).Exec(ctx)
-	if err != nil {
+	if err := s.payCancelOthers.exec(ctx, tx, int64Array(orderIDs), textArray(payIDs)); err != nil {
 		return fmt.Errorf("cancel open payments: %w", err)
 	}
-	_, err = tx.NewRaw(`UPDATE voucher_order SET status = 'PAID', paid_at = now(), event_seq = event_seq + 1 WHERE id = ANY(?)`,
-		pgdialect.Array(orderIDs)).Exec(ctx)
-	if err != nil {
+	if err := s.payOrders.exec(ctx, tx, int64Array(orderIDs)); err != nil {
 		return fmt.Errorf("pay orders: %w", err)
 	}
-	_, err = tx.NewRaw(`UPDATE payment SET status = 'SUCCEEDED', updated_at = now() WHERE id = ANY(?)`, pgdialect.Array(payIDs)).Exec(ctx)
-	if err != nil {
+	if err := s.paySucceed.exec(ctx, tx, textArray(payIDs)); err != nil {
 		return fmt.Errorf("update payments: %w", err)
 	}
 	paid := make([]orderEvent, len(orderIDs))

@@ -83,6 +83,8 @@ type Store struct {
 	// The order's life in batches (life.go): closeOrders' statements,
 	// those of returnUnits, and markReturned's.
 	lockOrders, closeOrdersTo, ordersByIDs, returnStock, recordEpochs, cancelPayments, markUnits prepared
+	// applyPlainEvents' statements (paybatch.go).
+	payOwners, payLockOrders, payLockPayments, payApplied, payFail, payCancelOthers, payOrders, paySucceed, payEvents prepared
 	// closes, returned and payments group-commit CloseOrder,
 	// UnitsReturned (life.go) and ApplyPaymentEvent (paybatch.go).
 	closes   *batch.Committer[closeRequest, closeOutcome]
@@ -93,7 +95,8 @@ type Store struct {
 // statements are the statements Store.prepare prepares.
 func (s *Store) statements() []*prepared {
 	return []*prepared{&s.insert, &s.insertNew, &s.failures, &s.take,
-		&s.lockOrders, &s.closeOrdersTo, &s.ordersByIDs, &s.returnStock, &s.recordEpochs, &s.cancelPayments, &s.markUnits}
+		&s.lockOrders, &s.closeOrdersTo, &s.ordersByIDs, &s.returnStock, &s.recordEpochs, &s.cancelPayments, &s.markUnits,
+		&s.payOwners, &s.payLockOrders, &s.payLockPayments, &s.payApplied, &s.payFail, &s.payCancelOthers, &s.payOrders, &s.paySucceed, &s.payEvents}
 }
 
 var (
@@ -113,6 +116,9 @@ func New(db *bun.DB) *Store {
 	s.lockOrders.sql, s.closeOrdersTo.sql, s.ordersByIDs.sql = lockOrdersSQL, closeOrdersSQL, ordersByIDs("$1::bigint[]")
 	s.returnStock.sql, s.recordEpochs.sql, s.cancelPayments.sql = returnStockSQL, recordEpochsSQL, cancelPaymentsSQL
 	s.markUnits.sql = markUnitsSQL
+	s.payOwners.sql, s.payLockOrders.sql, s.payLockPayments.sql = payOwnersSQL, payLockOrdersSQL, payLockPaymentsSQL
+	s.payApplied.sql, s.payFail.sql, s.payCancelOthers.sql = payAppliedSQL, payFailSQL, payCancelOthersSQL
+	s.payOrders.sql, s.paySucceed.sql, s.payEvents.sql = payOrdersSQL, paySucceedSQL, payEventsSQL
 	s.closes = batch.New(s.closeOrders, batch.Options{MaxBatch: closeBatch, Flushes: closeFlushes, Backlog: closeBacklog})
 	// A mark is one row's flag: batches of many, one connection.
 	s.returned = batch.New(s.markReturned, batch.Options{MaxBatch: 10 * closeBatch, Flushes: 1, Backlog: closeBacklog})
