@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"strings"
@@ -161,6 +162,98 @@ func TestCloseOrderStorm(t *testing.T) {
 	}
 	if _, err := s.CloseOrder(ctx, orders[0].OrderID, seckill.OrderPaid, 0); err == nil {
 		t.Errorf("close to PAID: %v", err)
+	}
+}
+
+// TestCloseOrderBacklogFull holds the campaign's row while two closes
+// wait for it (both commit slots taken), fills the backlog behind them
+// with calls for orders that do not exist, and checks that one more call
+// gets EUNAVAILABLE when its deadline ends, its order left as it was; and
+// that once the row is free every waiting call is answered and the order
+// of the refused call can be cancelled.
+func TestCloseOrderBacklogFull(t *testing.T) {
+	db, s := newStore(t)
+	ctx := t.Context()
+	v := storetest.CreateCampaign(t, db, 10)
+	var adms []seckill.Admission
+	for i := range int64(3) {
+		a := adm(v.ID, i+1, 7000+i)
+		a.AdmittedAt = time.Now()
+		adms = append(adms, a)
+	}
+	if _, err := s.PersistOrders(ctx, adms); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback()
+	if _, err := hold.ExecContext(ctx, `SELECT 1 FROM seckill_campaign WHERE voucher_id = ? FOR UPDATE`, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	codes := make(chan string, 2)
+	for _, a := range adms[:2] { // each takes a commit slot and waits for the row
+		wg.Go(func() {
+			_, err := s.CloseOrder(ctx, a.OrderID, seckill.OrderCancelled, a.UserID)
+			codes <- seckill.ErrorCode(err)
+		})
+	}
+	// Both commits wait for the row before the backlog fills: each is the
+	// lone call it began with.
+	for waiting := 0; waiting < 2; {
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	const backlog = store.CloseBacklog
+	var missing atomic.Int64
+	for i := range int64(backlog) {
+		wg.Go(func() {
+			if _, err := s.CloseOrder(ctx, 1<<40+i, seckill.OrderCancelled, 1); seckill.ErrorCode(err) == seckill.ENOTFOUND {
+				missing.Add(1)
+			}
+		})
+	}
+	// Until the backlog is full, a call whose deadline ends waits in it
+	// and may still be committed: probe with orders that do not exist.
+	closeWithin := func(id, user int64) error {
+		cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		_, err := s.CloseOrder(cctx, id, seckill.OrderCancelled, user)
+		return err
+	}
+	for probe, deadline := int64(1<<41), time.Now().Add(30*time.Second); seckill.ErrorCode(closeWithin(probe, 1)) != seckill.EUNAVAILABLE; probe++ {
+		if time.Now().After(deadline) {
+			t.Fatal("the backlog never filled")
+		}
+	}
+	last := adms[2]
+	if err := closeWithin(last.OrderID, last.UserID); seckill.ErrorCode(err) != seckill.EUNAVAILABLE {
+		t.Fatalf("with the backlog full: %v, want EUNAVAILABLE", err)
+	}
+	var status string
+	if err := db.QueryRowContext(ctx, `SELECT status FROM voucher_order WHERE id = ?`, last.OrderID).Scan(&status); err != nil || status != "CREATED" {
+		t.Fatalf("the refused call's order is %s (%v), want CREATED", status, err)
+	}
+	if err := hold.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		if code != "" {
+			t.Errorf("a close that waited for the row: %s", code)
+		}
+	}
+	if n := missing.Load(); n != backlog {
+		t.Errorf("%d of %d calls for missing orders answered ENOTFOUND", n, backlog)
+	}
+	if res, err := s.CloseOrder(ctx, last.OrderID, seckill.OrderCancelled, last.UserID); err != nil || !res.Closed {
+		t.Errorf("the refused call's order afterwards: %+v, %v", res, err)
 	}
 }
 

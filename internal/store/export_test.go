@@ -18,3 +18,6 @@ func SetEndpointDeleteChunk(tb testing.TB, n int) {
 func DeleteDeliveries(s *Store, ctx context.Context, id int64) (int, error) {
 	return s.deleteDeliveries(ctx, id)
 }
+
+// CloseBacklog is how many CloseOrder calls may wait for a transaction.
+const CloseBacklog = closeBacklog
