@@ -23,8 +23,9 @@ import (
 // an expiry that is not due, while payments of some of them succeed: every
 // order closed by exactly one call, or paid and not closed; the others find
 // it as it is; each unit back in its campaign's stock once; an open payment
-// cancelled with its order; a payment that lost the race owed back; and the
-// campaigns' rows updated (locked) far fewer times than orders closed.
+// cancelled with its order; a payment that lost the race owed back; the
+// campaigns' rows updated (locked) far fewer times than orders closed; and
+// each order's row updated once.
 func TestCloseOrderStorm(t *testing.T) {
 	db, s := newStore(t)
 	ctx := t.Context()
@@ -61,6 +62,7 @@ func TestCloseOrderStorm(t *testing.T) {
 		owner[a.OrderID] = a.UserID
 	}
 	updates := countTriggered(t, db, "seckill_campaign", "UPDATE", "ROW")
+	orderUpdates := countTriggered(t, db, "voucher_order", "UPDATE", "ROW")
 
 	type call struct {
 		id, user int64
@@ -156,6 +158,17 @@ func TestCloseOrderStorm(t *testing.T) {
 	t.Logf("%d calls closed %d orders with %d updates of the campaigns' rows", len(calls), len(closed), n)
 	if n > int64(len(closed)/10) {
 		t.Errorf("%d orders closed with %d updates of the campaigns' rows: a lock per order", len(closed), n)
+	}
+	// Each order is written once, closed or paid: a row version per
+	// order, not one to close it and one to record its unit's epoch.
+	var paidN int64
+	for _, ok := range paid {
+		if ok {
+			paidN++
+		}
+	}
+	if n := orderUpdates(); n != int64(len(closed))+paidN {
+		t.Errorf("%d orders closed and %d paid with %d updates of their rows", len(closed), paidN, n)
 	}
 	if _, err := s.CloseOrder(ctx, 0, seckill.OrderCancelled, 0); seckill.ErrorCode(err) != seckill.ENOTFOUND {
 		t.Errorf("order 0: %v", err)

@@ -57,6 +57,7 @@ func TestExpireDue(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	orderUpdates := countTriggered(t, db, "voucher_order", "UPDATE", "ROW")
 	var (
 		mu   sync.Mutex
 		seen = map[int64]int{}
@@ -92,6 +93,10 @@ func TestExpireDue(t *testing.T) {
 		if n != 1 {
 			t.Errorf("order %d expired %d times", id, n)
 		}
+	}
+	// One row version per order expired, its unit's epoch written with it.
+	if n := orderUpdates(); n != int64(len(due)) {
+		t.Errorf("%d orders expired with %d updates of their rows", len(due), n)
 	}
 	for _, v := range campaigns {
 		var stock, expired, holding int64

@@ -71,13 +71,18 @@ type closeOutcome struct {
 // cancellations.
 const (
 	// lockOrdersSQL locks the orders of $1 in id order and reads them.
-	lockOrdersSQL = `SELECT id, user_id, status, pay_by <= now() AS due FROM voucher_order
+	lockOrdersSQL = `SELECT id, voucher_id, user_id, status, pay_by <= now() AS due FROM voucher_order
 		WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`
-	// closeOrdersSQL closes the orders of $1, each to its status in $2.
-	closeOrdersSQL = `UPDATE voucher_order AS o SET status = c.status, closed_at = now(), return_epoch = 0, event_seq = o.event_seq + 1
-		FROM unnest($1::bigint[], $2::text[]) AS c(id, status)
+	// lockDueSQL locks up to $1 CREATED orders past their pay_by, oldest
+	// first, skipping those another transaction holds.
+	lockDueSQL = `SELECT id, voucher_id FROM voucher_order WHERE status = 'CREATED' AND pay_by <= now()
+		ORDER BY pay_by LIMIT $1 FOR UPDATE SKIP LOCKED`
+	// closeOrdersSQL closes the orders of $1, each to its status in $2,
+	// its unit back in the epoch of $3.
+	closeOrdersSQL = `UPDATE voucher_order AS o SET status = c.status, closed_at = now(), return_epoch = c.epoch, event_seq = o.event_seq + 1
+		FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS c(id, status, epoch)
 		WHERE o.id = c.id
-		RETURNING o.id, o.voucher_id, o.user_id, o.closed_at`
+		RETURNING o.id, o.voucher_id, o.user_id, o.closed_at, o.return_epoch`
 	// returnStockSQL puts $2 units back into the stock of each campaign of
 	// $1, locked in id order, and returns their epochs.
 	returnStockSQL = `WITH locked AS (
@@ -87,9 +92,6 @@ const (
 		FROM unnest($1::bigint[], $2::bigint[]) AS n(voucher_id, units), locked
 		WHERE c.voucher_id = n.voucher_id AND locked.voucher_id = n.voucher_id
 		RETURNING c.voucher_id, c.epoch, c.shard_epochs`
-	// recordEpochsSQL records on each order of $1 its return epoch in $2.
-	recordEpochsSQL = `UPDATE voucher_order AS o SET return_epoch = r.epoch
-		FROM unnest($1::bigint[], $2::bigint[]) AS r(id, epoch) WHERE o.id = r.id`
 	// cancelPaymentsSQL cancels the open payments of the orders of $1.
 	cancelPaymentsSQL = `UPDATE payment SET status = 'CANCELLED', updated_at = now()
 		WHERE order_id = ANY($1::bigint[]) AND status = 'PENDING'`
@@ -103,8 +105,8 @@ const (
 // payment, cannot deadlock on them), decides each call on what it finds and
 // on what the calls before it in the batch did (the first call that may
 // close an order closes it; the others find it closed), closes those orders
-// in one statement, gives their units back with one guarded update per
-// campaign, and reads every order as it stands afterwards.
+// with their units back (closeLocked), and reads every order as it stands
+// afterwards.
 func (s *Store) closeOrders(ctx context.Context, reqs []closeRequest, out []closeOutcome) error {
 	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
 	defer cancel()
@@ -122,28 +124,28 @@ func (s *Store) closeOrders(ctx context.Context, reqs []closeRequest, out []clos
 	return runInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
 		clear(out)
 		var locked []struct {
-			ID     int64  `bun:"id"`
-			UserID int64  `bun:"user_id"`
-			Status string `bun:"status"`
-			Due    bool   `bun:"due"` // pay_by has passed on the database's clock
+			ID        int64  `bun:"id"`
+			VoucherID int64  `bun:"voucher_id"`
+			UserID    int64  `bun:"user_id"`
+			Status    string `bun:"status"`
+			Due       bool   `bun:"due"` // pay_by has passed on the database's clock
 		}
 		if err := s.lockOrders.query(ctx, s.db, tx, &locked, int64Array(ids)); err != nil {
 			return fmt.Errorf("lock orders: %w", err)
 		}
 		type held struct {
-			userID int64
-			status string
-			due    bool
+			voucherID, userID int64
+			status            string
+			due               bool
 		}
 		orders := make(map[int64]*held, len(locked))
 		for _, o := range locked {
-			orders[o.ID] = &held{userID: o.UserID, status: o.Status, due: o.Due}
+			orders[o.ID] = &held{voucherID: o.VoucherID, userID: o.UserID, status: o.Status, due: o.Due}
 		}
 		// The calls in the order they came: the first that may close an
 		// order closes it; the others find it closed.
 		closer := make(map[int64]int, len(reqs)) // order id -> the call that closes it
-		var closeIDs []int64
-		var closeTo []string
+		var closings []closing
 		for j, r := range reqs {
 			o := orders[r.id]
 			if o == nil || o.status != string(seckill.OrderCreated) || r.userID > 0 && r.userID != o.userID ||
@@ -152,18 +154,10 @@ func (s *Store) closeOrders(ctx context.Context, reqs []closeRequest, out []clos
 			}
 			o.status = string(r.to)
 			closer[r.id] = j
-			closeIDs = append(closeIDs, r.id)
-			closeTo = append(closeTo, string(r.to))
+			closings = append(closings, closing{id: r.id, voucherID: o.voucherID, to: r.to})
 		}
-		if len(closeIDs) > 0 {
-			var closed []closedOrder
-			if err := s.closeOrdersTo.query(ctx, s.db, tx, &closed, int64Array(closeIDs), textArray(closeTo)); err != nil {
-				return fmt.Errorf("close orders: %w", err)
-			}
-			if len(closed) != len(closeIDs) {
-				return fmt.Errorf("close orders: %d of %d locked orders changed", len(closed), len(closeIDs))
-			}
-			epochs, err := s.returnUnits(ctx, tx, closed)
+		if len(closings) > 0 {
+			closed, err := s.closeLocked(ctx, tx, closings)
 			if err != nil {
 				return err
 			}
@@ -171,8 +165,7 @@ func (s *Store) closeOrders(ctx context.Context, reqs []closeRequest, out []clos
 			for k, c := range closed {
 				to := seckill.OrderStatus(orders[c.ID].status)
 				evs[k] = orderEvent{orderID: c.ID, typ: seckill.EventForStatus(to)}
-				out[closer[c.ID]].res = seckill.CloseResult{Closed: true, Return: seckill.UnitReturn{
-					OrderID: c.ID, VoucherID: c.VoucherID, UserID: c.UserID, Epoch: epochs[k]}}
+				out[closer[c.ID]].res = seckill.CloseResult{Closed: true, Return: c.unitReturn()}
 			}
 			if err := s.emit(ctx, tx, evs); err != nil {
 				return err
@@ -196,31 +189,44 @@ func (s *Store) closeOrders(ctx context.Context, reqs []closeRequest, out []clos
 	})
 }
 
-// closedOrder is an order a statement just closed.
-type closedOrder struct {
-	ID        int64     `bun:"id"`
-	VoucherID int64     `bun:"voucher_id"`
-	UserID    int64     `bun:"user_id"`
-	ClosedAt  time.Time `bun:"closed_at"`
+// closing is a locked CREATED order to close.
+type closing struct {
+	id, voucherID int64
+	to            seckill.OrderStatus
 }
 
-// returnUnits puts the units of orders closed in tx back into their
-// campaigns' stock, one statement for all, campaigns locked in id order;
-// records on each order the epoch its stock shard is in then, which its unit
-// came back in; and cancels the orders' open payments (a success that still
-// comes is owed back). It returns those epochs, in the order of closed.
+// closedOrder is an order a statement just closed.
+type closedOrder struct {
+	ID          int64     `bun:"id"`
+	VoucherID   int64     `bun:"voucher_id"`
+	UserID      int64     `bun:"user_id"`
+	ClosedAt    time.Time `bun:"closed_at"`
+	ReturnEpoch int64     `bun:"return_epoch"`
+}
+
+// unitReturn is what admission needs to take c's unit back.
+func (c closedOrder) unitReturn() seckill.UnitReturn {
+	return seckill.UnitReturn{OrderID: c.ID, VoucherID: c.VoucherID, UserID: c.UserID, Epoch: c.ReturnEpoch}
+}
+
+// closeLocked closes orders that tx holds locked, each CREATED: it puts
+// their units back into their campaigns' stock, one statement for all,
+// campaigns locked in id order; closes the orders, recording on each the
+// epoch its stock shard is in then, which its unit came back in; and
+// cancels their open payments (a success that still comes is owed back).
 //
-// The orders are changed before the campaign rows are locked. A rebuild
-// (RebuildCampaign) that holds a campaign's lock meanwhile still reads an
-// order as holding its unit, and the unit comes back in the epoch it
-// installs; one that locks after reads it back already. return_epoch keeps
-// which of the two happened, for the Redis side.
-func (s *Store) returnUnits(ctx context.Context, tx bun.Tx, closed []closedOrder) ([]int64, error) {
+// The orders are locked before the campaign rows, as every transaction
+// that changes both locks them. A rebuild (RebuildCampaign) that holds a
+// campaign's lock first still reads these orders as holding their units,
+// and the units come back in the epoch it installs, which the update of
+// the stock returns; one that locks after reads them back already.
+// return_epoch keeps which of the two happened, for the Redis side. One
+// update of each order, where closing it first and recording its epoch
+// after took two.
+func (s *Store) closeLocked(ctx context.Context, tx bun.Tx, cs []closing) ([]closedOrder, error) {
 	units := map[int64]int64{}
-	ids := make([]int64, len(closed))
-	for i, c := range closed {
-		units[c.VoucherID]++
-		ids[i] = c.ID
+	for _, c := range cs {
+		units[c.voucherID]++
 	}
 	campaigns := slices.Sorted(maps.Keys(units))
 	counts := make([]int64, len(campaigns))
@@ -239,17 +245,23 @@ func (s *Store) returnUnits(ctx context.Context, tx bun.Tx, closed []closedOrder
 	for _, e := range epochs {
 		epochsOf[e.VoucherID] = seckill.Epochs{Campaign: e.Epoch, Shards: e.ShardEpochs}
 	}
-	returnEpochs := make([]int64, len(closed))
-	for i, c := range closed {
-		returnEpochs[i] = epochsOf[c.VoucherID].OfOrder(c.ID)
+	ids := make([]int64, len(cs))
+	to := make([]string, len(cs))
+	returnEpochs := make([]int64, len(cs))
+	for i, c := range cs {
+		ids[i], to[i], returnEpochs[i] = c.id, string(c.to), epochsOf[c.voucherID].OfOrder(c.id)
 	}
-	if err := s.recordEpochs.exec(ctx, tx, int64Array(ids), int64Array(returnEpochs)); err != nil {
-		return nil, fmt.Errorf("record return epochs: %w", err)
+	var closed []closedOrder
+	if err := s.closeOrdersTo.query(ctx, s.db, tx, &closed, int64Array(ids), textArray(to), int64Array(returnEpochs)); err != nil {
+		return nil, fmt.Errorf("close orders: %w", err)
+	}
+	if len(closed) != len(cs) {
+		return nil, fmt.Errorf("close orders: %d of %d locked orders changed", len(closed), len(cs))
 	}
 	if err := s.cancelPayments.exec(ctx, tx, int64Array(ids)); err != nil {
 		return nil, fmt.Errorf("cancel open payments: %w", err)
 	}
-	return returnEpochs, nil
+	return closed, nil
 }
 
 // Unreturned returns up to limit closed orders whose unit admission has not
@@ -289,20 +301,21 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 	var out []seckill.Expired
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = out[:0]
-		var closed []closedOrder
-		err := tx.NewRaw(`
-			UPDATE voucher_order AS o SET status = 'EXPIRED', closed_at = now(), return_epoch = 0, event_seq = o.event_seq + 1
-			FROM (SELECT id FROM voucher_order WHERE status = 'CREATED' AND pay_by <= now()
-				ORDER BY pay_by LIMIT ? FOR UPDATE SKIP LOCKED) AS due
-			WHERE o.id = due.id
-			RETURNING o.id, o.voucher_id, o.user_id, o.closed_at`, max(limit, 1)).Scan(ctx, &closed)
-		if err != nil {
-			return fmt.Errorf("expire orders: %w", err)
+		var due []struct {
+			ID        int64 `bun:"id"`
+			VoucherID int64 `bun:"voucher_id"`
 		}
-		if len(closed) == 0 {
+		if err := s.lockDue.query(ctx, s.db, tx, &due, max(limit, 1)); err != nil {
+			return fmt.Errorf("lock due orders: %w", err)
+		}
+		if len(due) == 0 {
 			return nil
 		}
-		returnEpochs, err := s.returnUnits(ctx, tx, closed)
+		cs := make([]closing, len(due))
+		for i, d := range due {
+			cs[i] = closing{id: d.ID, voucherID: d.VoucherID, to: seckill.OrderExpired}
+		}
+		closed, err := s.closeLocked(ctx, tx, cs)
 		if err != nil {
 			return err
 		}
@@ -313,9 +326,8 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 		if err := s.emitEach(ctx, tx, seckill.EventOrderExpired, ids); err != nil {
 			return err
 		}
-		for i, c := range closed {
-			out = append(out, seckill.Expired{Return: seckill.UnitReturn{OrderID: c.ID, VoucherID: c.VoucherID,
-				UserID: c.UserID, Epoch: returnEpochs[i]}, At: c.ClosedAt.UTC()})
+		for _, c := range closed {
+			out = append(out, seckill.Expired{Return: c.unitReturn(), At: c.ClosedAt.UTC()})
 		}
 		return nil
 	})

@@ -81,8 +81,8 @@ type Store struct {
 	// statements, prepared by the first PersistOrders.
 	insert, insertNew, failures, take prepared
 	// The order's life in batches (life.go): closeOrders' statements,
-	// those of returnUnits, and markReturned's.
-	lockOrders, closeOrdersTo, ordersByIDs, returnStock, recordEpochs, cancelPayments, markUnits prepared
+	// ExpireDue's, those of closeLocked, and markReturned's.
+	lockOrders, lockDue, closeOrdersTo, ordersByIDs, returnStock, cancelPayments, markUnits prepared
 	// applyPlainEvents' statements (paybatch.go).
 	payOwners, payLockOrders, payLockPayments, payApplied, payFail, payCancelOthers, payOrders, paySucceed, payEvents prepared
 	// closes, returned and payments group-commit CloseOrder,
@@ -95,7 +95,7 @@ type Store struct {
 // statements are the statements Store.prepare prepares.
 func (s *Store) statements() []*prepared {
 	return []*prepared{&s.insert, &s.insertNew, &s.failures, &s.take,
-		&s.lockOrders, &s.closeOrdersTo, &s.ordersByIDs, &s.returnStock, &s.recordEpochs, &s.cancelPayments, &s.markUnits,
+		&s.lockOrders, &s.lockDue, &s.closeOrdersTo, &s.ordersByIDs, &s.returnStock, &s.cancelPayments, &s.markUnits,
 		&s.payOwners, &s.payLockOrders, &s.payLockPayments, &s.payApplied, &s.payFail, &s.payCancelOthers, &s.payOrders, &s.paySucceed, &s.payEvents}
 }
 
@@ -113,8 +113,8 @@ func New(db *bun.DB) *Store {
 	s.insertNew.sql = insertNewOrdersSQL
 	s.failures.sql = selectFailuresSQL
 	s.take.sql = takeStockSQL
-	s.lockOrders.sql, s.closeOrdersTo.sql, s.ordersByIDs.sql = lockOrdersSQL, closeOrdersSQL, ordersByIDs("$1::bigint[]")
-	s.returnStock.sql, s.recordEpochs.sql, s.cancelPayments.sql = returnStockSQL, recordEpochsSQL, cancelPaymentsSQL
+	s.lockOrders.sql, s.lockDue.sql, s.closeOrdersTo.sql = lockOrdersSQL, lockDueSQL, closeOrdersSQL
+	s.ordersByIDs.sql, s.returnStock.sql, s.cancelPayments.sql = ordersByIDs("$1::bigint[]"), returnStockSQL, cancelPaymentsSQL
 	s.markUnits.sql = markUnitsSQL
 	s.payOwners.sql, s.payLockOrders.sql, s.payLockPayments.sql = payOwnersSQL, payLockOrdersSQL, payLockPaymentsSQL
 	s.payApplied.sql, s.payFail.sql, s.payCancelOthers.sql = payAppliedSQL, payFailSQL, payCancelOthersSQL
