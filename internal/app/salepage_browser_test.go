@@ -597,9 +597,10 @@ func TestSalePageFiftyBuyers(t *testing.T) {
 	}
 	const frames = `[...document.querySelectorAll("iframe")].map(f => f.contentDocument && f.contentDocument.body && f.contentDocument.body.dataset)`
 	// Fifty pages load beside the whole suite on two cores: once more
-	// than 16 s. A page that is ready after the open buys late, which the
-	// checks below allow.
-	waitFor(t, ctx, time.Until(begin)+25*time.Second, "50 pages ready", frames+`.filter(d => d && d.ready === "true").length === 50`)
+	// than 16 s, and on 2026-12-03, with the machine's load average above
+	// 10, more than 31. A page that is ready after the open buys late,
+	// which the checks below allow.
+	waitFor(t, ctx, time.Until(begin)+60*time.Second, "50 pages ready", frames+`.filter(d => d && d.ready === "true").length === 50`)
 	if wait := time.Until(begin); wait > 0 {
 		t.Logf("%d pages ready %v before the sale", pages, wait.Round(time.Millisecond))
 	} else {
@@ -607,7 +608,7 @@ func TestSalePageFiftyBuyers(t *testing.T) {
 		// buy (their buttons open at once), but not all at the open.
 		t.Logf("the %d pages took until %v after the open", pages, -wait.Round(time.Millisecond))
 	}
-	waitFor(t, ctx, time.Until(begin)+30*time.Second, "every page to end",
+	waitFor(t, ctx, max(time.Until(begin), 0)+30*time.Second, "every page to end",
 		frames+`.filter(d => (d.outcome === "ACCEPTED" && d.orderId) || d.outcome === "SOLD_OUT").length === 50`)
 	counts, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](frames+`.reduce((m, d) => (m[d.outcome] = (m[d.outcome] || 0) + 1, m), {})`))
 	if err != nil {
