@@ -162,8 +162,7 @@ type Admitter struct {
 	finishAfter    time.Duration // FinishMoves leaves younger moves to their mover
 	campaignShards func(ctx context.Context, ids []int64) (map[int64]int, error)
 
-	returnsOnce sync.Once
-	returns     *batch.Committer[seckill.UnitReturn, returnOutcome] // ReturnUnit's group commit (returns.go)
+	returns *batch.Committer[seckill.UnitReturn, returnOutcome] // ReturnUnit's group commit (returns.go)
 }
 
 var _ seckill.Admitter = (*Admitter)(nil)
@@ -205,6 +204,7 @@ func New(rdb redis.UniversalClient, opts Options) *Admitter {
 		a.wrongWait = max(wait.Milliseconds(), 1)
 		a.wrongMax = max(cmp.Or(opts.WrongAnswerWaitMax, seckill.DefaultMaxWrongAnswerWait).Milliseconds(), a.wrongWait)
 	}
+	a.returns = batch.New(a.returnBatch, batch.Options{MaxBatch: maxReturnBatch, Flushes: returnFlushes, Backlog: returnBacklog})
 	a.fixArgs()
 	return a
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/batch"
 	"seckill/internal/seckill"
 	"seckill/lua"
 )
@@ -33,7 +32,7 @@ func (a *Admitter) ReturnUnit(ctx context.Context, r seckill.UnitReturn) (bool, 
 	if _, err := a.returnCall(ctx, r); err != nil {
 		return false, err
 	}
-	out, err := a.returner().Do(ctx, r)
+	out, err := a.returns.Do(ctx, r)
 	if err != nil {
 		return false, redisError("return", err, nil)
 	}
@@ -53,17 +52,11 @@ type returnOutcome struct {
 	err   error
 }
 
-// returner returns the Admitter's group commit of ReturnUnit, made on first
-// use.
-func (a *Admitter) returner() *batch.Committer[seckill.UnitReturn, returnOutcome] {
-	a.returnsOnce.Do(func() {
-		a.returns = batch.New(func(ctx context.Context, rs []seckill.UnitReturn, out []returnOutcome) error {
-			ctx, cancel := context.WithTimeout(ctx, returnTimeout)
-			defer cancel()
-			return a.returnUnits(ctx, rs, out)
-		}, batch.Options{MaxBatch: maxReturnBatch, Flushes: returnFlushes, Backlog: returnBacklog})
-	})
-	return a.returns
+// returnBatch is ReturnUnit's commit: returnUnits within returnTimeout.
+func (a *Admitter) returnBatch(ctx context.Context, rs []seckill.UnitReturn, out []returnOutcome) error {
+	ctx, cancel := context.WithTimeout(ctx, returnTimeout)
+	defer cancel()
+	return a.returnUnits(ctx, rs, out)
 }
 
 // Replies of lua/return_units.lua.
