@@ -171,11 +171,10 @@ func (s *Store) closeOrders(ctx context.Context, reqs []closeRequest, out []clos
 				return err
 			}
 		}
-		var rows []orderView
-		if err := s.ordersByIDs.query(ctx, s.db, tx, &rows, int64Array(ids)); err != nil {
-			return fmt.Errorf("select %d orders: %w", len(ids), err)
+		after, err := s.findOrders(ctx, tx, ids)
+		if err != nil {
+			return err
 		}
-		after := ordersByID(rows)
 		for i, r := range reqs {
 			o := after[r.id]
 			if o == nil || r.userID > 0 && o.UserID != r.userID {

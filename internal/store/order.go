@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"seckill/internal/seckill"
 )
@@ -36,23 +35,19 @@ func findOrder(ctx context.Context, db bun.IDB, id int64) (*seckill.Order, error
 }
 
 // findOrders returns the orders of ids that exist, by id, as findOrder
-// does, in one statement.
-func findOrders(ctx context.Context, db bun.IDB, ids []int64) (map[int64]*seckill.Order, error) {
+// does, in one prepared statement (ordersByIDsSQL) in tx.
+func (s *Store) findOrders(ctx context.Context, tx bun.Tx, ids []int64) (map[int64]*seckill.Order, error) {
 	var rows []orderView
-	if err := db.NewRaw(ordersByIDs("?0"), pgdialect.Array(ids)).Scan(ctx, &rows); err != nil {
-		return nil, fmt.Errorf("store: select %d orders: %w", len(ids), err)
+	if err := s.ordersByIDs.query(ctx, s.db, tx, &rows, int64Array(ids)); err != nil {
+		return nil, fmt.Errorf("select %d orders: %w", len(ids), err)
 	}
 	return ordersByID(rows), nil
 }
 
-// ordersByIDs is the statement that reads the orders of the array ids from
-// both tables: a bun placeholder for findOrders, a parameter for the
-// prepared statement (Store.ordersByIDs).
-func ordersByIDs(ids string) string {
-	return `SELECT ` + orderColumns + ` FROM voucher_order WHERE id = ANY(` + ids + `)
-		UNION ALL
-		SELECT ` + failureColumns + ` FROM order_failure WHERE id = ANY(` + ids + `)`
-}
+// ordersByIDsSQL reads the orders of $1 from both tables.
+const ordersByIDsSQL = `SELECT ` + orderColumns + ` FROM voucher_order WHERE id = ANY($1::bigint[])
+	UNION ALL
+	SELECT ` + failureColumns + ` FROM order_failure WHERE id = ANY($1::bigint[])`
 
 // ordersByID returns rows by id, the created order before a failure of
 // the same id.

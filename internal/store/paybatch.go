@@ -182,11 +182,10 @@ func (s *Store) applyPlainEvents(ctx context.Context, evs []seckill.PaymentEvent
 		if err := s.payEvents.exec(ctx, tx, textArray(eventIDs), textArray(eventPays), textArray(types), textArray(outcomes)); err != nil {
 			return fmt.Errorf("insert events: %w", err)
 		}
-		var rows []orderView
-		if err := s.ordersByIDs.query(ctx, s.db, tx, &rows, int64Array(orderIDsAfter)); err != nil {
-			return fmt.Errorf("select %d orders: %w", len(orderIDsAfter), err)
+		after, err := s.findOrders(ctx, tx, orderIDsAfter)
+		if err != nil {
+			return err
 		}
-		after := ordersByID(rows)
 		for k, i := range pick {
 			p := payment[eventPays[k]]
 			outcome := seckill.EventOutcome(outcomes[k])

@@ -76,27 +76,21 @@ type Store struct {
 	// events: changes write their events to the outbox (events.go); off
 	// while no endpoint is enabled, so that the outbox costs nothing then.
 	events atomic.Bool
-	// insert and insertNew are insertOrdersSQL and insertNewOrdersSQL,
-	// failures selectFailuresSQL and take takeStockSQL: a batch's
-	// statements, prepared by the first PersistOrders.
+	// The statements of the batches, prepared by the first batch (prepare).
+	// Persistence's: insertOrdersSQL, insertNewOrdersSQL, selectFailuresSQL
+	// and takeStockSQL.
 	insert, insertNew, failures, take prepared
-	// The order's life in batches (life.go): closeOrders' statements,
-	// ExpireDue's, those of closeLocked, and markReturned's.
+	// closeOrders', ExpireDue's, closeLocked's and markReturned's (life.go).
 	lockOrders, lockDue, closeOrdersTo, ordersByIDs, returnStock, cancelPayments, markUnits prepared
-	// applyPlainEvents' statements (paybatch.go).
+	// applyPlainEvents' (paybatch.go).
 	payOwners, payLockOrders, payLockPayments, payApplied, payFail, payCancelOthers, payOrders, paySucceed, payEvents prepared
+	// statements lists them all, for prepare.
+	statements []*prepared
 	// closes, returned and payments group-commit CloseOrder,
 	// UnitsReturned (life.go) and ApplyPaymentEvent (paybatch.go).
 	closes   *batch.Committer[closeRequest, closeOutcome]
 	returned *batch.Committer[int64, struct{}]
 	payments *batch.Committer[seckill.PaymentEvent, payOutcome]
-}
-
-// statements are the statements Store.prepare prepares.
-func (s *Store) statements() []*prepared {
-	return []*prepared{&s.insert, &s.insertNew, &s.failures, &s.take,
-		&s.lockOrders, &s.lockDue, &s.closeOrdersTo, &s.ordersByIDs, &s.returnStock, &s.cancelPayments, &s.markUnits,
-		&s.payOwners, &s.payLockOrders, &s.payLockPayments, &s.payApplied, &s.payFail, &s.payCancelOthers, &s.payOrders, &s.paySucceed, &s.payEvents}
 }
 
 var (
@@ -109,16 +103,20 @@ var (
 // New returns a Store that uses db, typically from Open.
 func New(db *bun.DB) *Store {
 	s := &Store{db: db}
-	s.insert.sql = insertOrdersSQL
-	s.insertNew.sql = insertNewOrdersSQL
-	s.failures.sql = selectFailuresSQL
-	s.take.sql = takeStockSQL
-	s.lockOrders.sql, s.lockDue.sql, s.closeOrdersTo.sql = lockOrdersSQL, lockDueSQL, closeOrdersSQL
-	s.ordersByIDs.sql, s.returnStock.sql, s.cancelPayments.sql = ordersByIDs("$1::bigint[]"), returnStockSQL, cancelPaymentsSQL
-	s.markUnits.sql = markUnitsSQL
-	s.payOwners.sql, s.payLockOrders.sql, s.payLockPayments.sql = payOwnersSQL, payLockOrdersSQL, payLockPaymentsSQL
-	s.payApplied.sql, s.payFail.sql, s.payCancelOthers.sql = payAppliedSQL, payFailSQL, payCancelOthersSQL
-	s.payOrders.sql, s.paySucceed.sql, s.payEvents.sql = payOrdersSQL, paySucceedSQL, payEventsSQL
+	for _, st := range []struct {
+		p   *prepared
+		sql string
+	}{
+		{&s.insert, insertOrdersSQL}, {&s.insertNew, insertNewOrdersSQL}, {&s.failures, selectFailuresSQL}, {&s.take, takeStockSQL},
+		{&s.lockOrders, lockOrdersSQL}, {&s.lockDue, lockDueSQL}, {&s.closeOrdersTo, closeOrdersSQL}, {&s.ordersByIDs, ordersByIDsSQL},
+		{&s.returnStock, returnStockSQL}, {&s.cancelPayments, cancelPaymentsSQL}, {&s.markUnits, markUnitsSQL},
+		{&s.payOwners, payOwnersSQL}, {&s.payLockOrders, payLockOrdersSQL}, {&s.payLockPayments, payLockPaymentsSQL},
+		{&s.payApplied, payAppliedSQL}, {&s.payFail, payFailSQL}, {&s.payCancelOthers, payCancelOthersSQL},
+		{&s.payOrders, payOrdersSQL}, {&s.paySucceed, paySucceedSQL}, {&s.payEvents, payEventsSQL},
+	} {
+		st.p.sql = st.sql
+		s.statements = append(s.statements, st.p)
+	}
 	s.closes = batch.New(s.closeOrders, batch.Options{MaxBatch: closeBatch, Flushes: closeFlushes, Backlog: closeBacklog})
 	// A mark is one row's flag: batches of many, one connection.
 	s.returned = batch.New(s.markReturned, batch.Options{MaxBatch: 10 * closeBatch, Flushes: 1, Backlog: closeBacklog})
