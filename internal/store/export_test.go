@@ -21,3 +21,10 @@ func DeleteDeliveries(s *Store, ctx context.Context, id int64) (int, error) {
 
 // CloseBacklog is how many CloseOrder calls may wait for a transaction.
 const CloseBacklog = closeBacklog
+
+// TextArray and Int64Array write the array literals the prepared
+// statements take.
+var (
+	TextArray  = textArray
+	Int64Array = int64Array
+)
