@@ -769,9 +769,7 @@ func TestSalePageWaitingRoom(t *testing.T) {
 		if err := chromedp.Do(tab, chromedp.Navigate("about:blank"), chromedp.Navigate(saleURL)); err != nil {
 			t.Fatal(err)
 		}
-		// 20 s: on 2026-12-03 a reload beside the whole suite (load
-		// average above 10) took more than 5.
-		waitFor(t, tab, 20*time.Second, "the room after a reload", `["BEFORE_OPEN", "WAITING", "YOUR_TURN"].includes(document.body.dataset.room)`)
+		waitFor(t, tab, 5*time.Second, "the room after a reload", `["BEFORE_OPEN", "WAITING", "YOUR_TURN"].includes(document.body.dataset.room)`)
 	}
 	// Reloaded after the sale's open, the page meets a line that moves, or a
 	// sale sold out: these checks are of the room before the sale, and need
@@ -789,7 +787,7 @@ func TestSalePageWaitingRoom(t *testing.T) {
 			t.Fatal(err)
 		}
 		reload()
-		waitFor(t, tab, 20*time.Second, "joining again after a forged ticket", `document.body.dataset.joinedBeforeOpen === "true"`)
+		waitFor(t, tab, 5*time.Second, "joining again after a forged ticket", `document.body.dataset.joinedBeforeOpen === "true"`)
 		if got := evalString(t, tab, stored); got != ticket {
 			t.Errorf("joining again stored ticket %q, want the first one %q", got, ticket)
 		}
