@@ -83,8 +83,15 @@ func (p *modelProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(p.script) > 0 {
 		next, p.script = p.script[0], p.script[1:]
 	}
-	if next != answerDown && next != answerRefuse {
-		rf, ok := p.refunds[call.IdempotencyKey]
+	rf, ok := p.refunds[call.IdempotencyKey]
+	switch {
+	case next == answerRefuse && ok:
+		// A refusal under a key it had accepted is that refund failing (as
+		// refund.failed tells): no money moved under it. The server then
+		// sends under a new key, and a refund left standing here would be
+		// counted twice.
+		rf.failed = true
+	case next != answerDown && next != answerRefuse:
 		if !ok {
 			rf = &providerRefund{paymentID: call.PaymentID, amount: call.Amount}
 			p.refunds[call.IdempotencyKey] = rf
