@@ -371,7 +371,11 @@ func TestSalePageInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		opened := time.UnixMilli(int64(ms))
-		if d := opened.Sub(begin); d < -300*time.Millisecond || d > 2*time.Second { // late: a loaded machine
+		// A page on the device's clock would open minutes off (skew, and 3
+		// minutes behind). Late by up to 5 s is a loaded machine: the page
+		// wakes on a timer at each whole second, and a .ci/run at a load
+		// average of 13 once saw 2.03 s.
+		if d := opened.Sub(begin); d < -300*time.Millisecond || d > 5*time.Second {
 			t.Errorf("the page whose clock is %s opened its button %v from the server's open", name, d)
 		} else {
 			t.Logf("the page whose clock is %s opened its button %v after the server's open", name, d.Round(time.Millisecond))
@@ -764,20 +768,34 @@ func TestSalePageWaitingRoom(t *testing.T) {
 		t.Fatalf("the tab's sessionStorage holds tickets %q, want one", ticket)
 	}
 	saleURL := fmt.Sprintf("%s/sale/%d#token=%s", e.srv.URL, v, e.userToken(5000, false))
-	reload := func() {
+	// reload loads the sale page again in the tab and says whether it shows
+	// the room still open to it. Shown a final state (the units sold) after
+	// the sale's open, it says false: on a loaded machine the reloads can
+	// take until the last unit is gone (two .ci/runs at a load average
+	// above 10 met that), and these checks are of the room before the sale.
+	reload := func(what string) bool {
 		t.Helper()
 		if err := chromedp.Do(tab, chromedp.Navigate("about:blank"), chromedp.Navigate(saleURL)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, tab, 5*time.Second, "the room after a reload", `["BEFORE_OPEN", "WAITING", "YOUR_TURN"].includes(document.body.dataset.room)`)
+		waitFor(t, tab, 10*time.Second, "the room after a reload", `!!document.body.dataset.room`)
+		switch room := evalString(t, tab, `document.body.dataset.room`); {
+		case room == "BEFORE_OPEN" || room == "WAITING" || room == "YOUR_TURN":
+			return true
+		case !time.Now().Before(begin):
+			t.Logf("SKIPPED the checks after %s: the page came up %v after the sale's open, and the room said %s",
+				what, time.Since(begin).Round(time.Millisecond), room)
+			return false
+		default:
+			t.Fatalf("after %s the room says %s %v before the sale", what, room, time.Until(begin).Round(time.Millisecond))
+			return false
+		}
 	}
 	// Reloaded after the sale's open, the page meets a line that moves, or a
-	// sale sold out: these checks are of the room before the sale, and need
-	// the time for two reloads.
+	// sale sold out: these checks need the time for two reloads.
 	if left := time.Until(begin); left < 3*time.Second {
 		t.Logf("SKIPPED the reloads: only %v left before the sale when the pages were in the room", left.Round(time.Millisecond))
-	} else {
-		reload()
+	} else if reload("a reload") {
 		if got := evalString(t, tab, `document.body.dataset.joinedBeforeOpen || "not joined"`); got != "not joined" {
 			t.Errorf("after a reload the page joined again (joinedBeforeOpen %s) rather than use its ticket", got)
 		}
@@ -786,10 +804,11 @@ func TestSalePageWaitingRoom(t *testing.T) {
 		if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](`Object.keys(sessionStorage).filter(k => k.startsWith("seckill:room:")).forEach(k => sessionStorage.setItem(k, "forged.ticket")), true`)); err != nil {
 			t.Fatal(err)
 		}
-		reload()
-		waitFor(t, tab, 5*time.Second, "joining again after a forged ticket", `document.body.dataset.joinedBeforeOpen === "true"`)
-		if got := evalString(t, tab, stored); got != ticket {
-			t.Errorf("joining again stored ticket %q, want the first one %q", got, ticket)
+		if reload("a forged ticket") {
+			waitFor(t, tab, 5*time.Second, "joining again after a forged ticket", `document.body.dataset.joinedBeforeOpen === "true"`)
+			if got := evalString(t, tab, stored); got != ticket {
+				t.Errorf("joining again stored ticket %q, want the first one %q", got, ticket)
+			}
 		}
 	}
 	if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](recordRoomJS+`;
