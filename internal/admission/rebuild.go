@@ -159,6 +159,27 @@ func plan(vs []shardState) (int, []int) {
 	return rebuildNone, nil
 }
 
+// why says what in vs (every shard of a campaign, shard 0 first) needs a
+// rebuild, for the rebuild's log line: each shard that does and how, and
+// units to count back once nothing is left.
+func why(vs []shardState) string {
+	var out []string
+	for i, v := range vs {
+		switch {
+		case !v.held:
+			out = append(out, fmt.Sprintf("shard %d absent", i))
+		case v.state != "":
+			out = append(out, fmt.Sprintf("shard %d %s", i, v.state))
+		case v.usedUp:
+			out = append(out, fmt.Sprintf("shard %d sequence used up", i))
+		}
+	}
+	if recountDue(vs) {
+		out = append(out, "units to count back, none left to sell")
+	}
+	return strings.Join(out, "; ")
+}
+
 // recountDue reports whether a campaign of several shards has units to
 // count back (shard 0 marked "recount") and nothing left to sell: every
 // shard admitting at 0, no move recorded.
@@ -205,6 +226,7 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (seckill.R
 	case rebuildNone:
 		return seckill.RebuildLock{}, false, nil
 	case rebuildWhole:
+		lock.Reason = why(views)
 		ok, err := a.lockWholeShards(ctx, voucherID, lock.Token, refs, views)
 		return lock, ok, err
 	}
@@ -229,7 +251,7 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (seckill.R
 		_ = a.AbortRebuild(context.WithoutCancel(ctx), voucherID, lock.Token)
 		return seckill.RebuildLock{}, false, nil
 	}
-	lock.Shards = some
+	lock.Shards, lock.Reason = some, why(views)
 	if err := a.stopShards(ctx, voucherID, lock.Token, refs, lock.Shards); err != nil {
 		return seckill.RebuildLock{}, false, err
 	}

@@ -522,6 +522,9 @@ func TestShardedRebuildSome(t *testing.T) {
 	if err != nil || !ok || !slices.Equal(lock.Shards, []int{2}) {
 		t.Fatalf("begin rebuild: %+v, %v, %v; want a lock for shard 2", lock, ok, err)
 	}
+	if lock.Reason != "shard 2 stale" {
+		t.Errorf("the rebuild's reason %q, want shard 2 stale", lock.Reason)
+	}
 	if _, ok, err := a.BeginRebuild(ctx, v); err != nil || ok {
 		t.Errorf("second begin rebuild: %v, %v; want the lock taken", ok, err)
 	}
@@ -583,6 +586,9 @@ func TestShardedRebuildSome(t *testing.T) {
 	if err != nil || !ok || lock.Shards != nil {
 		t.Fatalf("begin the recount: %+v, %v, %v; want a rebuild of the whole campaign", lock, ok, err)
 	}
+	if want := "units to count back, none left to sell"; lock.Reason != want {
+		t.Errorf("the recount's reason %q, want %q", lock.Reason, want)
+	}
 	// Postgres still counts the 10 units shard 2 lost.
 	whole := c
 	whole.Stock, whole.Epoch = 10, 2
@@ -619,6 +625,9 @@ func TestShardedRebuildWhole(t *testing.T) {
 	lock, ok, err := a.BeginRebuild(ctx, v)
 	if err != nil || !ok || lock.Shards != nil {
 		t.Fatalf("begin rebuild: %+v, %v, %v", lock, ok, err)
+	}
+	if want := "shard 0 stale; shard 1 stale; shard 2 stale"; lock.Reason != want {
+		t.Errorf("the rebuild's reason %q, want %q", lock.Reason, want)
 	}
 	if _, _, err := a.Admit(ctx, v, u, seckill.Ticket{}); !errors.Is(err, seckill.ErrRebuildNeeded) {
 		t.Errorf("a buyer during the rebuild: %v, want ErrRebuildNeeded", err)

@@ -261,11 +261,13 @@ type WarmState struct {
 }
 
 // RebuildLock is a campaign's rebuild lock as BeginRebuild took it: its
-// token, and the stock shards the rebuild is for (nil: the whole
-// campaign).
+// token, the stock shards the rebuild is for (nil: the whole campaign),
+// and, for a campaign of several shards, why Redis needed it (for the
+// log; empty when the store does not say).
 type RebuildLock struct {
 	Token  string
 	Shards []int
+	Reason string
 }
 
 // Epochs is where a campaign's order ids stand: the epoch of each of its

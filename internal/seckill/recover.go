@@ -258,8 +258,12 @@ func (p *Purchases) rebuildSteps(ctx context.Context, voucherID int64, lock Rebu
 	} else if !installed {
 		return Errorf(EUNAVAILABLE, "the rebuild of campaign %d lost its lock", voucherID)
 	}
-	p.logger.Warn("rebuilt campaign from Postgres", "voucher_id", voucherID, "epoch", st.Campaign.Epoch,
-		"shards", st.Shards, "stock", st.Campaign.Stock, "buyers", len(st.Buyers), "persisted_pending", len(survivors))
+	attrs := []any{"voucher_id", voucherID, "epoch", st.Campaign.Epoch,
+		"shards", st.Shards, "stock", st.Campaign.Stock, "buyers", len(st.Buyers), "persisted_pending", len(survivors)}
+	if lock.Reason != "" {
+		attrs = append(attrs, "reason", lock.Reason)
+	}
+	p.logger.Warn("rebuilt campaign from Postgres", attrs...)
 	return nil
 }
 
