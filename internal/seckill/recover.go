@@ -218,6 +218,7 @@ func (p *Purchases) abortRebuild(ctx context.Context, voucherID int64, token str
 }
 
 func (p *Purchases) rebuildSteps(ctx context.Context, voucherID int64, lock RebuildLock) error {
+	began := time.Now()
 	// A rebuild of some stock shards (their master failed over) persists
 	// and recounts only what those shards admitted: the others keep
 	// selling meanwhile.
@@ -259,7 +260,8 @@ func (p *Purchases) rebuildSteps(ctx context.Context, voucherID int64, lock Rebu
 		return Errorf(EUNAVAILABLE, "the rebuild of campaign %d lost its lock", voucherID)
 	}
 	attrs := []any{"voucher_id", voucherID, "epoch", st.Campaign.Epoch,
-		"shards", st.Shards, "stock", st.Campaign.Stock, "buyers", len(st.Buyers), "persisted_pending", len(survivors)}
+		"shards", st.Shards, "stock", st.Campaign.Stock, "buyers", len(st.Buyers), "persisted_pending", len(survivors),
+		"took", time.Since(began).Round(time.Millisecond)}
 	if lock.Reason != "" {
 		attrs = append(attrs, "reason", lock.Reason)
 	}
