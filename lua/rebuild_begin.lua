@@ -25,6 +25,11 @@
 -- sequence is used up; Admitter.NeedsRebuild asks the same.
 --
 -- Returns:
+--   3 mode "shards" only: the lock is ours, and this call marked shard 0's
+--     hash "recount" (it was not): a caller whose second look finds no
+--     shard to rebuild after all takes the mark back with the lock
+--     (rebuild_abort.lua), or a campaign it never stopped would be rebuilt
+--     whole at its sell-out
 --   1 the lock is ours; the campaign has state "rebuilding" (a campaign
 --     Redis lacked is a hash of that field alone) and admits nobody, and
 --     Warm installs nothing, until rebuild.lua installs it
@@ -51,8 +56,8 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
 end
 if mode == 'shards' then
   redis.call('SET', KEYS[2], token, 'PX', string.format('%d', ttl))
-  if redis.call('HEXISTS', KEYS[1], 'stock') == 1 then
-    redis.call('HSET', KEYS[1], 'recount', '1')
+  if redis.call('HEXISTS', KEYS[1], 'stock') == 1 and redis.call('HSETNX', KEYS[1], 'recount', '1') == 1 then
+    return 3
   end
   return 1
 end

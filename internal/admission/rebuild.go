@@ -237,18 +237,23 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (seckill.R
 	if err != nil {
 		return seckill.RebuildLock{}, false, redisError("begin rebuild", err, nil)
 	}
-	if r != 1 {
+	if r != 1 && r != 3 {
 		return seckill.RebuildLock{}, false, nil
 	}
+	// Not going on, take back the recount mark this call set (r == 3):
+	// the first look may have caught a shard of a new campaign not yet
+	// warmed (Warm installs them one by one, shard 0 last), and a mark left
+	// behind rebuilds the campaign whole when it sells out.
+	giveUp := func() { _ = a.abortRebuild(context.WithoutCancel(ctx), voucherID, lock.Token, r == 3) }
 	if views, err = a.shardStates(ctx, refs); err != nil {
-		_ = a.AbortRebuild(context.WithoutCancel(ctx), voucherID, lock.Token)
+		giveUp()
 		return seckill.RebuildLock{}, false, err
 	}
 	p, some := plan(views)
 	if p != rebuildSome {
-		// Rebuilt meanwhile, or the whole campaign needs it now: the next
-		// look decides.
-		_ = a.AbortRebuild(context.WithoutCancel(ctx), voucherID, lock.Token)
+		// Rebuilt meanwhile, never needed (a look during Warm), or the
+		// whole campaign needs it now: the next look decides.
+		giveUp()
 		return seckill.RebuildLock{}, false, nil
 	}
 	lock.Shards, lock.Reason = some, why(views)
@@ -340,7 +345,17 @@ func (a *Admitter) AbortRebuild(ctx context.Context, voucherID int64, token stri
 	if !validVoucherID(voucherID) {
 		return seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
 	}
-	if err := runScript(ctx, a.rdb, abortScript, []string{a.keys.rebuild(voucherID)}, token).Err(); err != nil {
+	return a.abortRebuild(ctx, voucherID, token, false)
+}
+
+// abortRebuild is AbortRebuild; with unmark it also takes back the
+// "recount" mark the holder's rebuild_begin.lua set.
+func (a *Admitter) abortRebuild(ctx context.Context, voucherID int64, token string, unmark bool) error {
+	keys, args := []string{a.keys.rebuild(voucherID)}, []any{token}
+	if unmark {
+		keys, args = append(keys, a.keys.campaign(voucherID)), append(args, "recount")
+	}
+	if err := runScript(ctx, a.rdb, abortScript, keys, args...).Err(); err != nil {
 		return redisError("abort rebuild", err, nil)
 	}
 	return nil
