@@ -145,3 +145,47 @@ func TestPreludeArguments(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildAbortArguments: rebuild_abort.lua's optional "recount" needs
+// the campaign's key; anything else is refused before a write, the lock
+// kept.
+func TestRebuildAbortArguments(t *testing.T) {
+	rdb, prefix := testenv.MustOpenRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lock, campaign := prefix+"{v1}:rebuild", prefix+"{v1}:campaign"
+	if err := rdb.Set(ctx, lock, "tok", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, campaign, "stock", "1", "recount", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	const want = `ERR rebuild_abort: ARGV[2] must be "recount", with KEYS[2], or absent`
+	for _, tc := range []struct {
+		keys []string
+		args []any
+	}{
+		{[]string{lock, campaign}, []any{"tok", "yes"}},
+		{[]string{lock}, []any{"tok", "recount"}},
+	} {
+		if err := redis.NewScript(lua.RebuildAbort).Run(ctx, rdb, tc.keys, tc.args...).Err(); err == nil || err.Error() != want {
+			t.Errorf("%v %v: error %v, want %q", tc.keys, tc.args, err, want)
+		}
+	}
+	if rdb.Exists(ctx, lock).Val() != 1 || rdb.HExists(ctx, campaign, "recount").Val() != true {
+		t.Fatal("a refused abort released the lock or took the mark")
+	}
+	// Not the holder's token: nothing changes.
+	if n, err := redis.NewScript(lua.RebuildAbort).Run(ctx, rdb, []string{lock, campaign}, "other", "recount").Int(); err != nil || n != 0 {
+		t.Fatalf("another token's abort: %d, %v; want 0", n, err)
+	}
+	if !rdb.HExists(ctx, campaign, "recount").Val() {
+		t.Fatal("another token's abort took the mark")
+	}
+	if n, err := redis.NewScript(lua.RebuildAbort).Run(ctx, rdb, []string{lock, campaign}, "tok", "recount").Int(); err != nil || n != 1 {
+		t.Fatalf("the holder's abort: %d, %v; want 1", n, err)
+	}
+	if rdb.Exists(ctx, lock).Val() != 0 || rdb.HExists(ctx, campaign, "recount").Val() {
+		t.Fatal("the holder's abort kept the lock or the mark")
+	}
+}

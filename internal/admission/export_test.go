@@ -23,6 +23,9 @@ func SoldOutMark(a *Admitter, voucherID int64) (seckill.Outcome, bool) {
 // CampaignKey returns the key of a campaign's hash.
 func CampaignKey(a *Admitter, voucherID int64) string { return a.keys.campaign(voucherID) }
 
+// RebuildKey returns the key of a campaign's rebuild lock.
+func RebuildKey(a *Admitter, voucherID int64) string { return a.keys.rebuild(voucherID) }
+
 // BuyersKey returns the key of a campaign's buyers set.
 func BuyersKey(a *Admitter, voucherID int64) string { return a.keys.buyers(voucherID) }
 

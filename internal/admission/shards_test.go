@@ -656,66 +656,95 @@ func TestShardedRebuildWhole(t *testing.T) {
 // TestShardedLookDuringWarm: a rebuild's first look can catch a new
 // campaign's shards half installed (Warm installs them one by one, shard 0
 // last; the reconciler looks at every live campaign), and then find them
-// all there under the lock. It then takes nothing: no lock held, no shard
-// stopped, and no "recount" mark left on shard 0, which would have
-// rebuilt the whole campaign, stopping it, when it sold out (a .ci/run saw
-// that: 30 s of UNAVAILABLE after the sell-out of TestShardedSale's
-// campaign, with no fault).
+// all there under the lock, or fail to look again. Either way it takes
+// nothing: no lock held, no shard stopped, and no "recount" mark left on
+// shard 0, which would have rebuilt the whole campaign, stopping it, when
+// it sold out (a .ci/run saw that: 30 s of UNAVAILABLE after the sell-out
+// of TestShardedSale's campaign, with no fault).
 func TestShardedLookDuringWarm(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
-	const v, shards = 512, 3
-	mustWarm(t, a, seckill.WarmState{Campaign: shardedCampaign(v, 3, shards)})
-	// Shard 1 not installed yet at the first look; installed right after it.
-	one := admission.ShardCampaignKey(a, v, 1, shards)
-	fields, err := rdb.HGetAll(ctx, one).Result()
-	if err != nil || len(fields) == 0 {
-		t.Fatalf("shard 1's hash: %v, %v", fields, err)
-	}
-	if err := rdb.Del(ctx, one).Err(); err != nil {
-		t.Fatal(err)
-	}
-	rdb.AddHook(afterFirstLook(func() {
-		if err := rdb.HSet(ctx, one, fields).Err(); err != nil {
-			t.Error(err)
-		}
-	}))
-	lock, ok, err := a.BeginRebuild(ctx, v)
-	if err != nil || ok {
-		t.Fatalf("begin rebuild: %+v, %v, %v; want nothing to rebuild once shard 1 is there", lock, ok, err)
-	}
-	if n, err := rdb.HExists(ctx, admission.ShardCampaignKey(a, v, 0, shards), "recount").Result(); err != nil || n {
-		t.Fatalf("shard 0 marked recount (%v, %v) by a rebuild that did not go on", n, err)
-	}
-	// Sold out: nothing to rebuild, and the last buyer is told SOLD_OUT.
-	var sold int
-	for u := int64(1); sold < 3 && u < 100; u++ {
-		if o, _ := mustAdmit(t, a, v, u); o == seckill.OutcomeAccepted {
-			sold++
-		}
-	}
-	if need, err := a.NeedsRebuild(ctx, []int64{v}); err != nil || len(need) != 0 {
-		t.Errorf("sold out, needs rebuild: %v, %v; want none", need, err)
-	}
-	if o, _, err := a.Admit(ctx, v, 1000, seckill.Ticket{}); err != nil || o != seckill.OutcomeSoldOut {
-		t.Errorf("after the sell-out: %s, %v; want SOLD_OUT", o, err)
+	lookFailed := errors.New("the second look fails")
+	for _, tc := range []struct {
+		name    string
+		second  error // what the second look answers
+		wantErr bool
+	}{
+		{"every shard there", nil, false},
+		{"the second look fails", lookFailed, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			a, rdb := newAdmitter(t, admission.Options{SoldOutTTL: -1})
+			const v, shards = 512, 3
+			mustWarm(t, a, seckill.WarmState{Campaign: shardedCampaign(v, 3, shards)})
+			// Shard 1 not installed yet at the first look; installed right after it.
+			one := admission.ShardCampaignKey(a, v, 1, shards)
+			fields, err := rdb.HGetAll(ctx, one).Result()
+			if err != nil || len(fields) == 0 {
+				t.Fatalf("shard 1's hash: %v, %v", fields, err)
+			}
+			if err := rdb.Del(ctx, one).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rdb.AddHook(afterLook(func(n int) error {
+				switch n {
+				case 1:
+					if err := rdb.HSet(ctx, one, fields).Err(); err != nil {
+						t.Error(err)
+					}
+				case 2:
+					return tc.second
+				}
+				return nil
+			}))
+			lock, ok, err := a.BeginRebuild(ctx, v)
+			if ok || (err != nil) != tc.wantErr {
+				t.Fatalf("begin rebuild: %+v, %v, %v; want no lock, error %v", lock, ok, err, tc.wantErr)
+			}
+			if n, err := rdb.HExists(ctx, admission.ShardCampaignKey(a, v, 0, shards), "recount").Result(); err != nil || n {
+				t.Fatalf("shard 0 marked recount (%v, %v) by a rebuild that did not go on", n, err)
+			}
+			if n, err := rdb.Exists(ctx, admission.RebuildKey(a, v)).Result(); err != nil || n != 0 {
+				t.Errorf("the rebuild lock is held (%d, %v) by a rebuild that did not go on", n, err)
+			}
+			for i := range shards {
+				if st := rdb.HGet(ctx, admission.ShardCampaignKey(a, v, i, shards), "state").Val(); st != "" {
+					t.Errorf("shard %d has state %q", i, st)
+				}
+			}
+			// Sold out: nothing to rebuild, and the last buyer is told SOLD_OUT.
+			var sold int
+			for u := int64(1); sold < 3 && u < 100; u++ {
+				if o, _ := mustAdmit(t, a, v, u); o == seckill.OutcomeAccepted {
+					sold++
+				}
+			}
+			if need, err := a.NeedsRebuild(ctx, []int64{v}); err != nil || len(need) != 0 {
+				t.Errorf("sold out, needs rebuild: %v, %v; want none", need, err)
+			}
+			if o, _, err := a.Admit(ctx, v, 1000, seckill.Ticket{}); err != nil || o != seckill.OutcomeSoldOut {
+				t.Errorf("after the sell-out: %s, %v; want SOLD_OUT", o, err)
+			}
+		})
 	}
 }
 
-// afterFirstLook is a go-redis hook that runs do once, right after the
-// first pipeline that reads shards' states for a rebuild (HMGET of stock,
-// epoch, state, seq and recount).
-type afterFirstLook func()
+// afterLook is a go-redis hook that calls f with n after the n-th pipeline
+// that reads shards' states for a rebuild (HMGET of stock, epoch, state,
+// seq and recount); an error f returns is that pipeline's.
+type afterLook func(n int) error
 
-func (f afterFirstLook) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (f afterFirstLook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (f afterFirstLook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	var once sync.Once
+func (f afterLook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (f afterLook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (f afterLook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	var looks atomic.Int64
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		if len(cmds) > 0 && cmds[0].Name() == "hmget" && slices.Contains(cmds[0].Args(), any("seq")) {
-			once.Do(f)
+			if ferr := f(int(looks.Add(1))); ferr != nil {
+				return ferr
+			}
 		}
 		return err
 	}
