@@ -2,6 +2,8 @@ package admission
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -59,12 +61,28 @@ func (a *Admitter) Warm(ctx context.Context, st seckill.WarmState) (bool, error)
 // split evenly over the shards and each buyer goes to their shard; shard 0
 // is installed last, with the number of shards, so a campaign whose shard 0
 // Redis holds has all its shards. Nothing is installed when shard 0 exists.
+//
+// It holds the campaign's rebuild lock meanwhile. The campaign is live in
+// Postgres before Warm installs it, and a reconciler's look at it half
+// installed (shard 0 missing) would otherwise rebuild shard 0 alone, in a
+// new epoch with no units, and the campaign whole at its sell-out to count
+// them back. A rebuild that holds the lock already installs the campaign
+// from Postgres itself: Warm then installs nothing.
 func (a *Admitter) warmShards(ctx context.Context, st seckill.WarmState) (bool, error) {
 	c := st.Campaign
 	id, n := c.VoucherID, c.ShardCount()
 	if err := validSharded(st); err != nil {
 		return false, err
 	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	if ok, err := a.rdb.SetNX(ctx, a.keys.rebuild(id), token, rebuildLockTTL).Result(); err != nil {
+		return false, redisError("warm", err, nil)
+	} else if !ok {
+		return false, nil
+	}
+	defer func() { _ = a.abortRebuild(context.WithoutCancel(ctx), id, token, false) }()
 	if exists, err := a.rdb.Exists(ctx, a.keys.campaign(id)).Result(); err != nil {
 		return false, redisError("warm", err, nil)
 	} else if exists == 1 {

@@ -14,6 +14,7 @@ import (
 
 	"seckill/internal/admission"
 	"seckill/internal/seckill"
+	"seckill/internal/testenv"
 )
 
 // shardedCampaign is liveCampaign with shards stock shards.
@@ -728,6 +729,98 @@ func TestShardedLookDuringWarm(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestShardedRebuildDuringWarm: a reconciler (another process) that looks
+// at a new campaign of several shards while Warm has installed every shard
+// but shard 0 leaves it alone, and Warm installs it whole: no shard
+// rebuilt in a new epoch with no units, no recount owed at the sell-out.
+func TestShardedRebuildDuringWarm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, prefix := testenv.MustOpenRedis(t)
+	const v, shards, stock = 513, 3, 6
+	c := shardedCampaign(v, stock, shards)
+	a := admission.New(rdb, admission.Options{Prefix: prefix, SoldOutTTL: -1})
+	// The reconciler learns the number of shards from Postgres while
+	// shard 0 is missing.
+	other := admission.New(rdb, admission.Options{Prefix: prefix, SoldOutTTL: -1,
+		CampaignShards: func(context.Context, []int64) (map[int64]int, error) {
+			return map[int64]int{v: shards}, nil
+		}})
+	zero := admission.ShardCampaignKey(a, v, 0, shards)
+	var looked atomic.Bool
+	rdb.AddHook(beforeScriptOn(zero, func() {
+		if !looked.CompareAndSwap(false, true) {
+			return
+		}
+		for i := 1; i < shards; i++ {
+			if n, _ := rdb.Exists(ctx, admission.ShardCampaignKey(a, v, i, shards)).Result(); n != 1 {
+				t.Errorf("shard %d not installed before shard 0", i)
+			}
+		}
+		if need, err := other.NeedsRebuild(ctx, []int64{v}); err != nil || len(need) != 1 {
+			t.Errorf("half warmed, needs rebuild: %v, %v; want the campaign", need, err)
+		}
+		if lock, ok, err := other.BeginRebuild(ctx, v); ok || err != nil {
+			t.Errorf("a rebuild began during Warm: %+v, %v, %v", lock, ok, err)
+		}
+	}))
+	if ok, err := a.Warm(ctx, seckill.WarmState{Campaign: c}); !ok || err != nil {
+		t.Fatalf("warm: %v, %v", ok, err)
+	}
+	if !looked.Load() {
+		t.Fatal("the hook never ran before shard 0's install")
+	}
+	if n, err := rdb.Exists(ctx, admission.RebuildKey(a, v)).Result(); err != nil || n != 0 {
+		t.Errorf("the rebuild lock is held (%d, %v) after Warm", n, err)
+	}
+	if got := shardStocks(t, a, rdb, v, shards); got[0]+got[1]+got[2] != stock {
+		t.Errorf("shards' stock %v; want %d in all", got, stock)
+	}
+	if n, err := rdb.HExists(ctx, zero, "recount").Result(); err != nil || n {
+		t.Errorf("shard 0 marked recount (%v, %v)", n, err)
+	}
+	if need, err := other.NeedsRebuild(ctx, []int64{v}); err != nil || len(need) != 0 {
+		t.Errorf("warmed, needs rebuild: %v, %v; want none", need, err)
+	}
+	var sold int
+	for u := int64(1); sold < stock && u < 200; u++ {
+		if o, _ := mustAdmit(t, a, v, u); o == seckill.OutcomeAccepted {
+			sold++
+		}
+	}
+	if sold != stock {
+		t.Errorf("sold %d; want %d", sold, stock)
+	}
+	if need, err := other.NeedsRebuild(ctx, []int64{v}); err != nil || len(need) != 0 {
+		t.Errorf("sold out, needs rebuild: %v, %v; want none", need, err)
+	}
+	if o, _, err := a.Admit(ctx, v, 1000, seckill.Ticket{}); err != nil || o != seckill.OutcomeSoldOut {
+		t.Errorf("after the sell-out: %s, %v; want SOLD_OUT", o, err)
+	}
+}
+
+// beforeScriptOn returns a go-redis hook that calls f before each script
+// call sent alone (EVALSHA or EVAL) whose first key is key.
+func beforeScriptOn(key string, f func()) redis.Hook { return scriptHook{key: key, f: f} }
+
+type scriptHook struct {
+	key string
+	f   func()
+}
+
+func (h scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 3 && (cmd.Name() == "evalsha" || cmd.Name() == "eval") && args[3] == h.key {
+			h.f()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // afterLook is a go-redis hook that calls f with n after the n-th pipeline
