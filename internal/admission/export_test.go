@@ -147,3 +147,6 @@ func SubscribeStock(ctx context.Context, a *Admitter) (*redis.PubSub, error) {
 func SubscribeStatus(ctx context.Context, b *Bus) (*redis.PubSub, error) {
 	return subscribe(ctx, b.rdb, b.channel)
 }
+
+// SetRedisLogClock makes l read the time from now.
+func SetRedisLogClock(l *RedisLog, now func() time.Time) { l.now = now }

@@ -74,10 +74,19 @@ const retireEvery = time.Minute
 
 // NewLogger returns the process logger: JSON in production, text in
 // development, at the configured level. Records logged with a context get
-// its request_id and trace_id (obs.LogHandler).
+// its request_id and trace_id (obs.LogHandler). go-redis's own lines go to
+// it too (process-wide), at most one of a kind every redisLogInterval
+// (admission.RedisLog): while a Redis server is away, its pools would
+// print one for every failed dial.
 func NewLogger(cfg *config.Config) *slog.Logger {
-	return newLogger(cfg, os.Stderr)
+	l := newLogger(cfg, os.Stderr)
+	redis.SetLogger(admission.NewRedisLog(l, redisLogInterval))
+	return l
 }
+
+// redisLogInterval is how often a line of one kind from go-redis is logged
+// at most.
+const redisLogInterval = 10 * time.Second
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
