@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks deploy/prometheus/*.yml with promtool. promtool comes from Debian's
-# prometheus package: when it is not on PATH (or in .run/bin from an earlier
-# run) the package is downloaded and only promtool is unpacked into .run/bin,
-# so no Prometheus server is installed or started. Without promtool and
+# prometheus package: when it is not on PATH (or in the user's cache from an
+# earlier run, $XDG_CACHE_HOME/seckill/bin, which a fresh clone shares) the
+# package is downloaded and only promtool is unpacked there, so no
+# Prometheus server is installed or started. Without promtool and
 # without a way to get it the check is skipped, except in CI (CI=true),
 # where that fails.
 #
@@ -12,17 +13,19 @@ cd "$(dirname "$0")/.."
 
 log() { printf 'promtool: %s\n' "$*" >&2; }
 
+bin=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/seckill/bin
+
 find_promtool() {
 	if command -v promtool >/dev/null; then
 		command -v promtool
-	elif [[ -x .run/bin/promtool ]]; then
-		echo .run/bin/promtool
+	elif [[ -x $bin/promtool ]]; then
+		echo "$bin/promtool"
 	fi
 }
 
 promtool=$(find_promtool)
 if [[ -z $promtool ]] && command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
-	log "not found; unpacking it from Debian's prometheus package into .run/bin"
+	log "not found; unpacking it from Debian's prometheus package into $bin"
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	if [[ $(id -u) == 0 ]]; then
@@ -30,9 +33,11 @@ if [[ -z $promtool ]] && command -v apt-get >/dev/null && command -v dpkg-deb >/
 	fi
 	if (cd "$tmp" && apt-get download -qq prometheus >/dev/null 2>&1); then
 		dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/root"
-		mkdir -p .run/bin
-		install -m 0755 "$tmp/root/usr/bin/promtool" .run/bin/promtool
-		promtool=.run/bin/promtool
+		mkdir -p "$bin"
+		# Into place in one rename: a run beside this one sees it whole or not at all.
+		install -m 0755 "$tmp/root/usr/bin/promtool" "$bin/promtool.$$"
+		mv -f "$bin/promtool.$$" "$bin/promtool"
+		promtool=$bin/promtool
 	fi
 fi
 if [[ -z $promtool ]]; then
