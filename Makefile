@@ -139,11 +139,13 @@ run: build services
 ## cluster; the purchase path's stack depth, without -race), and the slowest
 ## ten tests
 test:
-	@# The steps that need one another's output in no way at once (in a
-	@# fresh clone the two npm installs and promtool's download are most
-	@# of the half minute before the suites); vet needs the bundles the
-	@# packages embed.
-	@$(MAKE) --no-print-directory -j4 $(OUTPUT_SYNC) test-services playground salepage check-deploy
+	@# The services first: on a new machine they install Debian's packages,
+	@# and apt-get takes one lock, which promtool.sh's download needs too.
+	@# Then the steps that need nothing of one another at once (in a fresh
+	@# clone the two npm installs are most of the half minute before the
+	@# suites); vet needs the bundles the packages embed.
+	$(MAKE) --no-print-directory test-services
+	@$(MAKE) --no-print-directory -j3 $(OUTPUT_SYNC) playground salepage check-deploy
 	$(MAKE) --no-print-directory vet
 	$(GO) mod tidy -diff
 	$(MAKE) --no-print-directory check-generate
