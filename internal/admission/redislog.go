@@ -33,7 +33,7 @@ type redisLogKind struct {
 }
 
 // maxRedisLogKinds bounds the kinds RedisLog tells apart; go-redis has a
-// few dozen format strings, and any beyond share one kind.
+// few dozen format strings, and any beyond the first 63 share the last kind.
 const maxRedisLogKinds = 64
 
 // NewRedisLog returns a RedisLog that logs to l, one line of each kind per
@@ -49,7 +49,7 @@ func (r *RedisLog) Printf(ctx context.Context, format string, v ...any) {
 	k := r.kinds[format]
 	if k == nil {
 		key := format
-		if len(r.kinds) >= maxRedisLogKinds {
+		if len(r.kinds) >= maxRedisLogKinds-1 {
 			key = ""
 		}
 		if k = r.kinds[key]; k == nil {

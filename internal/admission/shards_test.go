@@ -801,6 +801,30 @@ func TestShardedRebuildDuringWarm(t *testing.T) {
 	}
 }
 
+// TestShardedWarmWhileRebuilding: a rebuild that holds the lock (it found
+// the new campaign missing in Redis) installs it from Postgres itself:
+// Warm installs no shard and leaves the rebuild's lock alone.
+func TestShardedWarmWhileRebuilding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, rdb := newAdmitter(t, admission.Options{})
+	const v, shards = 514, 3
+	if err := rdb.Set(ctx, admission.RebuildKey(a, v), "the rebuild's token", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := a.Warm(ctx, seckill.WarmState{Campaign: shardedCampaign(v, 6, shards)}); ok || err != nil {
+		t.Fatalf("warm during a rebuild: %v, %v; want nothing installed, no error", ok, err)
+	}
+	for i := range shards {
+		if n, err := rdb.Exists(ctx, admission.ShardCampaignKey(a, v, i, shards)).Result(); err != nil || n != 0 {
+			t.Errorf("shard %d installed (%d, %v) during a rebuild", i, n, err)
+		}
+	}
+	if got, err := rdb.Get(ctx, admission.RebuildKey(a, v)).Result(); err != nil || got != "the rebuild's token" {
+		t.Errorf("the rebuild's lock after Warm: %q, %v", got, err)
+	}
+}
+
 // beforeScriptOn returns a go-redis hook that calls f before each script
 // call sent alone (EVALSHA or EVAL) whose first key is key.
 func beforeScriptOn(key string, f func()) redis.Hook { return scriptHook{key: key, f: f} }
