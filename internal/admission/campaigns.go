@@ -2,8 +2,6 @@ package admission
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -74,9 +72,7 @@ func (a *Admitter) warmShards(ctx context.Context, st seckill.WarmState) (bool, 
 	if err := validSharded(st); err != nil {
 		return false, err
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
+	token := lockToken()
 	if ok, err := a.rdb.SetNX(ctx, a.keys.rebuild(id), token, rebuildLockTTL).Result(); err != nil {
 		return false, redisError("warm", err, nil)
 	} else if !ok {

@@ -205,9 +205,7 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (seckill.R
 	if !validVoucherID(voucherID) {
 		return seckill.RebuildLock{}, false, seckill.Errorf(seckill.ENOTFOUND, "voucher %d not found", voucherID)
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	lock := seckill.RebuildLock{Token: hex.EncodeToString(b[:])}
+	lock := seckill.RebuildLock{Token: lockToken()}
 	shards, err := a.shardCounts(ctx, []int64{voucherID})
 	if err != nil {
 		return seckill.RebuildLock{}, false, err
@@ -262,6 +260,14 @@ func (a *Admitter) BeginRebuild(ctx context.Context, voucherID int64) (seckill.R
 	}
 	a.local.invalidate(voucherID)
 	return lock, true, nil
+}
+
+// lockToken returns a new random token for the rebuild lock: the holder's
+// alone may end it.
+func lockToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // refs returns the shards of a campaign of n shards.
