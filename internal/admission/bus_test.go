@@ -15,9 +15,13 @@ import (
 	"seckill/internal/testenv"
 )
 
-func newBus(tb testing.TB) *admission.Bus {
+// newBus returns a Bus on a Redis client of its own, with hooks added.
+func newBus(tb testing.TB, hooks ...redis.Hook) *admission.Bus {
 	tb.Helper()
 	rdb, prefix := testenv.MustOpenRedis(tb)
+	for _, h := range hooks {
+		rdb.AddHook(h)
+	}
 	b := admission.NewBus(rdb, prefix, nil)
 	tb.Cleanup(func() { b.Close() })
 	return b
@@ -236,11 +240,8 @@ func TestBusSlowSubscriber(t *testing.T) {
 func TestBusGathers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb, prefix := testenv.MustOpenRedis(t)
 	gate := make(chan struct{})
-	rdb.AddHook(holdPublishes(gate))
-	b := admission.NewBus(rdb, prefix, nil)
-	t.Cleanup(func() { b.Close() })
+	b := newBus(t, holdPublishes(gate))
 	const orders = 300
 	chans := make([]<-chan seckill.StatusEvent, orders)
 	for i := range chans {
