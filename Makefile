@@ -13,7 +13,7 @@ endif
 export SECKILL_ENV          ?= dev
 export SECKILL_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/seckill?sslmode=disable
 # A single Redis unless a cluster or Sentinel is configured (exactly one
-# topology; see the README's "Redis topologies").
+# topology; see docs/operations.md, "Topologies").
 ifeq ($(SECKILL_REDIS_CLUSTER_ADDRS)$(SECKILL_REDIS_SENTINEL_ADDRS),)
 export SECKILL_REDIS_URL    ?= redis://127.0.0.1:6379/0
 endif
@@ -97,7 +97,7 @@ apptest = $(if $(APP_TEST_BIN),,$(GO) test -c -race $(TEST_LDFLAGS) -o .run/$(1)
 # make -O (GNU make 4) prints each suite whole when it ends.
 OUTPUT_SYNC = $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
 
-GENERATED = find graph web -name '*.go' -newer /dev/null 2>/dev/null | sort | xargs -r sha256sum
+GENERATED = { find graph web -name '*.go' -newer /dev/null 2>/dev/null; echo docs/configuration.md; } | sort | xargs -r sha256sum
 
 .PHONY: run stop test $(TEST_SUITES) test-cluster-suites test-model build playground salepage generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
 
@@ -280,10 +280,11 @@ stop:
 	@scripts/services.sh stop
 	@SECKILL_TEST_REDIS_CLUSTER_ADDRS=$(TEST_REDIS_CLUSTER_ADDRS) scripts/cluster.sh stop
 
-## generate: regenerate gqlgen and templ code (committed)
+## generate: regenerate gqlgen and templ code and docs/configuration.md (committed)
 generate:
 	$(GO) tool gqlgen generate
 	@if [ -n "$$(find web -name '*.templ')" ]; then $(GO) tool templ generate; fi
+	$(GO) run ./scripts/configdoc
 
 check-generate:
 	@before=$$($(GENERATED)); \
