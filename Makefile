@@ -35,8 +35,8 @@ CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTa
 export GORACE ?= atexit_sleep_ms=0
 
 # make test runs eight suites at once (each prints when it ends); together
-# they keep the two cores busy (docs/performance.md, "make test's own
-# cost"), so each suite's share of the machine sets how long it takes.
+# they keep the two cores busy (docs/performance.md, "Constraints the code
+# depends on"), so each suite's share of the machine sets how long it takes.
 # internal/app's tests run in five suites from one race test binary, built
 # once (APP_TEST_BIN): test-app on one Redis database, one test at a time;
 # its fault tests, which start Redis servers of their own

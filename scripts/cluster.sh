@@ -5,7 +5,7 @@
 # under .run/cluster/<port>/, and waits until every node says cluster_state:ok.
 # Run it again at will: it starts only the nodes that are down and creates
 # the cluster only once. The nodes are set up as production should be for
-# seckill (docs/deployment.md): appendonly yes, appendfsync always,
+# seckill (docs/operations.md): appendonly yes, appendfsync always,
 # maxmemory-policy noeviction, cluster-require-full-coverage no (the other
 # shards sell on while one fails over); cluster-node-timeout is short (2 s)
 # so that a replica takes over from a dead master within seconds.

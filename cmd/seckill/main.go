@@ -35,7 +35,7 @@ Usage:
   seckill payments provider [--listen 127.0.0.1:8090] [--webhook URL] [--refuse] [--delay 200ms]
                                     a development payment provider: answers the refund call, confirms each refund by webhook
 
-Configuration comes from SECKILL_* environment variables; see the README.
+Configuration comes from SECKILL_* environment variables; see docs/configuration.md.
 The load test is its own program: seckill-bench --help.
 `
 

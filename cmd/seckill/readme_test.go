@@ -157,16 +157,17 @@ func TestREADMEExamples(t *testing.T) {
 	}
 }
 
-// TestREADMEOperations runs the GraphQL API section's operations, with the
-// variables its comment gives, against a served binary: an admin creates a
-// campaign, a user buys and reads the order. The whole document, the
-// subscription included, must validate for any of them to run.
-func TestREADMEOperations(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestAPIOperations runs the operations of docs/api.md's "Buy, follow,
+// pay and cancel", with the variables its comment gives, against a served
+// binary: an admin creates a campaign, a user buys, reads, pays and cancels
+// the order. The whole document, the subscription included, must validate
+// for any of them to run.
+func TestAPIOperations(t *testing.T) {
+	api, err := os.ReadFile("../../docs/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := fencedBlocks(t, string(readme), "## GraphQL API", "graphql")
+	blocks := fencedBlocks(t, "docs/api.md", string(api), "## Buy, follow, pay and cancel", "graphql")
 	if len(blocks) != 1 {
 		t.Fatalf("want one graphql block, found %d", len(blocks))
 	}
@@ -247,16 +248,16 @@ func TestREADMEOperations(t *testing.T) {
 // with heading.
 func shellBlocks(t *testing.T, readme, heading string) []string {
 	t.Helper()
-	return fencedBlocks(t, readme, heading, "sh")
+	return fencedBlocks(t, "README.md", readme, heading, "sh")
 }
 
-// fencedBlocks returns the blocks fenced as ```lang in the README section
-// that starts with heading.
-func fencedBlocks(t *testing.T, readme, heading, lang string) []string {
+// fencedBlocks returns the blocks fenced as ```lang in the section of the
+// document (named name) that starts with heading.
+func fencedBlocks(t *testing.T, name, doc, heading, lang string) []string {
 	t.Helper()
-	_, section, ok := strings.Cut(readme, "\n"+heading+"\n")
+	_, section, ok := strings.Cut(doc, "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README.md has no %q section", heading)
+		t.Fatalf("%s has no %q section", name, heading)
 	}
 	if i := strings.Index(section, "\n## "); i >= 0 {
 		section = section[:i]
@@ -275,7 +276,7 @@ func fencedBlocks(t *testing.T, readme, heading, lang string) []string {
 		section = after
 	}
 	if len(blocks) == 0 {
-		t.Fatalf("README.md's %q section has no %s block", heading, lang)
+		t.Fatalf("%s's %q section has no %s block", name, heading, lang)
 	}
 	return blocks
 }

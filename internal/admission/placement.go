@@ -152,7 +152,7 @@ func (a *Admitter) warnPlacement(ctx context.Context, voucherID int64, n int) {
 	}
 	if p := placement(voucherID, n, masters, count); p.Uneven() {
 		a.logger.WarnContext(ctx, "stock shards of a campaign share Redis masters: the cluster's slots are not split evenly, so its "+
-			"admissions run on fewer masters than they could (seckill shards <voucher id> shows where; README \"Stock shards\")",
+			"admissions run on fewer masters than they could (seckill shards <voucher id> shows where; docs/design.md \"Stock shards\")",
 			"voucher_id", voucherID, "shards", n, "masters", count, "masters_used", p.Used(), "placement", p.String())
 	}
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // The stock shards of a campaign against a model (STYLE.md: every state
-// machine gets one). The model is what the README promises of a campaign
+// machine gets one). The model is what docs/design.md promises of a campaign
 // of N shards, with no shard in sight: it has units (the stock, less what
 // was admitted, plus what came back), each user holds at most one, and a
 // buyer who holds none is ACCEPTED while the campaign has a unit left

@@ -60,7 +60,7 @@ type clusterSale struct {
 	killed bool
 	// masterKilled is set by a fault that kills a Redis master: an
 	// admission it made and replicated whose reply died with it was
-	// answered UNAVAILABLE, and is persisted all the same (the README's
+	// answered UNAVAILABLE, and is persisted all the same (docs/design.md's
 	// "an UNAVAILABLE ... may follow an admission Redis did make").
 	masterKilled bool
 	// replicaFault is set by a fault that leaves a master without its
@@ -107,7 +107,7 @@ func (s *clusterSale) untold() map[string]bool {
 		// An admission its replicas did not confirm is written to Postgres
 		// while the buyer waits; a write whose reply is lost (twice) ends
 		// in UNAVAILABLE with the admission left pending, persisted later
-		// (README, "What ACCEPTED promises"). CI saw one under load in
+		// (docs/design.md, "What ACCEPTED promises"). CI saw one under load in
 		// TestClusterReplicaRestarted, and one in TestClusterPostgresAway
 		// whose replica fell behind as Postgres went away.
 		codes[seckill.EUNAVAILABLE] = true

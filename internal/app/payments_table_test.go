@@ -16,7 +16,7 @@ import (
 )
 
 // TestPaymentsTable holds the code to the tables of docs/payments.md (and
-// the README's copy of the first): for every row it builds an order (or a
+// docs/api.md's copy of the first): for every row it builds an order (or a
 // payment) in that state, makes the column's call, and compares what the
 // system answers with the words in code font of the cell.
 func TestPaymentsTable(t *testing.T) {
@@ -30,7 +30,7 @@ func TestPaymentsTable(t *testing.T) {
 	}
 	f := &tableFixtures{e: e, voucherID: v.ID, refunds: e.app.Refunds, provider: provider, nextUser: 900_000}
 
-	for _, doc := range []string{"../../docs/payments.md", "../../README.md"} {
+	for _, doc := range []string{"../../docs/payments.md", "../../docs/api.md"} {
 		rows := readTable(t, doc, "| the order is |")
 		t.Run(doc+"/orders", func(t *testing.T) {
 			checkRows(t, rows, f.orderRows(), f.orderColumn)

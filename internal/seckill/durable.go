@@ -21,7 +21,7 @@ const fallbackPersistTimeout = 2 * time.Second
 // take it, the admission is released in Redis (unit and buyer slot back)
 // and the buyer is told UNAVAILABLE: nothing was bought. So the admission
 // ends persisted or released, not both and not neither, except in two
-// cases, both documented in the README, where the buyer hears UNAVAILABLE
+// cases, both documented in docs/design.md, where the buyer hears UNAVAILABLE
 // and the admission stays pending, for the reconciler to persist: a COMMIT
 // whose answer was lost (the store says ErrOutcomeUnknown) that the retry
 // could not settle, so the order may stand in Postgres and its unit must
