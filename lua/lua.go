@@ -134,6 +134,7 @@ var (
 	ShardStop = script("shard_stop.lua")
 	// ShardInstall installs one stock shard as a rebuild read it.
 	ShardInstall = script("shard_install.lua")
-	// Login takes one sign-in attempt from several budgets at once (GCRA).
+	// Login takes one sign-in attempt from several budgets at once (GCRA),
+	// refused while the pair's failure mark exists, or hands one back.
 	Login = script("login.lua")
 )

@@ -189,3 +189,72 @@ func TestRebuildAbortArguments(t *testing.T) {
 		t.Fatal("the holder's abort kept the lock or the mark")
 	}
 }
+
+// TestLoginArguments: login.lua refuses a malformed call before any
+// write; "take" is refused while the pair's failure mark exists (for the
+// mark's time to live) and takes nothing; "give" hands the attempt back
+// and deletes the mark.
+func TestLoginArguments(t *testing.T) {
+	rdb, prefix := testenv.MustOpenRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pair, addr, mark := prefix+"{a1}:user", prefix+"{a1}:address", prefix+"{a1}:failed"
+	script := redis.NewScript(lua.Login)
+	for _, tc := range []struct {
+		keys []string
+		args []any
+	}{
+		{[]string{pair, addr}, []any{"steal", "0", "1000", "5", "1000", "5"}},
+		{[]string{pair, addr}, []any{"take", "2", "1000", "5", "1000", "5"}},
+		{[]string{pair, addr}, []any{"take", "0", "1000", "5"}},
+		{[]string{pair, addr, mark}, []any{"take", "0", "1000", "5", "1000", "5"}},
+		{[]string{mark}, []any{"take", "1"}},
+		{[]string{pair, addr}, []any{"take", "0", "0", "5", "1000", "5"}},
+		{[]string{pair, addr}, []any{"take", "0", "1000", "05", "1000", "5"}},
+		{[]string{pair, addr}, []any{"take", "0", "1000", "1000001", "1000", "5"}},
+	} {
+		if err := script.Run(ctx, rdb, tc.keys, tc.args...).Err(); err == nil || !strings.HasPrefix(err.Error(), "ERR login: ") {
+			t.Errorf("%v: error %v, want ERR login: …", tc.args, err)
+		}
+	}
+	if n := rdb.Exists(ctx, pair, addr, mark).Val(); n != 0 {
+		t.Fatalf("%d keys written by refused calls", n)
+	}
+
+	// run runs mode on keys, the last a mark, each other a budget of 5
+	// attempts a minute.
+	run := func(mode string, keys ...string) int64 {
+		t.Helper()
+		args := []any{mode, "1"}
+		for range len(keys) - 1 {
+			args = append(args, "12000", "5")
+		}
+		n, err := script.Run(ctx, rdb, keys, args...).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := run("take", pair, addr, mark); n != 0 {
+		t.Fatalf("take without a mark: %d", n)
+	}
+	if err := rdb.Set(ctx, mark, "1", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := rdb.Get(ctx, pair).Val()
+	if n := run("take", pair, addr, mark); n <= 0 || n > time.Minute.Milliseconds() {
+		t.Fatalf("take with a mark: %d, want its time to live", n)
+	}
+	if after := rdb.Get(ctx, pair).Val(); after != before {
+		t.Fatalf("a refused take moved the pair's budget from %s to %s", before, after)
+	}
+	if n := run("give", pair, mark); n != 0 {
+		t.Fatalf("give: %d", n)
+	}
+	if rdb.Exists(ctx, pair, mark).Val() != 0 {
+		t.Fatal("give kept the pair's budget (one attempt, now handed back) or the mark")
+	}
+	if rdb.Exists(ctx, addr).Val() != 1 {
+		t.Fatal("give touched the address's budget")
+	}
+}

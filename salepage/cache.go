@@ -146,8 +146,8 @@ func (s *sales) keep(id int64, a answers) {
 // serve answers GET {prefix}/{id}/stock or /campaign (pick chooses which)
 // for an id that isID accepted.
 func (s *sales) serve(w http.ResponseWriter, r *http.Request, rawID string, pick func(answers) answer) {
-	id, err := strconv.ParseInt(rawID, 10, 64)
-	if err != nil || id <= 0 {
+	id, ok := parseID(rawID)
+	if !ok {
 		http.NotFound(w, r)
 		return
 	}

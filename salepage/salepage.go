@@ -239,17 +239,27 @@ func newHandler(fsys fs.FS, prefix string, d Deps, now func() time.Time) http.Ha
 	})
 }
 
-// isID reports whether s is a voucher id: 1 to 19 digits.
-func isID(s string) bool {
-	if len(s) == 0 || len(s) > 19 {
-		return false
+// parseID reads a voucher id as the README spells it: a positive int64
+// in canonical decimal, 1 to 19 digits without a sign or a leading zero,
+// so each voucher has one path (one CDN cache entry) and no spelling of
+// 0, a negative or an overflowing number gets the page.
+func parseID(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 19 || s[0] == '0' {
+		return 0, false
 	}
-	for _, c := range s {
+	for _, c := range []byte(s) {
 		if c < '0' || c > '9' {
-			return false
+			return 0, false
 		}
 	}
-	return true
+	id, err := strconv.ParseInt(s, 10, 64)
+	return id, err == nil && id > 0
+}
+
+// isID reports whether s is a voucher id (parseID).
+func isID(s string) bool {
+	_, ok := parseID(s)
+	return ok
 }
 
 // TimeHandler answers the server's clock, {"now": Unix milliseconds},

@@ -4,10 +4,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"seckill/internal/seckill"
 )
 
 func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
@@ -126,4 +129,67 @@ func TestFrameAncestors(t *testing.T) {
 	d := testDeps(&fakeVouchers{})
 	d.FrameAncestors = "'self'; script-src *"
 	newHandler(fsys, "/sale", d, time.Now)
+}
+
+// TestPaths checks the README's rule for /sale/{voucherId}: a positive
+// int64 in canonical decimal (1 to 19 digits, no sign, no leading zero,
+// no overflow) is an id, and everything else (with a trailing segment
+// too) is 404 for the page, its campaign and its stock, without a read.
+func TestPaths(t *testing.T) {
+	const maxID = 9223372036854775807
+	clock := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	f := &fakeVouchers{vouchers: map[int64]*seckill.Voucher{
+		1: {ID: 1, Campaign: &seckill.Campaign{VoucherID: 1, InitialStock: 5, Stock: 5, Remaining: 5, RemainingKnown: true,
+			BeginTime: clock, EndTime: clock.Add(time.Hour)}},
+		maxID: {ID: maxID, Campaign: &seckill.Campaign{VoucherID: maxID, InitialStock: 5, Stock: 5, Remaining: 5, RemainingKnown: true,
+			BeginTime: clock, EndTime: clock.Add(time.Hour)}},
+	}}
+	h := newHandler(fstest.MapFS{
+		"dist/README.md":            {Data: []byte("placeholder")},
+		"dist/assets/sale-AB12.js":  {Data: []byte("console.log(1)")},
+		"dist/assets/sale-CD34.css": {Data: []byte("body{}")},
+	}, "/sale", testDeps(f), func() time.Time { return clock })
+
+	for _, tc := range []struct {
+		id string
+		// page is the page's status; data is the campaign's and the
+		// stock's (an id without a campaign is 404 after its read).
+		page, data int
+	}{
+		{"1", 200, 200},
+		{"9223372036854775807", 200, 200},
+		{"9223372036854775806", 200, 404}, // an id, no campaign
+		{"0", 404, 404},
+		{"00", 404, 404},
+		{"-1", 404, 404},
+		{"01", 404, 404},
+		{"+1", 404, 404},
+		{"1.0", 404, 404},
+		{"1e3", 404, 404},
+		{" 1", 404, 404},
+		{"9223372036854775808", 404, 404},
+		{"9999999999999999999", 404, 404},
+		{"10000000000000000000", 404, 404},
+		{"abc", 404, 404},
+		{"", 404, 404},
+		{"1/extra", 404, 404},
+		{"1/", 404, 404},
+		{"٣", 404, 404}, // an Arabic-Indic digit
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			before := f.reads.Load()
+			esc := strings.ReplaceAll(url.PathEscape(tc.id), "%2F", "/")
+			if res, _ := get(t, h, "/sale/"+esc); res.StatusCode != tc.page {
+				t.Errorf("GET /sale/%s: %d, want %d", tc.id, res.StatusCode, tc.page)
+			}
+			for _, tail := range []string{"/campaign", "/stock"} {
+				if res, _ := get(t, h, "/sale/"+esc+tail); res.StatusCode != tc.data {
+					t.Errorf("GET /sale/%s%s: %d, want %d", tc.id, tail, res.StatusCode, tc.data)
+				}
+			}
+			if tc.data == 404 && tc.page == 404 && f.reads.Load() != before {
+				t.Errorf("/sale/%s read the store", tc.id)
+			}
+		})
+	}
 }

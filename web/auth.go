@@ -136,7 +136,7 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 	if slow {
 		// Someone, maybe from many addresses, is guessing this name's
 		// password: every attempt on it waits, the operator's too, but
-		// none is refused.
+		// none from an address that has not failed on it is refused.
 		t := time.NewTimer(h.cfg.LoginSlowDown)
 		select {
 		case <-ctx.Done():
@@ -148,7 +148,7 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 	a, err := h.cfg.Sessions.AuthenticateAdmin(ctx, user, password)
 	if seckill.ErrorCode(err) == seckill.EUNAUTHENTICATED {
 		h.logger.WarnContext(r.Context(), "login failed", "ip", ip, "user", user, "slowed", slow)
-		if err := h.limiter.LoginFailed(ctx, user); err != nil {
+		if err := h.limiter.LoginFailed(ctx, ip, user); err != nil {
 			h.logger.ErrorContext(r.Context(), "count login failure", "err", err)
 		}
 		page.Error = "Wrong user name or password."
@@ -158,6 +158,9 @@ func (h *Handler) doLogin(w http.ResponseWriter, r *http.Request) {
 		page.Error = h.messageOf(r, err)
 		h.render(w, r, statusOf(err), views.Login(page))
 		return
+	}
+	if err := h.limiter.LoginSucceeded(ctx, ip, user); err != nil {
+		h.logger.ErrorContext(r.Context(), "count login success", "err", err)
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
 		if err := h.cfg.Sessions.DeleteAdminSession(ctx, c.Value); err != nil {

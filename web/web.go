@@ -10,9 +10,10 @@
 // are ignored here: an API token, even an admin's, opens nothing. Every
 // state change is a POST, and every non-safe request, sign-in included,
 // passes http.CrossOriginProtection. Sign-in attempts are refused per
-// client address and per (address, user name), and slowed down, never
-// refused, when a user name's failures from every address pile up: a
-// guesser cannot lock an operator out.
+// client address and per (address, user name); when a user name's failures
+// from every address pile up its attempts are slowed, and refused only from
+// addresses that have failed on it themselves: a guesser cannot lock out an
+// operator who knows the password (LoginLimiter).
 package web
 
 import (

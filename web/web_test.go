@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -351,16 +352,17 @@ var tightLogin = seckill.LoginLimits{
 func TestLoginRateLimit(t *testing.T) {
 	d := newDash(t, tightLogin)
 	const guesser, operator = "192.0.2.1", "198.51.100.7"
-	for i := range 3 {
+	for i := range 2 {
 		if res := d.attemptLogin(testAdmin, "guess", guesser); res.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("attempt %d: %s", i+1, res.Status)
 		}
 	}
-	// The guesser's budget for this name is spent, whatever the case of
-	// the name and even with the right password.
+	// The name's failures are spent: the guesser, who failed on it, is
+	// refused, whatever the case of the name and even with the right
+	// password.
 	res := d.attemptLogin(strings.ToUpper(testAdmin), testPassword, guesser)
 	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" || sessionCookie(res) != nil {
-		t.Errorf("4th attempt from the guesser: %s, Retry-After %q", res.Status, res.Header.Get("Retry-After"))
+		t.Errorf("3rd attempt from the guesser: %s, Retry-After %q", res.Status, res.Header.Get("Retry-After"))
 	}
 	if msg := doc(t, res).Find(`[data-testid="login-error"]`).Text(); !strings.Contains(msg, "Too many sign-in attempts") {
 		t.Errorf("message %q", msg)
@@ -375,13 +377,14 @@ func TestLoginRateLimit(t *testing.T) {
 	if took := time.Since(start); took < testSlowDown {
 		t.Errorf("operator's attempt took %v; want it slowed by %v while the name is under attack", took, testSlowDown)
 	}
-	// One address guessing many names runs out of its own budget.
-	for i, user := range []string{"u1", "u2"} {
+	// One address guessing many names runs out of its own budget (the
+	// refused attempt did not spend it).
+	for i, user := range []string{"u1", "u2", "u3"} {
 		if res := d.attemptLogin(user, "guess", guesser); res.StatusCode != http.StatusUnauthorized {
 			t.Errorf("name %d from the guesser: %s", i, res.Status)
 		}
 	}
-	if res := d.attemptLogin("u3", "guess", guesser); res.StatusCode != http.StatusTooManyRequests {
+	if res := d.attemptLogin("u4", "guess", guesser); res.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("6th attempt from the guesser: %s", res.Status)
 	}
 	// A fresh name from a fresh address is neither refused nor slowed.
@@ -395,8 +398,9 @@ func TestLoginRateLimit(t *testing.T) {
 }
 
 // TestLoginGuessersConcurrently: hundreds of guesses at once from one
-// address get exactly the pair's budget through; the operator, from
-// another address, still signs in.
+// address get at most the pair's budget through (fewer when the name's
+// failures run out first: the address has failed on it, so it is refused
+// from then on); the operator, from another address, still signs in.
 func TestLoginGuessersConcurrently(t *testing.T) {
 	d := newDash(t, tightLogin)
 	const guesses = 300
@@ -415,11 +419,62 @@ func TestLoginGuessersConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if wrong.Load() != int64(tightLogin.PerPair.Burst) || refused.Load() != guesses-int64(tightLogin.PerPair.Burst) || other.Load() != 0 {
-		t.Errorf("checked %d, refused %d, other %d; want %d checked", wrong.Load(), refused.Load(), other.Load(), tightLogin.PerPair.Burst)
+	least := int64(min(tightLogin.PerPair.Burst, tightLogin.Failures.Burst))
+	if wrong.Load() < least || wrong.Load() > int64(tightLogin.PerPair.Burst) || refused.Load() != guesses-wrong.Load() || other.Load() != 0 {
+		t.Errorf("checked %d, refused %d, other %d; want %d to %d checked", wrong.Load(), refused.Load(), other.Load(), least, tightLogin.PerPair.Burst)
 	}
 	if res := d.attemptLogin(testAdmin, testPassword, "198.51.100.7"); res.StatusCode != http.StatusSeeOther {
 		t.Errorf("operator after the guessers: %s", res.Status)
+	}
+}
+
+// TestLoginManyAddresses: guessers at one name from many addresses each
+// get a first guess; once the name's failures are spent, an address that
+// has failed on it is refused (429 with Retry-After) until they refill,
+// while the operator, from an address that has not failed, signs in
+// (slowed), and another name is untouched.
+func TestLoginManyAddresses(t *testing.T) {
+	d := newDash(t, tightLogin)
+	addr := func(i int) string { return "203.0.113." + strconv.Itoa(10+i) }
+	const n = 6
+	for i := range n {
+		if res := d.attemptLogin(testAdmin, "guess", addr(i)); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("first guess from %s: %s", addr(i), res.Status)
+		}
+	}
+	for i := range n {
+		res := d.attemptLogin(testAdmin, "guess"+strconv.Itoa(i), addr(i))
+		secs, err := strconv.Atoi(res.Header.Get("Retry-After"))
+		if res.StatusCode != http.StatusTooManyRequests || err != nil || secs <= 0 || secs > int(tightLogin.Failures.Every/time.Second) {
+			t.Errorf("second guess from %s: %s, Retry-After %q", addr(i), res.Status, res.Header.Get("Retry-After"))
+		}
+	}
+	start := time.Now()
+	res := d.attemptLogin(testAdmin, testPassword, "198.51.100.7")
+	if res.StatusCode != http.StatusSeeOther || sessionCookie(res) == nil {
+		t.Fatalf("operator from an address that has not failed: %s", res.Status)
+	}
+	if took := time.Since(start); took < testSlowDown {
+		t.Errorf("operator's attempt took %v; want it slowed by %v while the name is under attack", took, testSlowDown)
+	}
+	if res := d.attemptLogin("bob", "guess", addr(0)); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("another name from a guesser's address: %s", res.Status)
+	}
+}
+
+// TestLoginSuccessIsFree: signing in again and again from one address
+// spends only the address's budget, which bounds the password checks; the
+// pair's budget is spent by wrong passwords only.
+func TestLoginSuccessIsFree(t *testing.T) {
+	d := newDash(t, tightLogin)
+	const operator = "198.51.100.7"
+	for i := range tightLogin.PerAddress.Burst {
+		if res := d.attemptLogin(testAdmin, testPassword, operator); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign-in %d: %s", i+1, res.Status)
+		}
+	}
+	if res := d.attemptLogin(testAdmin, testPassword, operator); res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("sign-in %d, over the address's budget: %s", tightLogin.PerAddress.Burst+1, res.Status)
 	}
 }
 

@@ -158,6 +158,13 @@ func (k keys) loginAddress(address string) string {
 	return k.prefix + "seckill:login:{a" + address + "}:address"
 }
 
+// loginFailed marks that one user name (its hash) had a wrong password
+// from one client address; it shares the pair's hash tag, so the login
+// script reads it with the pair's budget.
+func (k keys) loginFailed(address, userHash string) string {
+	return k.prefix + "seckill:login:{a" + address + "}:failed:" + userHash
+}
+
 // loginFailures is the budget of wrong passwords for one user name (its
 // hash) from every address.
 func (k keys) loginFailures(userHash string) string {

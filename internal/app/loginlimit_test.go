@@ -157,8 +157,8 @@ func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, seckill.LoginLim
 			t.Error("slowed before any failure")
 		}
 		// Failures from anywhere, more than the budget.
-		for range 5 {
-			if err := l.LoginFailed(ctx, "Admin"); err != nil {
+		for i := range 5 {
+			if err := l.LoginFailed(ctx, "203.0.113."+strconv.Itoa(10+i), "Admin"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -169,6 +169,129 @@ func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, seckill.LoginLim
 		if _, slow := allow(t, l, operator, "alice"); slow {
 			t.Error("another name is slowed")
 		}
+	})
+
+	// guess is one wrong password: an attempt, then its failure. It
+	// returns how long the attempt was refused for (0 when it was checked).
+	guess := func(t *testing.T, l web.LoginLimiter, ip, user string) time.Duration {
+		t.Helper()
+		wait, _, err := l.AllowLogin(ctx, ip, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wait == 0 {
+			if err := l.LoginFailed(ctx, ip, user); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return wait
+	}
+	// signIn is one right password; it reports whether it was checked.
+	signIn := func(t *testing.T, l web.LoginLimiter, ip, user string) (bool, bool) {
+		t.Helper()
+		ok, slow := allow(t, l, ip, user)
+		if ok {
+			if err := l.LoginSucceeded(ctx, ip, user); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ok, slow
+	}
+
+	// The lockout of issue 41: a guesser spends the pair's budget and the
+	// name's failures; the operator elsewhere signs in (slowed).
+	t.Run("no lockout", func(t *testing.T) {
+		l := newLimiter(t, contractLimits)
+		// The name's failures are spent at the 2nd guess, so the 3rd,
+		// from an address that has failed on it, is refused.
+		for range 2 {
+			if wait := guess(t, l, guesser, "admin"); wait != 0 {
+				t.Fatalf("guess refused for %v", wait)
+			}
+		}
+		for range 5 {
+			if wait := guess(t, l, guesser, "admin"); wait <= 0 {
+				t.Fatal("the guesser's guess was checked after the name's failures were spent")
+			}
+		}
+		if ok, slow := signIn(t, l, operator, "admin"); !ok || !slow {
+			t.Errorf("operator: allowed %v, slowed %v; want allowed and slowed", ok, slow)
+		}
+	})
+
+	// Many addresses guessing one name: each gets its first guess, and
+	// once the name's failures are spent, none that has failed gets
+	// another until they refill; the operator, from an address that has
+	// not failed, still signs in.
+	t.Run("many addresses", func(t *testing.T) {
+		l := newLimiter(t, contractLimits)
+		const n = 8
+		addr := func(i int) string { return "203.0.113." + strconv.Itoa(20+i) }
+		for i := range n {
+			if wait := guess(t, l, addr(i), "admin"); wait != 0 {
+				t.Fatalf("first guess from %s refused for %v", addr(i), wait)
+			}
+		}
+		for i := range n {
+			wait := guess(t, l, addr(i), "ADMIN")
+			if wait <= 0 || wait > contractLimits.Failures.Every {
+				t.Errorf("second guess from %s: retry after %v, want (0, %v]", addr(i), wait, contractLimits.Failures.Every)
+			}
+		}
+		if ok, slow := signIn(t, l, operator, "admin"); !ok || !slow {
+			t.Errorf("operator: allowed %v, slowed %v; want allowed and slowed", ok, slow)
+		}
+		// Another name is not under attack: the same addresses try it.
+		if wait := guess(t, l, addr(0), "alice"); wait != 0 {
+			t.Errorf("another name refused for %v", wait)
+		}
+	})
+
+	// A right password costs the pair nothing and forgets its failures.
+	t.Run("success is free", func(t *testing.T) {
+		limits := contractLimits
+		limits.PerAddress.Burst = 8
+		l := newLimiter(t, limits)
+		checked := 0
+		if wait := guess(t, l, operator, "admin"); wait != 0 { // a typo
+			t.Fatalf("typo refused for %v", wait)
+		}
+		checked++
+		for i := range limits.PerPair.Burst + 1 {
+			if ok, _ := signIn(t, l, operator, "admin"); !ok {
+				t.Fatalf("sign-in %d refused", i+1)
+			}
+			checked++
+		}
+		// The name now comes under attack: the operator's typo was
+		// forgotten at the sign-in, so the operator is not refused.
+		for i := range 3 {
+			guess(t, l, "203.0.113."+strconv.Itoa(40+i), "admin")
+		}
+		if ok, slow := signIn(t, l, operator, "admin"); !ok || !slow {
+			t.Errorf("operator after the attack began: allowed %v, slowed %v", ok, slow)
+		}
+		checked++
+		// The address still counts every password checked: it bounds the
+		// bcrypt work one address causes.
+		for ; checked <= limits.PerAddress.Burst; checked++ {
+			if ok, _ := signIn(t, l, operator, "admin"); !ok {
+				break
+			}
+		}
+		if checked != limits.PerAddress.Burst {
+			t.Errorf("%d password checks from one address, want its budget of %d", checked, limits.PerAddress.Burst)
+		}
+	})
+
+	// An IPv6 /64 is one address: walking it does not buy guesses.
+	t.Run("ipv6 /64", func(t *testing.T) {
+		l := newLimiter(t, contractLimits)
+		for i := range 5 {
+			want(t, l, "2001:db8:1:2::"+strconv.Itoa(i+1), "u"+strconv.Itoa(i), true)
+		}
+		want(t, l, "2001:db8:1:2:ffff::1", "v", false)
+		want(t, l, "2001:db8:1:3::1", "v", true)
 	})
 
 	t.Run("concurrent", func(t *testing.T) {
@@ -189,7 +312,7 @@ func testLoginLimiter(t *testing.T, newLimiter func(*testing.T, seckill.LoginLim
 				}
 			})
 			wg.Go(func() {
-				if err := l.LoginFailed(ctx, "admin"); err != nil {
+				if err := l.LoginFailed(ctx, "203.0.113.9", "admin"); err != nil {
 					t.Error(err)
 				}
 			})

@@ -65,15 +65,24 @@ type Limit struct {
 // dashboard's in-memory limiter and the Redis one both take.
 type LoginLimits struct {
 	// PerPair is per client address and user name: one guesser at one
-	// operator.
+	// operator. A right password hands its attempt back.
 	PerPair Limit
-	// PerAddress is per client address: one guesser at many names. A
-	// proxy or an office shares one.
+	// PerAddress is per client address (an IPv6 /64): one guesser at many
+	// names, and a bound on the password checks (bcrypt) one address can
+	// cause, right or wrong. A proxy or an office shares one.
 	PerAddress Limit
 	// Failures are wrong passwords per user name from every address; when
 	// spent, attempts on the name are slowed down (the dashboard's
-	// LoginSlowDown), never refused.
+	// LoginSlowDown), and refused only from an address that has itself
+	// failed on the name within FailureMemory.
 	Failures Limit
+}
+
+// FailureMemory is how long a wrong password from an address on a user
+// name is remembered: until the pair's budget, which it spent, would be
+// full again.
+func (l LoginLimits) FailureMemory() time.Duration {
+	return time.Duration(max(1, l.PerPair.Burst)) * max(time.Millisecond, l.PerPair.Every)
 }
 
 // Operators are the dashboard's operators: their credentials (bcrypt
