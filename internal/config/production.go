@@ -48,7 +48,7 @@ func (l *loader) production(c *Config) {
 	for _, key := range []string{"SECKILL_AUTH_ISSUER", "SECKILL_AUTH_JWKS_URL"} {
 		v := l.getenv(key)
 		// A value that is no http(s) URL at all was refused by auth.
-		if isHTTPURL(v) && !isSecureURL(v) {
+		if isHTTPURL(v) && !SecureURL(v) {
 			l.errf("%s must be an https:// URL in production (http:// only on a loopback host: localhost, 127.0.0.1, ::1), not %q: keys or a discovery document fetched over plain http can be swapped on the way", key, v)
 		}
 	}
@@ -63,9 +63,10 @@ func (l *loader) production(c *Config) {
 	}
 }
 
-// isSecureURL reports whether rawURL is https, or http to a loopback host
-// (this machine: nothing on the way to swap what it answers).
-func isSecureURL(rawURL string) bool {
+// SecureURL reports whether rawURL is https, or http to a loopback host
+// (this machine: nothing on the way to swap what it answers): how
+// production fetches an identity provider's documents and keys.
+func SecureURL(rawURL string) bool {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return false
