@@ -505,6 +505,9 @@ func newVerifier(ctx context.Context, cfg *config.Config, tokens *auth.Tokens, s
 		if err != nil {
 			return nil, nil, fmt.Errorf("SECKILL_AUTH_ISSUER / SECKILL_AUTH_JWKS_URL: %w", err)
 		}
+		if err := discoveredKeys(cfg, provider); err != nil {
+			return nil, nil, err
+		}
 	}
 	hs := tokens
 	if !cfg.AuthHS256 {
@@ -512,6 +515,24 @@ func newVerifier(ctx context.Context, cfg *config.Config, tokens *auth.Tokens, s
 	}
 	v, err := auth.NewVerifier(hs, provider)
 	return provider, v, err
+}
+
+// discoveredKeys refuses, in production, a key set URL that the provider's
+// discovery names over plain http to another host: config refuses the same
+// in SECKILL_AUTH_JWKS_URL, and keys fetched that way can be swapped on
+// the way.
+func discoveredKeys(cfg *config.Config, p *auth.Provider) error {
+	d := p.Discovery()
+	if cfg.Dev() || d == nil {
+		return nil
+	}
+	var meta struct {
+		JWKSURL string `json:"jwks_uri"`
+	}
+	if err := d.Claims(&meta); err != nil || !config.SecureURL(meta.JWKSURL) {
+		return fmt.Errorf("SECKILL_AUTH_ISSUER: the provider's discovery names the key set %q: production fetches keys only over https:// (http:// only on a loopback host)", meta.JWKSURL)
+	}
+	return nil
 }
 
 func openDB(ctx context.Context, cfg *config.Config) (*bun.DB, error) {

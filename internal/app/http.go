@@ -18,10 +18,11 @@ import (
 	"seckill/salepage"
 )
 
-// Handler returns the HTTP API: /graphql, /webhooks/payments (and
+// Handler returns the HTTP API: /graphql, /webhooks/payments (or
 // /webhooks/stripe with Stripe), the sale page /sale/{voucherId} with
 // /time, /playground (when enabled), /healthz, /readyz and /metrics
-// (unless it has an address of its own), and the dashboard under /admin;
+// (in development, unless it has an address of its own), and the
+// dashboard under /admin;
 // every request gets an id, a span and its
 // request metrics (observe).
 func (a *App) Handler(ready *atomic.Bool) http.Handler {
@@ -33,11 +34,14 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 		ClientAddr:     clientaddr.New(a.Config.TrustedProxies),
 	})
 	mux.Handle("/graphql", a.shed(gql))
-	// The payment provider's calls; see internal/payhook for the signature.
-	mux.Handle("/webhooks/payments", payhook.NewHandler(a.Life, a.Config.PaymentWebhookSecret, a.Logger))
 	if a.stripeHook != nil {
 		// Stripe's events, signed with Stripe's own scheme (internal/stripepay).
+		// The built-in webhook is not served beside it: it would be a second
+		// way to mark an order paid, around Stripe's signature.
 		mux.Handle("/webhooks/stripe", a.stripeHook)
+	} else {
+		// The payment provider's calls; see internal/payhook for the signature.
+		mux.Handle("/webhooks/payments", payhook.NewHandler(a.Life, a.Config.PaymentWebhookSecret, a.Logger))
 	}
 	// The buyers' sale page and its stock (the same bytes for everyone: a
 	// CDN may cache them) and the clock its countdown follows.
@@ -68,7 +72,10 @@ func (a *App) Handler(ready *atomic.Bool) http.Handler {
 		}
 		writeJSON(w, code, status)
 	})
-	if a.Config.MetricsAddr == "" { // else on its own address: runMetrics
+	// Else on its own address (runMetrics). Production never serves it on
+	// the public port: the series tell anyone the sale's traffic, stock and
+	// failures, and a scraper is a machine, not an operator to sign in.
+	if a.Config.MetricsAddr == "" && a.Config.Dev() {
 		mux.Handle("GET /metrics", a.metricsHandler())
 	}
 	a.mountDashboard(mux)

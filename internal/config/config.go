@@ -326,6 +326,9 @@ func Load(getenv func(string) string) (*Config, error) {
 	l.check("SECKILL_PAYMENT_CURRENCY", seckill.ValidCurrency(c.PaymentCurrency),
 		"must be three capital letters (ISO 4217), not %q", c.PaymentCurrency)
 	switch {
+	case c.PaymentProvider == PaymentStripe:
+		// Only Stripe's signed events confirm payments: the built-in webhook
+		// is not served, and paymentProvider refuses its secret.
 	case c.PaymentWebhookSecret == "" && c.Dev():
 		c.PaymentWebhookSecret = DevWebhookSecret
 	case c.PaymentWebhookSecret == "":
@@ -374,6 +377,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	if (c.AdminUser == "") != (c.AdminPassword == "") {
 		l.errf("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together")
 	}
+	l.production(c)
 	if err := l.err(); err != nil {
 		return nil, err
 	}
@@ -439,6 +443,8 @@ func (l *loader) paymentProvider(c *Config) {
 	case PaymentStripe:
 		l.check("SECKILL_PAYMENT_REFUND_URL", c.PaymentRefundURL == "",
 			"is the built-in provider's refund call: with SECKILL_PAYMENT_PROVIDER=stripe refunds go through Stripe's API; unset it")
+		l.check("SECKILL_PAYMENT_WEBHOOK_SECRET", c.PaymentWebhookSecret == "",
+			"is the built-in provider's webhook secret: with SECKILL_PAYMENT_PROVIDER=stripe only Stripe's signed events (STRIPE_WEBHOOK_SECRET) mark an order paid, and POST /webhooks/payments is not served; unset it")
 		switch {
 		case c.StripeAPIKey == "":
 			l.errf("STRIPE_API_KEY is required with SECKILL_PAYMENT_PROVIDER=stripe (a secret key, sk_…, or a restricted one, rk_…)")

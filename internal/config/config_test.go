@@ -215,6 +215,7 @@ func TestLoadProd(t *testing.T) {
 		"SECKILL_ALLOWED_ORIGINS": "https://shop.example, https://admin.example",
 
 		"SECKILL_PAYMENT_WEBHOOK_SECRET": "a-webhook-secret-of-the-provider",
+		"SECKILL_METRICS_ADDR":           "10.0.0.5:9090",
 	}))
 	if err != nil {
 		t.Fatal(err)
