@@ -190,8 +190,9 @@ type providerClaims struct {
 // user. Only the compact serialization is taken (see compact). A token
 // verified before, still within its exp, is answered from the cache
 // without checking its signature again. Errors: EUNAUTHENTICATED for a
-// token that is not acceptable ("token expired" or "invalid token");
-// EUNAVAILABLE when a new subject's id cannot be had.
+// token that is not acceptable ("token expired", "invalid token", or a
+// message saying its subject or issuer is not acceptable, see
+// checkSubject); EUNAVAILABLE when a new subject's id cannot be had.
 func (p *Provider) Verify(ctx context.Context, token string) (*seckill.User, error) {
 	if token == "" {
 		return nil, seckill.Errorf(seckill.EUNAUTHENTICATED, "missing token")
@@ -237,15 +238,15 @@ func (p *Provider) verify(ctx context.Context, token string) (*seckill.User, err
 		}
 		return nil, invalidToken()
 	}
-	if _, ok := readWritten(payload); !ok {
+	written, ok := readWritten(payload)
+	if !ok {
 		return nil, invalidToken()
 	}
 	var c providerClaims
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return nil, invalidToken()
 	}
-	// The subject table holds at most 1024 characters of each.
-	if c.Expiry == nil || c.Subject == "" || len(c.Subject) > 1024 || len(c.Issuer) > 1024 {
+	if c.Expiry == nil || c.Subject == "" {
 		return nil, invalidToken()
 	}
 	err = c.ValidateWithLeeway(jwt.Expected{Issuer: p.cfg.Issuer, AnyAudience: jwt.Audience{p.cfg.Audience}, Time: now}, p.cfg.Leeway)
@@ -254,6 +255,15 @@ func (p *Provider) verify(ctx context.Context, token string) (*seckill.User, err
 		return nil, tokenExpired()
 	case err != nil:
 		return nil, invalidToken()
+	}
+	// A subject the store cannot hold is refused here, for good, rather
+	// than failing its batch of lookups (and every other new subject in
+	// it) with a retryable error.
+	if err := checkWrittenSubject(written); err != nil {
+		return nil, err
+	}
+	if err := checkSubject(c.Issuer, c.Subject); err != nil {
+		return nil, err
 	}
 	admin, err := p.isAdmin(payload)
 	if err != nil {
