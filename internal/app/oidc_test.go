@@ -170,3 +170,67 @@ func TestProviderSale(t *testing.T) {
 		break
 	}
 }
+
+// TestProviderPoisonSubject sends, at once, 30 new buyers' provider tokens
+// and one whose subject Postgres cannot store (a NUL) through the HTTP
+// edge: the 30 are served, the poison token answers 401 (never 503, which
+// a client would retry forever), and so does a valid token in the JWS JSON
+// serialization.
+func TestProviderPoisonSubject(t *testing.T) {
+	p := idp.Start()
+	t.Cleanup(p.Close)
+	if _, err := p.AddNew("es", jose.ES256); err != nil {
+		t.Fatal(err)
+	}
+	a := newTestEnv(t, "", withProvider(p))
+	status := func(token string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, a.url+"/graphql", strings.NewReader(`{"query":"{ myOrders { id } }"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
+	}
+	// The key set once, so that the tokens below arrive together.
+	if code, body := status(providerToken(t, p, "es", "warm-up", nil)); code != http.StatusOK {
+		t.Fatalf("warm-up: %d %s", code, body)
+	}
+	const good = 30
+	tokens := make([]string, good+1)
+	for i := range good {
+		tokens[i] = providerToken(t, p, "es", fmt.Sprintf("poison-neighbour-%02d", i), nil)
+	}
+	tokens[good] = providerToken(t, p, "es", "mallory\x00", nil)
+	codes, bodies := make([]int, len(tokens)), make([]string, len(tokens))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range tokens {
+		wg.Go(func() {
+			<-start
+			codes[i], bodies[i] = status(tokens[i])
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range good {
+		if codes[i] != http.StatusOK || strings.Contains(bodies[i], `"errors"`) {
+			t.Errorf("buyer %d: %d %s", i, codes[i], bodies[i])
+		}
+	}
+	if codes[good] != http.StatusUnauthorized {
+		t.Errorf("the NUL subject: %d %s, want 401", codes[good], bodies[good])
+	}
+	parts := strings.Split(tokens[0], ".")
+	flattened := fmt.Sprintf(`{"payload":%q,"protected":%q,"signature":%q}`, parts[1], parts[0], parts[2])
+	if code, body := status(flattened); code != http.StatusUnauthorized {
+		t.Errorf("a valid token as JWS JSON: %d %s, want 401", code, body)
+	}
+}

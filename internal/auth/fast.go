@@ -18,7 +18,8 @@ import (
 // token, so verification is on the purchase path (see BenchmarkParse and
 // docs/performance.md).
 //
-// It is a strict subset of the full verification, never a replacement:
+// It is a strict subset of the full verification, never a replacement
+// (both see only the compact tokens Parse lets through, see compact):
 //
 //   - It runs only when the header segment is, byte for byte, the header we
 //     issue ({"alg":"HS256","typ":"JWT"}). Any other header, including every

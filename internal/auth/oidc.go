@@ -187,10 +187,12 @@ type providerClaims struct {
 }
 
 // Verify checks a provider's token (without "Bearer ") and returns its
-// user. A token verified before, still within its exp, is answered from
-// the cache without checking its signature again. Errors:
-// EUNAUTHENTICATED for a token that is not acceptable ("token expired" or
-// "invalid token"); EUNAVAILABLE when a new subject's id cannot be had.
+// user. Only the compact serialization is taken (see compact). A token
+// verified before, still within its exp, is answered from the cache
+// without checking its signature again. Errors: EUNAUTHENTICATED for a
+// token that is not acceptable ("token expired", "invalid token", or a
+// message saying its subject or issuer is not acceptable, see
+// checkSubject); EUNAVAILABLE when a new subject's id cannot be had.
 func (p *Provider) Verify(ctx context.Context, token string) (*seckill.User, error) {
 	if token == "" {
 		return nil, seckill.Errorf(seckill.EUNAUTHENTICATED, "missing token")
@@ -198,6 +200,16 @@ func (p *Provider) Verify(ctx context.Context, token string) (*seckill.User, err
 	if len(token) > maxProviderTokenLength {
 		return nil, invalidToken()
 	}
+	// One spelling a token (compact.go), before its signature is checked
+	// or it enters the cache.
+	if !compact(token) {
+		return nil, invalidToken()
+	}
+	return p.verify(ctx, token)
+}
+
+// verify is Verify of a compact token of at most maxProviderTokenLength.
+func (p *Provider) verify(ctx context.Context, token string) (*seckill.User, error) {
 	now := p.cfg.Now()
 	h := tokenHash(token)
 	if u, ok := p.verified.get(h, now); ok {
@@ -206,7 +218,7 @@ func (p *Provider) Verify(ctx context.Context, token string) (*seckill.User, err
 	}
 	// The header first: an algorithm outside ProviderAlgs (none, HS256,
 	// ...) is refused before any key is looked at or fetched.
-	jws, err := jose.ParseSigned(token, ProviderAlgs)
+	jws, err := jose.ParseSignedCompact(token, ProviderAlgs)
 	if err != nil || len(jws.Signatures) != 1 {
 		return nil, invalidToken()
 	}
@@ -226,12 +238,15 @@ func (p *Provider) Verify(ctx context.Context, token string) (*seckill.User, err
 		}
 		return nil, invalidToken()
 	}
+	written, ok := readWritten(payload)
+	if !ok {
+		return nil, invalidToken()
+	}
 	var c providerClaims
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return nil, invalidToken()
 	}
-	// The subject table holds at most 1024 characters of each.
-	if c.Expiry == nil || c.Subject == "" || len(c.Subject) > 1024 || len(c.Issuer) > 1024 {
+	if c.Expiry == nil || c.Subject == "" {
 		return nil, invalidToken()
 	}
 	err = c.ValidateWithLeeway(jwt.Expected{Issuer: p.cfg.Issuer, AnyAudience: jwt.Audience{p.cfg.Audience}, Time: now}, p.cfg.Leeway)
@@ -240,6 +255,15 @@ func (p *Provider) Verify(ctx context.Context, token string) (*seckill.User, err
 		return nil, tokenExpired()
 	case err != nil:
 		return nil, invalidToken()
+	}
+	// A subject the store cannot hold is refused here, for good, rather
+	// than failing its batch of lookups (and every other new subject in
+	// it) with a retryable error.
+	if err := checkWrittenSubject(written); err != nil {
+		return nil, err
+	}
+	if err := checkSubject(c.Issuer, c.Subject); err != nil {
+		return nil, err
 	}
 	admin, err := p.isAdmin(payload)
 	if err != nil {
@@ -282,10 +306,10 @@ func keysUnfetched(err error) bool {
 	return errors.Is(err, errRefetchLimited) || strings.HasPrefix(err.Error(), "fetching keys")
 }
 
-// cached returns the user of a token verified before and still good, if
-// it is one: the answer Verify would give, without its work.
+// cached returns the user of a compact token verified before and still
+// good, if it is one: the answer Verify would give, without its work.
 func (p *Provider) cached(token string) (*seckill.User, bool) {
-	if token == "" || len(token) > maxProviderTokenLength {
+	if len(token) > maxProviderTokenLength {
 		return nil, false
 	}
 	u, ok := p.verified.get(tokenHash(token), p.cfg.Now())

@@ -154,6 +154,9 @@ func (s *SignIn) Finish(ctx context.Context, code string, p Pending) (Operator, 
 	if raw == "" {
 		return Operator{}, seckill.Errorf(seckill.EUNAUTHENTICATED, "the identity provider sent no ID token")
 	}
+	if !compact(raw) { // go-oidc would take the JWS JSON forms too
+		return Operator{}, seckill.Errorf(seckill.EUNAUTHENTICATED, "the identity provider's ID token does not verify")
+	}
 	idt, err := s.verifier.Verify(ctx, raw)
 	if err != nil {
 		return Operator{}, fmt.Errorf("%w: %w", seckill.Errorf(seckill.EUNAUTHENTICATED, "the identity provider's ID token does not verify"), err)

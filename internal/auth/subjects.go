@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
@@ -73,8 +75,13 @@ func newSubjects(store SubjectStore, size int) (*subjects, error) {
 	return s, nil
 }
 
-// userID returns subject's user id, from the cache or the store.
+// userID returns subject's user id, from the cache or the store. A subject
+// the store cannot take (checkSubject) never reaches the batch, where it
+// would fail every other subject of its statement.
 func (s *subjects) userID(ctx context.Context, issuer, subject string) (int64, error) {
+	if err := checkSubject(issuer, subject); err != nil {
+		return 0, err
+	}
 	k := seckill.Subject{Issuer: issuer, Subject: subject}
 	if id, ok := s.cache.Get(k); ok {
 		return id, nil
@@ -97,4 +104,112 @@ func (s *subjects) userID(ctx context.Context, issuer, subject string) (int64, e
 		return ids[0], nil
 	})
 	return v.(int64), err
+}
+
+// maxSubjectChars is auth_subject's bound on an issuer and a subject
+// (char_length, in characters).
+const maxSubjectChars = 1024
+
+// checkSubject returns the EUNAUTHENTICATED error of a token whose subject
+// or issuer auth_subject cannot hold, nil for one it can: Postgres text
+// takes neither a NUL nor bytes that are not UTF-8, and the table's checks
+// bound both to maxSubjectChars characters and the subject to at least one.
+// Such a token is refused for good: trying again cannot help.
+func checkSubject(issuer, subject string) error {
+	if subject == "" {
+		return invalidToken()
+	}
+	if why := unstorable(subject); why != "" {
+		return seckill.Errorf(seckill.EUNAUTHENTICATED, "the token's subject (sub) is not acceptable: it %s", why)
+	}
+	if why := unstorable(issuer); why != "" {
+		return seckill.Errorf(seckill.EUNAUTHENTICATED, "the token's issuer (iss) is not acceptable: it %s", why)
+	}
+	return nil
+}
+
+// unstorable says why auth_subject cannot hold s, or "".
+func unstorable(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "is not UTF-8"
+	case strings.IndexByte(s, 0) >= 0:
+		return "holds a NUL character"
+	case utf8.RuneCountInString(s) > maxSubjectChars:
+		return fmt.Sprintf("is longer than %d characters", maxSubjectChars)
+	}
+	return ""
+}
+
+// checkWrittenSubject refuses, like checkSubject, a token whose subject or
+// issuer is written with bytes that are not UTF-8 or with a \u escape of an
+// unpaired UTF-16 surrogate: encoding/json decodes each to U+FFFD, so that
+// two subjects the provider tells apart would be one user here.
+func checkWrittenSubject(c writtenClaims) error {
+	if notUTF8(c.Sub) {
+		return seckill.Errorf(seckill.EUNAUTHENTICATED, "the token's subject (sub) is not acceptable: it is not UTF-8")
+	}
+	if notUTF8(c.Iss) {
+		return seckill.Errorf(seckill.EUNAUTHENTICATED, "the token's issuer (iss) is not acceptable: it is not UTF-8")
+	}
+	return nil
+}
+
+// notUTF8 reports whether a JSON string, as written (quotes included),
+// is not UTF-8 text: bytes that are not UTF-8, or a \u escape of a UTF-16
+// surrogate that is not half of a pair. encoding/json decodes both to
+// U+FFFD, so that two different subjects would come out as one.
+func notUTF8(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return true
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if i+1 < len(raw) && raw[i+1] != 'u' {
+			i++ // \" \\ \/ \b \f \n \r \t
+			continue
+		}
+		r, ok := hex4(raw, i+2)
+		if !ok {
+			return true
+		}
+		i += 5
+		switch {
+		case r >= 0xdc00 && r < 0xe000:
+			return true // a low half first
+		case r >= 0xd800 && r < 0xdc00:
+			if i+2 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
+				return true
+			}
+			lo, ok := hex4(raw, i+3)
+			if !ok || lo < 0xdc00 || lo >= 0xe000 {
+				return true
+			}
+			i += 6
+		}
+	}
+	return false
+}
+
+// hex4 reads the four hex digits of a \u escape at raw[at:].
+func hex4(raw []byte, at int) (rune, bool) {
+	if at+4 > len(raw) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range raw[at : at+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

@@ -41,6 +41,10 @@ func (v *Verifier) Authenticate(ctx context.Context, token string) (*seckill.Use
 	if token == "" {
 		return nil, seckill.Errorf(seckill.EUNAUTHENTICATED, "missing token")
 	}
+	// Compact tokens only (see compact), checked once here for both modes.
+	if !compact(token) {
+		return nil, invalidToken()
+	}
 	// Our own tokens' header, byte for byte, costs one comparison; a
 	// provider's token seen before, a hash and a lookup. Only the others
 	// need their header decoded.
@@ -55,9 +59,9 @@ func (v *Verifier) Authenticate(ctx context.Context, token string) (*seckill.Use
 	}
 	switch {
 	case own && v.hs != nil:
-		return v.hs.Parse(token)
-	case !own && v.provider != nil:
-		return v.provider.Verify(ctx, token)
+		return v.hs.parse(token)
+	case !own && v.provider != nil && len(token) <= maxProviderTokenLength:
+		return v.provider.verify(ctx, token)
 	}
 	return nil, invalidToken()
 }
