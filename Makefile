@@ -35,8 +35,8 @@ CLUSTER_APP_RUN ?= ^Test(SeedScenario|PersistIsIdempotent|EnqueueTwiceMakesOneTa
 export GORACE ?= atexit_sleep_ms=0
 
 # make test runs eight suites at once (each prints when it ends); together
-# they keep the two cores busy (docs/performance.md, "Constraints the code
-# depends on"), so each suite's share of the machine sets how long it takes.
+# they keep the two cores busy, so each suite's share of the machine sets
+# how long it takes.
 # internal/app's tests run in five suites from one race test binary, built
 # once (APP_TEST_BIN): test-app on one Redis database, one test at a time;
 # its fault tests, which start Redis servers of their own
@@ -59,8 +59,8 @@ APP_SLOW = TestEventsReachAFlakyReceiver TestSalePageInBrowser TestSalePageFifty
 	TestWaitingRoomInstancesAndLoss TestSalePageWaitingRoom TestSalePageRetries TestSalePageFrameAncestors \
 	TestDashboardWaitingRoomInBrowser TestSalePageProofOfWork TestDashboardSignInThroughProviderInBrowser \
 	TestSalePageFollowsCampaignEdits TestSalePageLostAnswerThenSoldOut
-# The order's life against its model takes a dozen seconds alone and a
-# hundred beside the other suites: it makes a few thousand short steps, each
+# The order's life against its model takes many times longer beside the
+# other suites than alone: it makes a few thousand short steps, each
 # several round trips to Postgres and Redis that wait for a core. It runs
 # in a suite of its own (databases shifted by 9), so that it delays no other
 # test.
@@ -76,8 +76,8 @@ space := $(empty) $(empty)
 # tests_re NAMES: a -run/-skip pattern matching exactly those top-level tests.
 tests_re = ^($(subst $(space),|,$(strip $(1))))$$
 # The race test binaries are linked without DWARF (-w): make test links
-# some forty, each anew (go caches no test binary), and DWARF is a quarter
-# of a link's CPU; stack traces and race reports read the symbol table,
+# some forty, each anew (go caches no test binary), and writing DWARF is a
+# large part of each link; stack traces and race reports read the symbol table,
 # which stays. Debuggers need it: TEST_LDFLAGS= keeps it.
 TEST_LDFLAGS ?= -ldflags=-w
 # go test through gotestsum (a go.mod tool; gotest adds -race): the output reads as go test's,
@@ -88,7 +88,7 @@ gotestsum = $(GO) tool gotestsum $(call gotestsum_flags,$(1)) --
 gotest = $(call gotestsum,$(1)) -race -count=1 $(TEST_LDFLAGS)
 # apptest SUITE,ENV: gotest for internal/app with the variables ENV, running
 # the race test binary APP_TEST_BIN, which make test builds once for its
-# five suites (each go test would link its own, a few seconds of CPU each);
+# five suites (each go test would link the same binary again);
 # a suite run alone builds one of its own. As go test, it runs in the
 # package's directory.
 apptest = $(if $(APP_TEST_BIN),,$(GO) test -c -race $(TEST_LDFLAGS) -o .run/$(1).test ./internal/app/ &&) \
@@ -142,7 +142,7 @@ test:
 	@# The services first: on a new machine they install Debian's packages,
 	@# and apt-get takes one lock, which promtool.sh's download needs too.
 	@# Then the steps that need nothing of one another at once (in a fresh
-	@# clone the two npm installs are most of the half minute before the
+	@# clone the two npm installs are most of the wait before the
 	@# suites); vet needs the bundles the packages embed.
 	$(MAKE) --no-print-directory test-services
 	@$(MAKE) --no-print-directory -j3 $(OUTPUT_SYNC) playground salepage check-deploy
@@ -346,7 +346,7 @@ bench-limit: build
 ##   is kept in .run/bench-base/<commit>/), starts each on a private redis-server and
 ##   database, runs a closed load and the seed's burst against them alternated (base,
 ##   head, base, head...), and prints the throughput ratio and each process's CPU per
-##   purchase, e.g. make bench-compare BASE=aa6ef07 BENCH_ARGS='--rounds 8'
+##   purchase, e.g. make bench-compare BASE=main BENCH_ARGS='--rounds 8'
 BENCH_BASE_DIR := .run/bench-base
 .PHONY: bench-compare
 bench-compare: build

@@ -177,9 +177,8 @@ func TestLimitsWorkIsLinear(t *testing.T) {
 // as the request limits allow, over every transport, with and without a
 // token. Each must be refused before anything runs, with at most
 // maxValidationErrors+1 errors, long before the deadline: the check is
-// linear and validation works on what passed the limits, a few tens of
-// milliseconds a document here (ten times that with -race). Before the
-// limits ran ahead of validation, the 64 KiB fan-out took longer than the
+// linear and validation works on what passed the limits. Without the
+// limits ahead of validation, the 64 KiB fan-out would take longer than the
 // age of the universe, and the field lists seconds each (tens with -race).
 // TestLimitsWorkIsLinear counts the work instead of timing it.
 func TestCostlyDocumentsRefusedInTime(t *testing.T) {

@@ -25,10 +25,10 @@ import (
 // The purchase fast path.
 //
 // Nearly every request a flash sale receives is the same document: the
-// seckill mutation with a voucher id and two or three result fields. The
-// profile of a sale put a quarter of the server's CPU in gqlgen's generic
-// executor around that one resolver (operation context, extensions, field
-// context, response assembly), more than the Redis round trip itself.
+// seckill mutation with a voucher id and two or three result fields, and
+// gqlgen's generic executor around that one resolver (operation context,
+// extensions, field context, response assembly) costs the server more than
+// the Redis round trip itself.
 // purchasePath answers that document directly: it recognises it once per
 // query string, with gqlparser's full validation against our schema, and
 // from then on decodes the request, calls the same resolver and writes the

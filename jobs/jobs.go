@@ -140,10 +140,10 @@ const EnqueueBacklog = 50_000
 
 // EnqueuePace is how long an Enqueuer waits after sending a batch before
 // it sends the next one. A task costs the same in Redis and in the worker
-// (enqueue, dequeue, lease, done, about 50 µs of CPU in all) whether it
+// (enqueue, dequeue, lease, done) whether it
 // carries one admission or a thousand, and a Redis round trip takes well
 // under a millisecond, so without a pause a sale of 10,000 purchases a
-// second made tasks of about ten admissions. Waiting 5 ms makes them about
+// second makes tasks of about ten admissions. Waiting 5 ms makes them about
 // sixty (a batch holds what arrived during the pause and the send): a few
 // milliseconds more before an order reaches Postgres, nothing on the
 // answer, which does not wait for the enqueue. The first admission after a

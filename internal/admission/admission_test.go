@@ -180,7 +180,7 @@ func shardOf(t *testing.T, cc *redis.ClusterClient, key string) []string {
 func promoteReplica(t *testing.T, cc *redis.ClusterClient, key string, before func(replica string)) string {
 	t.Helper()
 	// A master demoted by an earlier test's failover back is listed as a
-	// replica only once it has reconnected; CI saw it missing for a moment.
+	// replica only once it has reconnected: until then it is missing.
 	nodes := shardOf(t, cc, key)
 	for deadline := time.Now().Add(30 * time.Second); len(nodes) < 2; nodes = shardOf(t, cc, key) {
 		if time.Now().After(deadline) {

@@ -436,8 +436,8 @@ func TestBusFollowsFailover(t *testing.T) {
 
 // TestBusDatabasesApart: two deployments on databases 0 and 3 of one Redis
 // server hear nothing of each other's order statuses (Redis's pub/sub
-// ignores databases, and order ids repeat across deployments: a make test
-// run once showed a buyer's page another test's PAID for its order id),
+// ignores databases, and order ids repeat across deployments: a buyer's
+// page would show another deployment's PAID for its order id),
 // while two processes of one database hear each other.
 func TestBusDatabasesApart(t *testing.T) {
 	t.Parallel()

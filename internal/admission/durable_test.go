@@ -137,9 +137,9 @@ func TestDurableAdmitReplicaStalled(t *testing.T) {
 	master := testenv.StartRedisServer(t)
 	replica := testenv.StartReplica(t, master)
 	// A refusal behind waiting acceptances (below) must take well under
-	// the timeout; beside a loaded make test one took 593 ms, over a third
-	// of 1.5 s. With 2.4 s a third is 800 ms, and a refusal that waited
-	// for the WAIT would still take over 2 s.
+	// the timeout, with room for a loaded make test's delays: a third of
+	// 2.4 s is 800 ms, and a refusal that waited for the WAIT would still
+	// take over 2 s.
 	const timeout = 2400 * time.Millisecond
 	a, rdb := durableAdmitter(t, master, admission.Options{MinReplicas: 1, WaitTimeout: timeout, SoldOutTTL: -1})
 	const voucher = 8

@@ -17,7 +17,7 @@ import (
 )
 
 // The admit script's limits are a GCRA written in Lua, so that a refusal
-// stays one round trip (docs/performance.md measures what that saves).
+// stays one round trip: a burst's refusals cost Redis one call each, not two.
 // TestGCRAAgreesWithRedisRate holds it to github.com/go-redis/redis_rate,
 // the library it stands in for: the same attempts, at the same instants,
 // through both, must be allowed or denied alike.

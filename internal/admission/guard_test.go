@@ -307,7 +307,7 @@ func TestAdmitWrongAnswerWait(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// Waits long enough that the attempts made while waiting fit in the
-	// shortest on a loaded machine (CI-like load once took over 300 ms).
+	// shortest on a loaded machine, where they can take a few hundred ms.
 	const base, longest = 600 * time.Millisecond, 2 * time.Second
 	// A burst of six: enough for the five attempts that count (four wrong
 	// answers and the purchase), not for the dozen refused while waiting.

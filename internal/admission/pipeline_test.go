@@ -195,7 +195,7 @@ func (p *pipeline) runSlice(ctx context.Context, keys []string, arg int64) ([]an
 
 // silentHook answers every command and pipeline without sending it: each
 // command is left with neither a reply nor an error, as go-redis's cluster
-// pipeline once left admissions while the cluster failed over.
+// pipeline can leave admissions while the cluster fails over.
 type silentHook struct{}
 
 func (silentHook) DialHook(next redis.DialHook) redis.DialHook { return next }

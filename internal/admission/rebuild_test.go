@@ -280,10 +280,10 @@ func TestConnectHookFailover(t *testing.T) {
 
 // TestWarmDuringRebuild: a new campaign is live in Postgres a moment before
 // Warm installs it, and the reconciler restores every live campaign Redis
-// lacks; CI saw the two race on a campaign of 3 shards (31 buyers accepted
-// twice): the rebuild took the lock of a campaign Redis lacked, Warm then
-// installed shard 0 and it admitted, and the rebuild, which had read no
-// pending admission, replaced it and forgot them. A rebuild under way now
+// lacks; the two can race on a campaign of 3 shards (buyers accepted
+// twice): the rebuild takes the lock of a campaign Redis lacks, Warm then
+// installs shard 0 and it admits, and the rebuild, which read no pending
+// admission, replaces it and forgets them. A rebuild under way now
 // stops Warm from installing anything; the rebuild installs the campaign.
 func TestWarmDuringRebuild(t *testing.T) {
 	t.Parallel()

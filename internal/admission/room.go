@@ -13,8 +13,9 @@ import (
 // The waiting room's line in Redis (seckill/waitingroom.go): two counters
 // and, for each joiner, their number beside their user id, in one of
 // roomBuckets small hashes so that each stays a compact listpack (about 16
-// bytes a joiner; docs/performance.md). The keys carry a tag of their own,
-// {w<voucher>}, apart from the stock's, and expire roomKeep after the sale.
+// bytes a joiner; TestRoomJoinerCost holds it under 32). The keys carry a
+// tag of their own, {w<voucher>}, apart from the stock's, and expire
+// roomKeep after the sale.
 
 var (
 	roomJoinScript   = newScript(lua.RoomJoin)

@@ -82,7 +82,7 @@ func TestJoinRoom(t *testing.T) {
 // TestRoomJoinerCost: what a joiner costs in Redis memory, at the density
 // of two million joiners (about 61 in each of the 32768 buckets): the
 // buckets stay listpacks, at well under 32 bytes a joiner, key included.
-// docs/performance.md quotes the figure this logs.
+// It logs the figure a crowd's Redis is sized by.
 func TestRoomJoinerCost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -121,7 +121,7 @@ func TestRoomJoinerCost(t *testing.T) {
 
 // BenchmarkRoomJoin measures one joiner (one EVALSHA that numbers them) and
 // what Redis spends on it, from INFO commandstats: run it alone, on a
-// Redis no one else uses, for docs/performance.md.
+// Redis no one else uses, or other clients' commands count in its figure.
 func BenchmarkRoomJoin(b *testing.B) {
 	ctx := context.Background()
 	a, rdb := newAdmitter(b, admission.Options{})

@@ -660,8 +660,8 @@ func TestShardedRebuildWhole(t *testing.T) {
 // all there under the lock, or fail to look again. Either way it takes
 // nothing: no lock held, no shard stopped, and no "recount" mark left on
 // shard 0, which would have rebuilt the whole campaign, stopping it, when
-// it sold out (a .ci/run saw that: 30 s of UNAVAILABLE after the sell-out
-// of TestShardedSale's campaign, with no fault).
+// it sold out (UNAVAILABLE to every buyer until the rebuild ended, with
+// no fault).
 func TestShardedLookDuringWarm(t *testing.T) {
 	t.Parallel()
 	lookFailed := errors.New("the second look fails")

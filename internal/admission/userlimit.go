@@ -17,8 +17,8 @@ import (
 // Each bucket is one integer, its theoretical arrival time (the generic
 // cell rate algorithm, which is the same bucket seen from its end): in a
 // sale every purchase is a new user's, and a rate.Limiter allocated for
-// each cost about 2 % of the server's CPU in a closed run (its allocation,
-// its mutex, and a map of pointers for the collector to mark).
+// each would put an allocation, a mutex and a map of pointers for the
+// collector to mark on every purchase.
 // TestUserLimiterIsRateLimiter holds the two to the same answers.
 type UserLimiter struct {
 	interval int64 // nanoseconds a token takes to refill

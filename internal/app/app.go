@@ -296,9 +296,9 @@ func (a *App) RunWorker(ctx context.Context) error {
 		Concurrency: a.Config.WorkerConcurrency,
 		Queues:      map[string]int{jobs.QueueOrders: 1},
 		// An idle worker looks at the queue every QueueInterval or so.
-		// Each look is a script call and wakes this process and Redis:
-		// every 50 ms they cost an idle process, Redis included, up to
-		// about 4.6 % of a core. seckill serve persists its own purchases
+		// Each look is a script call and wakes this process and Redis, so
+		// the shorter the interval, the more an idle process costs, Redis
+		// included, doing nothing. seckill serve persists its own purchases
 		// without the queue (direct.go); the queue carries an API-only
 		// process's batches, retries and refunds, and only the first task
 		// after a quiet spell waits for the look.

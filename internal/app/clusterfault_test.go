@@ -107,9 +107,9 @@ func (s *clusterSale) untold() map[string]bool {
 		// An admission its replicas did not confirm is written to Postgres
 		// while the buyer waits; a write whose reply is lost (twice) ends
 		// in UNAVAILABLE with the admission left pending, persisted later
-		// (docs/design.md, "What ACCEPTED promises"). CI saw one under load in
-		// TestClusterReplicaRestarted, and one in TestClusterPostgresAway
-		// whose replica fell behind as Postgres went away.
+		// (docs/design.md, "What ACCEPTED promises"). Under load that can
+		// happen in TestClusterReplicaRestarted, and in TestClusterPostgresAway
+		// when the replica falls behind as Postgres goes away.
 		codes[seckill.EUNAVAILABLE] = true
 	}
 	return codes

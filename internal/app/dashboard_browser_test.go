@@ -53,8 +53,8 @@ func fileExists(p string) bool {
 // its own (as a new incognito profile: its own cookies, storage and cache),
 // closed when the test ends; tabs the test opens from it share that
 // context. The tests of a binary share one chromium, started by the first
-// (a chromium costs about half a second of CPU to start, and make test ran
-// fifteen), and stopped by TestMain; a test that needs flags of its own
+// (each start takes CPU from the suites make test runs beside it), and
+// stopped by TestMain; a test that needs flags of its own
 // (extra) starts a chromium of its own, stopped when it ends.
 func newBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
@@ -75,8 +75,8 @@ func newBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption
 	}
 	ctx, cancelTab := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 	// A bound for a browser that hangs, not a test's budget: beside the whole
-	// suite on two cores, TestSalePageInBrowser (25 s alone) once took over
-	// 90 s, and each step has its own wait.
+	// suite on two cores a browser test takes several times as long as
+	// alone, and each step has its own wait.
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() {
 		cancelTimeout()
@@ -105,9 +105,8 @@ func startChromium(path, dir string, extra ...chromedp.ExecAllocatorOption) (con
 		// Translate,BlinkGenPropertyTrees), so it repeats those two, and
 		// adds the omnibox's two WebUI popups: Chromium 156 renders its
 		// toolbar's popups in a renderer of their own, which nobody sees
-		// headless and which took two thirds of the browser's CPU in the
-		// sale page's tests (TestSalePageWaitingRoom: 12 s of chromium's
-		// CPU with them, 4 without).
+		// headless and which cost the browser more CPU in the sale page's
+		// tests than the pages themselves.
 		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,WebUIOmniboxPopup,WebUIOmniboxAimPopup"),
 		chromedp.UserDataDir(dir),
 		chromedp.WindowSize(1280, 900),

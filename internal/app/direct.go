@@ -15,9 +15,9 @@ import (
 // A process that runs the workers beside the API (seckill serve, the
 // default) writes its own fresh admissions to Postgres itself, in batches,
 // instead of sending them through the Asynq queue to a worker, which would
-// be itself: that round trip cost about a tenth of the server's CPU per
-// purchase (encoding the task, enqueueing it, dequeueing, leasing and
-// acknowledging it, decoding it again). The admission is pending in Redis
+// be itself: that round trip would add to every purchase the work of
+// encoding the task, enqueueing it, dequeueing, leasing and
+// acknowledging it, and decoding it again. The admission is pending in Redis
 // either way, so nothing is promised on the queue's word: a batch that
 // fails or takes longer than directTimeout is handed to the queue, whose
 // retries take over, and a process killed with admissions in hand leaves
@@ -28,13 +28,12 @@ import (
 // it writes the next: a batch holds what arrived during the pause and the
 // write. Each transaction costs Postgres, Redis (the batch's ack, its status
 // events) and this process the same whether it carries ten admissions or a
-// thousand, so a sale of 7,000 purchases a second written every 5 ms (the
-// queue's jobs.EnqueuePace) made batches of about forty, and every 20 ms
-// about 150: 3-5 % more purchases a second on a saturated 2-core machine,
-// with the server, Redis and Postgres each a few µs cheaper a purchase
-// (docs/performance.md). An order reaches Postgres at most that much later;
-// its buyer, answered already, does not wait for it. The first admission
-// after a quiet spell goes at once.
+// thousand, so fewer, larger batches are cheaper a purchase for all three:
+// a pause longer than the queue's jobs.EnqueuePace makes larger batches,
+// which a saturated server turns into more purchases a second. An order
+// reaches Postgres at most that much later; its buyer, answered already,
+// does not wait for it. The first admission after a quiet spell goes at
+// once.
 const directPace = 20 * time.Millisecond
 
 // directTimeout is how long a direct batch may take before its admissions
@@ -53,8 +52,8 @@ var _ seckill.Enqueuer = (*directPersist)(nil)
 // run and it has room, else to the queue.
 func (d *directPersist) EnqueuePersist(ctx context.Context, adm seckill.Admission) error {
 	if c := d.active.Load(); c != nil {
-		// Looking for a span walks the purchase's whole context chain:
-		// about 0.8 µs a purchase, for nothing while tracing is off.
+		// Looking for a span walks the purchase's whole context chain,
+		// on every purchase, for nothing while tracing is off.
 		if adm.Trace == "" && tracingInstalled() {
 			adm.Trace = obs.TraceParent(ctx)
 		}

@@ -178,7 +178,7 @@ func (e *testEnv) createCampaign(stock int) int64 {
 	const create = `mutation($in: AddSeckillVoucherInput!) { addSeckillVoucher(input: $in) { id } }`
 	res, err := e.gql(nil, e.token(1, true), create, in, &data)
 	// UNAVAILABLE is the client's to try again: a warm that waits for a
-	// replica (SECKILL_REDIS_MIN_REPLICAS) once ran out of its 200 ms
+	// replica (SECKILL_REDIS_MIN_REPLICAS) can run out of its 200 ms
 	// beside a loaded make test.
 	for try := 0; err == nil && res.code() == seckill.EUNAVAILABLE && try < 5; try++ {
 		time.Sleep(300 * time.Millisecond)

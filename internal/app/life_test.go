@@ -344,7 +344,7 @@ func TestExpiryWhileRedisUnreachable(t *testing.T) {
 	// The workers' own expiry runs at their start and then not for a
 	// minute: it would otherwise expire the orders made due below (with
 	// Redis at hand) before the process whose Redis is away does, as it
-	// once did on a loaded machine.
+	// can on a loaded machine.
 	e, v := newLifeEnvWith(t, 3, func(m map[string]string) { m["SECKILL_EXPIRY_INTERVAL"] = "1m" })
 	ids := e.buyAllCreated(v, 21, 3)
 	if r := e.remaining(v); r != 0 {

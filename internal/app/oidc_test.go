@@ -88,8 +88,8 @@ func TestProviderSale(t *testing.T) {
 			<-start
 			var err error
 			outcomes[i], err = e.buy(client, tokens[i], voucher)
-			// A sign-in the subjects' table could not answer in time (a
-			// make test run once stalled the shared Postgres for 5 s)
+			// A sign-in the subjects' table could not answer in time (the
+			// shared Postgres can stall for seconds beside a loaded make test)
 			// is UNAVAILABLE before any purchase: a buyer tries again.
 			for try := 0; err != nil && strings.Contains(err.Error(), "sign-in is unavailable") && try < 5; try++ {
 				time.Sleep(500 * time.Millisecond)

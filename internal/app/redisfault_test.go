@@ -280,8 +280,8 @@ func checkSale(t *testing.T, e *testEnv, voucher int64, stock int, answers []ans
 			told[a.user] = a.orderID
 		}
 		// The read is the check's, not a buyer's answer: one that Redis
-		// or Postgres cannot serve in time (CI saw an i/o timeout on a
-		// loaded machine) is asked again, a few times.
+		// or Postgres cannot serve in time (an i/o timeout on a loaded
+		// machine) is asked again, a few times.
 		o, err := e.app.Purchases.Order(asUser(ctx, a.user, false), a.orderID)
 		for try := 0; seckill.ErrorCode(err) == seckill.EUNAVAILABLE && try < 5; try++ {
 			time.Sleep(200 * time.Millisecond)

@@ -28,8 +28,8 @@ const stackProbe = 8 << 10
 // TestPurchaseStackDepth holds the purchase path to the stack of a new
 // connection: in a sale's burst most purchases arrive on connections opened
 // for them, and a goroutine whose stack outgrows 8 KiB copies it into a
-// 16 KiB one, which cost about a fifth of the server's CPU in the seed's
-// burst (docs/performance.md). Two hundred buyers on connections of their
+// 16 KiB one, a copy every new connection of a burst would pay on its
+// first purchase. Two hundred buyers on connections of their
 // own buy while Redis is stopped, so all but the few whose goroutine sends
 // a pipeline wait in the admission's batch, the deepest point of the path;
 // then each connection's goroutine, with its stack as the purchase left

@@ -15,8 +15,8 @@ import (
 
 // The fast path verifies the one token shape Issue produces without the jwt
 // package's reflection-based JSON decoding: every request verifies its
-// token, so verification is on the purchase path (see BenchmarkParse and
-// docs/performance.md).
+// token, so verification is on the purchase path (BenchmarkParse measures
+// the two).
 //
 // It is a strict subset of the full verification, never a replacement
 // (both see only the compact tokens Parse lets through, see compact):

@@ -209,9 +209,9 @@ func TestProviderNewSubjects(t *testing.T) {
 	// Unbatched is one a user (250). Batched, the lookups that arrive while
 	// the two in flight (subjectFlushes) take their delay go together: at
 	// most two batches a delay while arrivals last. Beside the whole suite
-	// under -race the signature checks spread the arrivals over seconds
-	// (54 batches seen with a delay of 50 ms), so the bound follows the
-	// spread seen, and a batch must still hold two users on average.
+	// under -race the signature checks spread the arrivals over seconds,
+	// so the bound follows the spread from first to last arrival, and a
+	// batch must still hold two users on average.
 	n := e.subjects.batches.Load()
 	spread := time.Duration(e.subjects.last.Load() - e.subjects.first.Load())
 	if bound := 2*int64(spread/e.subjects.delay) + 4; n > bound || n > users/2 {
@@ -312,7 +312,7 @@ func TestProviderKeysUnreachable(t *testing.T) {
 	// for a moment. go-oidc answers the waiters of a key set fetch before
 	// it lets the next fetch start, so a verification right after another
 	// may meet that finished fetch and its answer (its refusal, or keys
-	// from before the rotation) instead of its own; CI saw both under load.
+	// from before the rotation) instead of its own, as both do under load.
 	// A retry meets its own.
 	wantCode := func(what, tok, code string) {
 		t.Helper()

@@ -457,8 +457,8 @@ func TestCompareBuilds(t *testing.T) {
 }
 
 // TestExpiryStorm sells 300 units with a 6 s pay window to buyers who
-// never pay, against the real server on a private Redis (3 s were once
-// too few beside a loaded make test: orders expired before the sale was
+// never pay, against the real server on a private Redis (beside a loaded
+// make test, a shorter window lets orders expire before the sale is
 // persisted and Redis's memory read), and checks that the storm is
 // measured whole: the memory per awaiting order with the keys
 // that grew, every order expired, the pool sampled, the second sale alone

@@ -84,8 +84,7 @@ type Config struct {
 	// ExpiryInterval how often a process looks for orders due. One writer
 	// keeps pace with a storm of 200,000 (its orders come due as fast as
 	// they sold) and leaves the other cores to a sale beside it; two took
-	// both cores of a 2-core machine at once (docs/performance.md, "One
-	// expiry writer").
+	// both cores of a 2-core machine at once.
 	ExpiryWriters  int           `env:"SECKILL_EXPIRY_WRITERS" envDefault:"1"`
 	ExpiryBatch    int           `env:"SECKILL_EXPIRY_BATCH" envDefault:"1000"`
 	ExpiryInterval time.Duration `env:"SECKILL_EXPIRY_INTERVAL" envDefault:"1s"`

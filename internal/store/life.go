@@ -66,9 +66,9 @@ type closeOutcome struct {
 }
 
 // The statements of the order's life in batches, prepared once per
-// connection (Store.prepare): as text, Postgres parsed, analyzed and planned
-// each anew for every batch, about a third of its CPU in a storm of
-// cancellations.
+// connection (Store.prepare): as text, Postgres would parse, analyze and
+// plan each anew for every batch, a cost a storm of cancellations pays on
+// every one.
 const (
 	// lockOrdersSQL locks the orders of $1 in id order and reads them.
 	lockOrdersSQL = `SELECT id, voucher_id, user_id, status, pay_by <= now() AS due FROM voucher_order

@@ -408,7 +408,7 @@ func (s *Store) persistOne(ctx context.Context, a seckill.Admission) (decision, 
 // amount and pay_by from its voucher and campaign, read once per voucher in
 // the same statement: the voucher_order_fill trigger then stays out of it
 // (it fills them only for a writer that leaves them out), as a PL/pgSQL call
-// per row cost about 7 µs of Postgres's CPU per order, half of the insert.
+// per row would add a function call's cost to every order written.
 // The arrays make one short statement whatever the batch's size, prepared
 // once per connection (Store.prepare). A voucher that does not exist fails
 // the statement with foreign_key_violation: the voucher_order_voucher_check
@@ -690,8 +690,8 @@ func hasKey[K comparable, V any](m map[K]V, k K) bool {
 // prepared is a statement of a batch (persistence, the order's life) that
 // Postgres parses once per connection and may plan once (a generic plan),
 // where a query sent as text is parsed, analyzed and planned anew for every
-// batch: about a fifth of Postgres's CPU for a persistence batch of a
-// hundred orders, a third in a storm of cancellations.
+// batch: re-planning each batch costs Postgres a large share of the batch's
+// own work.
 type prepared struct {
 	sql  string
 	mu   sync.Mutex // held while preparing

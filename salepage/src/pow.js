@@ -5,9 +5,9 @@
 // {solution, tried} at the end.
 //
 // SHA-256 is @noble/hashes' (from the npm lock), not WebCrypto's: a
-// digest() per counter is a promise each, and in headless Chromium here
-// that made 36 k hashes a second, so the default 20 bits took about 30 s on
-// average (TestSalePageProofOfWork logs the rate). Hashing synchronously,
+// digest() per counter is a promise each, which in headless Chromium makes
+// the default 20 bits take tens of seconds on average
+// (TestSalePageProofOfWork logs the rate). Hashing synchronously,
 // from the state after the token's prefix (hashed once), is several times
 // faster. The server checks every solution with Go's crypto/sha256, so a
 // drift would fail the browser tests' purchases.

@@ -17,10 +17,10 @@ import (
 
 // A test's database from the migrated template is used again by a later
 // test of the same process, emptied, rather than dropped: CREATE DATABASE
-// copies the template (8.4 MB, through the WAL) and DROP DATABASE forces a
-// checkpoint, which cost make test's Postgres about 45 s of CPU for its two
-// hundred databases, and each test half a second of waiting on a busy
-// machine. When a test ends, its database is recycled: the sessions still
+// copies the template (through the WAL) and DROP DATABASE forces a
+// checkpoint, which for the hundreds of databases make test uses would
+// keep its Postgres busy, and make each test wait on a busy machine.
+// When a test ends, its database is recycled: the sessions still
 // in it are ended and it is renamed to a name of the pool, which no client
 // of the ended test can reach (one that reconnects finds no database, as
 // after a drop); then its schema is compared with the template's (a

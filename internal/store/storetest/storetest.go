@@ -159,8 +159,8 @@ func admin() (*bun.DB, error) {
 		}
 		// CREATE and DROP DATABASE wait for a checkpoint: on a loaded
 		// machine, with make test's suites dropping databases at once, one
-		// took longer than pgdriver's 10 s read timeout, and the test that
-		// owned it failed in its cleanup. The statements' contexts (60 s)
+		// can take longer than pgdriver's 10 s read timeout, and the test
+		// that owns it would fail in its cleanup. The statements' contexts (60 s)
 		// bound them instead.
 		q := u.Query()
 		q.Set("read_timeout", "90s")
