@@ -211,8 +211,9 @@ func NewHandler(d Domain, tokens TokenParser, opts Options) http.Handler {
 			log.DebugContext(ctx, "graphql: websocket", "err", err)
 		},
 	})
-	srv.AddTransport(transport.GET{}) // refuses mutations itself
-	srv.AddTransport(transport.POST{})
+	// GET and POST as the GraphQL-over-HTTP spec says (transport.go).
+	srv.AddTransport(httpGET{}) // refuses mutations itself
+	srv.AddTransport(httpPOST{})
 
 	cache := lru.New[*ast.QueryDocument](1000)
 	srv.SetQueryCache(cache)
