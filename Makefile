@@ -142,7 +142,7 @@ test:
 	@# The services first: on a new machine they install Debian's packages,
 	@# and apt-get takes one lock, which promtool.sh's download needs too.
 	@# Then the steps that need nothing of one another at once (in a fresh
-	@# clone the two npm installs are most of the half minute before the
+	@# clone the npm installs are most of the half minute before the
 	@# suites); vet needs the bundles the packages embed.
 	$(MAKE) --no-print-directory test-services
 	@$(MAKE) --no-print-directory -j3 $(OUTPUT_SYNC) playground salepage graph-audit check-deploy
