@@ -99,7 +99,7 @@ OUTPUT_SYNC = $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
 
 GENERATED = { find graph web -name '*.go' -newer /dev/null 2>/dev/null; echo docs/configuration.md; } | sort | xargs -r sha256sum
 
-.PHONY: run stop test $(TEST_SUITES) test-cluster-suites test-model build playground salepage generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
+.PHONY: run stop test $(TEST_SUITES) test-cluster-suites test-model build playground salepage graph-audit generate check-generate check-deploy services test-services cluster vet fmt bench bench-load bench-fsync bench-wait bench-limit test-faults clean
 
 # Where make run's development payment provider listens.
 PROVIDER_ADDR ?= 127.0.0.1:8090
@@ -142,10 +142,10 @@ test:
 	@# The services first: on a new machine they install Debian's packages,
 	@# and apt-get takes one lock, which promtool.sh's download needs too.
 	@# Then the steps that need nothing of one another at once (in a fresh
-	@# clone the two npm installs are most of the wait before the
+	@# clone the npm installs are most of the wait before the
 	@# suites); vet needs the bundles the packages embed.
 	$(MAKE) --no-print-directory test-services
-	@$(MAKE) --no-print-directory -j3 $(OUTPUT_SYNC) playground salepage check-deploy
+	@$(MAKE) --no-print-directory -j3 $(OUTPUT_SYNC) playground salepage graph-audit check-deploy
 	$(MAKE) --no-print-directory vet
 	$(GO) mod tidy -diff
 	$(MAKE) --no-print-directory check-generate
@@ -244,6 +244,16 @@ salepage/node_modules/.package-lock.json: salepage/package-lock.json
 salepage/dist/assets/.built: salepage/node_modules/.package-lock.json salepage/build.mjs $(wildcard salepage/src/*)
 	cd salepage && node build.mjs
 	@touch $@
+
+## graph-audit: install graphql-http (pinned in graph/audit/package-lock.json),
+## whose GraphQL-over-HTTP audit TestGraphQLOverHTTPAudit runs against the
+## endpoint (graph/audit/audit.mjs); as the playground, npm ci runs only when
+## the lock file changed.
+graph-audit: graph/audit/node_modules/.package-lock.json
+
+graph/audit/node_modules/.package-lock.json: graph/audit/package-lock.json
+	@command -v npm >/dev/null || { echo "make graph-audit needs Node.js 20 and npm (Debian: apt-get install nodejs npm)"; exit 1; }
+	cd graph/audit && npm ci --no-audit --no-fund --ignore-scripts
 
 ## test-cluster: the admission and end-to-end suites on the local Redis Cluster,
 ##   which it starts when it is not running and then stops again (unless another

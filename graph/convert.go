@@ -47,6 +47,13 @@ func toNewSeckillVoucher(in model.AddSeckillVoucherInput) (seckill.NewSeckillVou
 	if err != nil {
 		return seckill.NewSeckillVoucher{}, err
 	}
+	if in.Shards != nil {
+		// A given 0 is refused as powBits' is; the domain reads 0 as
+		// omitted (1 shard).
+		if err := seckill.CheckShards(int(*in.Shards)); err != nil {
+			return seckill.NewSeckillVoucher{}, err
+		}
+	}
 	return seckill.NewSeckillVoucher{
 		ShopID:      shopID,
 		Title:       in.Title,

@@ -84,6 +84,7 @@ var fastPathHonours = map[string]string{
 	"extension.Introspection": "a purchase asks for no introspection",
 	"executor.aroundOpFunc":   "Options.AroundOperations: execute calls it around the purchase",
 	"graph.operationNamer":    `ServeHTTP names the operation "seckill" for obs (its label by root field)`,
+	"graph.exactEnums":        "a purchase's only variable is an ID",
 }
 
 func newPurchasePath(es graphql.ExecutableSchema, r *Resolver, opts Options, next http.Handler) *purchasePath {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"seckill/graph/generated"
+	"seckill/graph/model"
 	"seckill/internal/clientaddr"
 	"seckill/internal/seckill"
 )
@@ -211,8 +213,9 @@ func NewHandler(d Domain, tokens TokenParser, opts Options) http.Handler {
 			log.DebugContext(ctx, "graphql: websocket", "err", err)
 		},
 	})
-	srv.AddTransport(transport.GET{}) // refuses mutations itself
-	srv.AddTransport(transport.POST{})
+	// GET and POST as the GraphQL-over-HTTP spec says (transport.go).
+	srv.AddTransport(httpGET{}) // refuses mutations itself
+	srv.AddTransport(httpPOST{})
 
 	cache := lru.New[*ast.QueryDocument](1000)
 	srv.SetQueryCache(cache)
@@ -225,6 +228,7 @@ func NewHandler(d Domain, tokens TokenParser, opts Options) http.Handler {
 	srv.Use(documentLimits{limits: opts.limits(), cache: cache})
 	srv.SetValidationRulesFn(validationRules(opts.Introspection))
 	srv.SetDisableSuggestion(!opts.Introspection)
+	srv.Use(exactEnums{schema: schema.Schema()})
 	srv.Use(operationNamer{})
 	if opts.AroundOperations != nil {
 		srv.AroundOperations(opts.AroundOperations)
@@ -435,11 +439,12 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 			}
 			return gerr
 		}
-		if _, ok := errors.AsType[*graphql.NumberOverflowError](err); ok {
-			// A variable too large for a 32-bit Int: gqlparser lets it
-			// through and gqlgen's unmarshaler refuses it.
+		if cerr, ok := errors.AsType[*model.CoercionError](err); ok {
+			// A value a scalar does not take (a string for an Int, an Int
+			// beyond 32 bits): the spec's input coercion refuses it, and
+			// the path names the field or argument it was given for.
 			field := lastPathName(gerr.Path)
-			gerr.Message = field + " must be a 32-bit integer"
+			gerr.Message = cmp.Or(field, "a value") + " " + cerr.Error()
 			setExtension(gerr, "code", seckill.EINVALID)
 			setExtension(gerr, "field", field)
 			return gerr

@@ -292,6 +292,10 @@ func TestAddSeckillVoucherInvalidInput(t *testing.T) {
 		// A given difficulty is checked as given: 0 is not "the default".
 		{"powBits 0", map[string]any{"challenge": "PROOF_OF_WORK", "powBits": 0}, "powBits"},
 		{"powBits 33", map[string]any{"challenge": "PROOF_OF_WORK", "powBits": 33}, "powBits"},
+		// Likewise a given number of shards: 0 is not "one shard".
+		{"shards 0", map[string]any{"shards": 0}, "shards"},
+		{"shards -1", map[string]any{"shards": -1}, "shards"},
+		{"shards 65", map[string]any{"shards": seckill.MaxShards + 1}, "shards"},
 		{"powBits -1 for a quiz", map[string]any{"challenge": "QUIZ", "powBits": -1,
 			"quiz": []map[string]any{{"question": "2+2?", "answers": []string{"4"}}}}, "powBits"},
 		// A guess must be right at most one time in four.

@@ -6825,13 +6825,13 @@ func (ec *executionContext) unmarshalNAddSeckillVoucherInput2seckillᚋgraphᚋm
 }
 
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
-	res, err := graphql.UnmarshalBoolean(v)
+	res, err := model.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.SelectionSet, v bool) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalBoolean(v)
+	res := model.MarshalBoolean(v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "Boolean!")
 	}
@@ -6867,13 +6867,13 @@ func (ec *executionContext) marshalNChallengeKind2seckillᚋgraphᚋmodelᚐChal
 }
 
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
-	res, err := graphql.UnmarshalID(v)
+	res, err := model.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalID(v)
+	res := model.MarshalID(v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "ID!")
 	}
@@ -6881,13 +6881,13 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 }
 
 func (ec *executionContext) unmarshalNInt2int32(ctx context.Context, v any) (int32, error) {
-	res, err := graphql.UnmarshalInt32(v)
+	res, err := model.UnmarshalInt32(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNInt2int32(ctx context.Context, sel ast.SelectionSet, v int32) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalInt32(v)
+	res := model.MarshalInt32(v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "Int!")
 	}
@@ -6994,13 +6994,13 @@ func (ec *executionContext) marshalNSeckillResult2ᚖseckillᚋgraphᚋmodelᚐS
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
-	res, err := graphql.UnmarshalString(v)
+	res, err := model.UnmarshalString(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(v)
+	res := model.MarshalString(v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "String!")
 	}
@@ -7253,14 +7253,14 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 }
 
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
-	res, err := graphql.UnmarshalBoolean(v)
+	res, err := model.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOBoolean2bool(ctx context.Context, sel ast.SelectionSet, v bool) graphql.Marshaler {
 	_ = sel
 	_ = ctx
-	res := graphql.MarshalBoolean(v)
+	res := model.MarshalBoolean(v)
 	return res
 }
 
@@ -7268,7 +7268,7 @@ func (ec *executionContext) unmarshalOBoolean2ᚖbool(ctx context.Context, v any
 	if v == nil {
 		return nil, nil
 	}
-	res, err := graphql.UnmarshalBoolean(v)
+	res, err := model.UnmarshalBoolean(v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -7278,7 +7278,7 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	}
 	_ = sel
 	_ = ctx
-	res := graphql.MarshalBoolean(*v)
+	res := model.MarshalBoolean(*v)
 	return res
 }
 
@@ -7310,7 +7310,7 @@ func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (
 	if v == nil {
 		return nil, nil
 	}
-	res, err := graphql.UnmarshalID(v)
+	res, err := model.UnmarshalID(v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -7320,7 +7320,7 @@ func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.Se
 	}
 	_ = sel
 	_ = ctx
-	res := graphql.MarshalID(*v)
+	res := model.MarshalID(*v)
 	return res
 }
 
@@ -7328,7 +7328,7 @@ func (ec *executionContext) unmarshalOInt2ᚖint32(ctx context.Context, v any) (
 	if v == nil {
 		return nil, nil
 	}
-	res, err := graphql.UnmarshalInt32(v)
+	res, err := model.UnmarshalInt32(v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -7338,7 +7338,7 @@ func (ec *executionContext) marshalOInt2ᚖint32(ctx context.Context, sel ast.Se
 	}
 	_ = sel
 	_ = ctx
-	res := graphql.MarshalInt32(*v)
+	res := model.MarshalInt32(*v)
 	return res
 }
 
@@ -7412,7 +7412,7 @@ func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v an
 	if v == nil {
 		return nil, nil
 	}
-	res, err := graphql.UnmarshalString(v)
+	res, err := model.UnmarshalString(v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -7422,7 +7422,7 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	}
 	_ = sel
 	_ = ctx
-	res := graphql.MarshalString(*v)
+	res := model.MarshalString(*v)
 	return res
 }
 

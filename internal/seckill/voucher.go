@@ -255,12 +255,20 @@ func (in *NewSeckillVoucher) validate(now time.Time, errs *FieldErrors) {
 	if in.Brake < 0 || in.Brake > MaxBrake {
 		errs.add(Invalidf("brake", "brake must be between 0 (none) and %d admissions a second", MaxBrake))
 	}
-	if in.Shards < 1 || in.Shards > MaxShards {
-		errs.add(Invalidf("shards", "shards must be between 1 and %d", MaxShards))
-	}
+	errs.add(CheckShards(in.Shards))
 	if err := ValidateWaitingRoom(in.Room); err != nil {
 		errs.add(err)
 	}
+}
+
+// CheckShards refuses a number of stock shards outside 1 to MaxShards. An
+// edge that tells a given 0 from an omitted field checks a given one with
+// it, since Normalized reads 0 as "not given".
+func CheckShards(n int) error {
+	if n < 1 || n > MaxShards {
+		return Invalidf("shards", "shards must be between 1 and %d", MaxShards)
+	}
+	return nil
 }
 
 // ValidPayWindow reports whether d is a pay window a campaign may have:
