@@ -273,7 +273,7 @@ func identify(res clientaddr.Resolver, tokens TokenParser, next http.Handler) ht
 			}
 			if err != nil {
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-				writeJSONError(w, http.StatusUnauthorized, "invalid token", seckill.EUNAUTHENTICATED)
+				writeJSONError(w, http.StatusUnauthorized, refusedTokenMessage(token, err), seckill.EUNAUTHENTICATED)
 				return
 			}
 			ctx = seckill.NewContextWithUser(ctx, u)
@@ -304,10 +304,22 @@ func websocketInit(tokens TokenParser) transport.WebsocketInitFunc {
 		}
 		if err != nil {
 			ctx = transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, CloseForbidden), "Forbidden")
-			return ctx, nil, errors.New("invalid token")
+			return ctx, nil, errors.New(refusedTokenMessage(token, err))
 		}
 		return seckill.NewContextWithUser(ctx, u), nil, nil
 	}
+}
+
+// refusedTokenMessage is what a client is told of a token refused for good:
+// the parser's own reason when it is a domain error (such as "token
+// expired", or a subject that cannot be stored), so that a client can tell
+// a token to renew from one to fix; anything else, and a credential of
+// another scheme (token ""), is "invalid token".
+func refusedTokenMessage(token string, err error) string {
+	if token != "" && seckill.ErrorCode(err) == seckill.EUNAUTHENTICATED {
+		return seckill.ErrorMessage(err)
+	}
+	return "invalid token"
 }
 
 // bearerToken reads an Authorization header value. Nothing, or the Bearer

@@ -185,22 +185,30 @@ func TestAuthRules(t *testing.T) {
 	}
 
 	t.Run("invalid token", func(t *testing.T) {
-		const want = `{"errors":[{"message":"invalid token","extensions":{"code":"UNAUTHENTICATED"}}]}`
+		// A refused token's answer says why when the parser says so (an
+		// expired token is renewed, a forged one is not).
+		const body = `{"errors":[{"message":"%s","extensions":{"code":"UNAUTHENTICATED"}}]}`
 		expired, err := e.tokens.Issue(9, false, time.Nanosecond)
 		if err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Millisecond)
-		for _, header := range []string{"Bearer " + user + "x", "Bearer " + expired, "Basic dXNlcjpw", "Bearerx", "Bearer x y"} {
+		for _, tc := range []struct{ header, message string }{
+			{"Bearer " + user + "x", "invalid token"},
+			{"Bearer " + expired, "token expired"},
+			{"Basic dXNlcjpw", "invalid token"},
+			{"Bearerx", "invalid token"},
+			{"Bearer x y", "invalid token"},
+		} {
 			req, _ := http.NewRequest(http.MethodPost, e.srv.URL, strings.NewReader(`{"query":"{ vouchers { id } }"}`))
 			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", header)
+			req.Header.Set("Authorization", tc.header)
 			status, _, raw := send(t, req)
 			if status != http.StatusUnauthorized {
-				t.Errorf("%.20s...: status = %d, want 401", header, status)
+				t.Errorf("%.20s...: status = %d, want 401", tc.header, status)
 			}
-			if diff := cmp.Diff(want, strings.TrimSpace(raw)); diff != "" {
-				t.Errorf("body (-want +got):\n%s", diff)
+			if diff := cmp.Diff(fmt.Sprintf(body, tc.message), strings.TrimSpace(raw)); diff != "" {
+				t.Errorf("%.20s...: body (-want +got):\n%s", tc.header, diff)
 			}
 		}
 	})

@@ -225,8 +225,8 @@ func TestProviderPoisonSubject(t *testing.T) {
 			t.Errorf("buyer %d: %d %s", i, codes[i], bodies[i])
 		}
 	}
-	if codes[good] != http.StatusUnauthorized {
-		t.Errorf("the NUL subject: %d %s, want 401", codes[good], bodies[good])
+	if codes[good] != http.StatusUnauthorized || !strings.Contains(bodies[good], "subject (sub) is not acceptable") {
+		t.Errorf("the NUL subject: %d %s, want 401 saying the subject is not acceptable", codes[good], bodies[good])
 	}
 	parts := strings.Split(tokens[0], ".")
 	flattened := fmt.Sprintf(`{"payload":%q,"protected":%q,"signature":%q}`, parts[1], parts[0], parts[2])
