@@ -20,13 +20,14 @@ import (
 // Events manages the endpoints and deliveries of order events
 // (seckill.EventAdmin).
 type Events interface {
-	// AddEndpoint adds an enabled endpoint. EINVALID (url, secret).
+	// AddEndpoint adds an enabled endpoint. EINVALID (url, secret): the
+	// endpoint policy refuses the URL.
 	AddEndpoint(ctx context.Context, url, secret string) (seckill.Endpoint, error)
-	// SetEndpointEnabled enables or disables a dashboard endpoint.
-	// ENOTFOUND.
+	// SetEndpointEnabled enables or disables an endpoint (the
+	// environment's too). ENOTFOUND.
 	SetEndpointEnabled(ctx context.Context, id int64, enabled bool) error
-	// DeleteEndpoint deletes a disabled dashboard endpoint and its
-	// deliveries. ECONFLICT while enabled, ENOTFOUND.
+	// DeleteEndpoint deletes a disabled endpoint and its deliveries.
+	// ECONFLICT while enabled, ENOTFOUND.
 	DeleteEndpoint(ctx context.Context, id int64) error
 	// Endpoints returns every endpoint, oldest first.
 	Endpoints(ctx context.Context) ([]seckill.Endpoint, error)
@@ -66,19 +67,23 @@ func (h *Handler) renderEvents(w http.ResponseWriter, r *http.Request, status in
 			h.fail(w, r, err)
 			return
 		}
-		row := views.EndpointRow{ID: e.ID, URL: e.URL, Source: e.Source, Enabled: e.Enabled, Failures: e.Failures,
-			NextAttempt: e.NextAttempt, LastError: e.LastError, LastSuccess: e.LastSuccess,
+		// Never a password of the URL, never a receiver's answer: what
+		// an endpoint reaches would be read through this page.
+		row := views.EndpointRow{ID: e.ID, URL: seckill.RedactURL(e.URL), Source: e.Source, Enabled: e.Enabled, Failures: e.Failures,
+			NextAttempt: e.NextAttempt, LastError: seckill.ShownEndpointError(e.LastError), LastSuccess: e.LastSuccess,
 			Pending: st.Pending, Dead: st.Dead, Delivered: st.Delivered, Oldest: st.Oldest,
 			Link: endpointURL(e.ID, "")}
-		if e.Source == seckill.EndpointDashboard {
-			action := "enable"
-			if e.Enabled {
-				action = "disable"
-			}
-			row.Toggle, row.ToggleText = endpointURL(e.ID, "/"+action), action
-			if !e.Enabled {
-				row.Delete = endpointURL(e.ID, "/delete")
-			}
+		// The environment's endpoint too: instances without
+		// SECKILL_EVENTS_WEBHOOK_URL never withdraw it, an operator does
+		// (and an instance that has the variable declares it again when
+		// it starts).
+		action := "enable"
+		if e.Enabled {
+			action = "disable"
+		}
+		row.Toggle, row.ToggleText = endpointURL(e.ID, "/"+action), action
+		if !e.Enabled {
+			row.Delete = endpointURL(e.ID, "/delete")
 		}
 		p.Rows = append(p.Rows, row)
 	}
@@ -100,11 +105,11 @@ func (h *Handler) addEndpoint(w http.ResponseWriter, r *http.Request) {
 	secret := newSecret()
 	e, err := h.cfg.Events.AddEndpoint(r.Context(), raw, secret)
 	if err != nil {
-		h.renderEvents(w, r, statusOf(err), views.EventsPage{Error: h.messageOf(r, err), URL: raw})
+		h.renderEvents(w, r, statusOf(err), views.EventsPage{Error: h.messageOf(r, err), URL: seckill.RedactURL(raw)})
 		return
 	}
 	h.logger.InfoContext(r.Context(), "event endpoint added", "endpoint_id", e.ID, "admin", h.meta(r, "", "").Admin)
-	h.renderEvents(w, r, http.StatusCreated, views.EventsPage{NewID: e.ID, NewURL: e.URL, NewSecret: secret})
+	h.renderEvents(w, r, http.StatusCreated, views.EventsPage{NewID: e.ID, NewURL: seckill.RedactURL(e.URL), NewSecret: secret})
 }
 
 func (h *Handler) enableEndpoint(w http.ResponseWriter, r *http.Request)  { h.setEndpoint(w, r, true) }
@@ -123,11 +128,12 @@ func (h *Handler) setEndpoint(w http.ResponseWriter, r *http.Request, enabled bo
 		h.fail(w, r, err)
 		return
 	}
+	h.logger.InfoContext(r.Context(), "event endpoint set", "endpoint_id", id, "enabled", enabled, "admin", h.meta(r, "", "").Admin)
 	http.Redirect(w, r, "/admin/events", http.StatusSeeOther)
 }
 
-// deleteEndpoint deletes a disabled dashboard endpoint, with its
-// deliveries.
+// deleteEndpoint deletes a disabled endpoint (the environment's too), with
+// its deliveries.
 func (h *Handler) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.Events == nil {
 		h.notFound(w, r)
@@ -204,7 +210,7 @@ func (h *Handler) renderDeliveries(w http.ResponseWriter, r *http.Request, statu
 		h.fail(w, r, err)
 		return
 	}
-	p := views.DeliveriesPage{Meta: h.meta(r, "Deliveries", views.NavEvents), EndpointID: e.ID, URL: e.URL,
+	p := views.DeliveriesPage{Meta: h.meta(r, "Deliveries", views.NavEvents), EndpointID: e.ID, URL: seckill.RedactURL(e.URL),
 		State: string(state), Order: q.Get("order"), Redeliver: endpointURL(e.ID, "/redeliver"), Error: msg}
 	if n := q.Get("redelivered"); n != "" {
 		p.Done = n + " redelivered: they are sent again, in order per order, within moments."
@@ -226,7 +232,7 @@ func (h *Handler) renderDeliveries(w http.ResponseWriter, r *http.Request, statu
 	for _, d := range ds {
 		p.Rows = append(p.Rows, views.DeliveryRow{ID: d.ID, Type: string(d.Type), OrderID: d.OrderID, Sequence: d.Sequence,
 			OccurredAt: d.OccurredAt, State: string(d.State()), Attempts: d.Attempts, NextAttempt: d.NextAttempt,
-			LastAttempt: d.LastAttempt, LastStatus: d.LastStatus, LastAnswer: d.LastAnswer})
+			LastAttempt: d.LastAttempt, LastStatus: d.LastStatus, LastAnswer: seckill.ShownAnswer(d.LastStatus, d.LastAnswer)})
 	}
 	h.render(w, r, status, views.Deliveries(p))
 }

@@ -116,11 +116,17 @@ func New(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*App, er
 	a.DB = db
 
 	a.Store = store.New(db)
+	a.Store.SetEndpointPolicy(cfg.EventsPolicy())
 	// The environment's endpoint is kept in Postgres beside the dashboard's,
 	// for its delivery state; the outbox writes only while one is enabled.
-	if err := a.Store.SyncEnvEndpoint(ctx, cfg.EventsWebhookURL, cfg.EventsWebhookSecret); err != nil {
-		a.Close()
-		return nil, err
+	// An instance with the variable declares it; one without leaves it as
+	// the others declared it (an operator removes it on the dashboard), so
+	// a rollout that drops the variable stops no delivery.
+	if cfg.EventsWebhookURL != "" {
+		if err := a.Store.DeclareEnvEndpoint(ctx, cfg.EventsWebhookURL, cfg.EventsWebhookSecret); err != nil {
+			a.Close()
+			return nil, err
+		}
 	}
 	if _, err := a.Store.RefreshEvents(ctx); err != nil {
 		a.Close()
@@ -242,7 +248,7 @@ func (a *App) buildDomain(cfg *config.Config, pay payments) error {
 	if a.Operators, err = seckill.NewOperators(a.Store, bcryptCost); err != nil {
 		return err
 	}
-	a.Events, err = seckill.NewDeliverer(a.Store, eventhook.NewSender(cfg.EventsTimeout), logger, seckill.DeliveryConfig{
+	a.Events, err = seckill.NewDeliverer(a.Store, eventhook.NewSender(cfg.EventsTimeout, cfg.EventsPolicy()), logger, seckill.DeliveryConfig{
 		Batch: cfg.EventsBatch, Concurrency: cfg.EventsConcurrency, MaxAttempts: cfg.EventsMaxAttempts,
 		MaxBackoff: cfg.EventsMaxBackoff, MaxProbeBackoff: cfg.EventsProbeBackoff, KeepDelivered: cfg.EventsRetention > 0,
 		RoundTimeout: 3 * cfg.EventsTimeout,
@@ -372,51 +378,45 @@ func (a *App) runExpiry(ctx context.Context) {
 	}
 }
 
-// runEvents delivers the outbox's order events until ctx ends: a round at
-// once while the last one took a full batch, else one every EventsInterval
-// (so that during a sale each round takes many); and
-// once a minute it prunes the events delivered longer than EventsRetention
-// ago. The runners of every process take disjoint batches (SKIP LOCKED),
-// and an order's next event is never sent before its previous one was
-// delivered, whichever process sends it.
+// runEvents delivers the outbox's order events until ctx ends, each
+// enabled endpoint on a lane of its own (seckill.Deliverer.Run: a round at
+// once while its last one took a full batch, else one every
+// EventsInterval, so that during a sale each round takes many); and once a
+// minute it prunes the events delivered longer than EventsRetention ago.
+// The lanes of every process take disjoint batches (SKIP LOCKED), and an
+// order's next event is never sent before its previous one was delivered,
+// whichever process sends it.
 func (a *App) runEvents(ctx context.Context) {
+	var mu sync.Mutex // the lanes report from their goroutines
 	outage := newOutageLog(a.Logger, "deliver order events")
-	t := time.NewTimer(0)
+	report := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			outage.fail(ctx, err)
+		} else {
+			outage.ok(ctx)
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	// With no endpoint enabled (as this process last read, at start and
+	// every ReconcileInterval) there is nothing to deliver: Run does not
+	// even read the endpoints.
+	wg.Go(func() { a.Events.Run(ctx, a.Config.EventsInterval, a.Store.EventsOn, report) })
+	t := time.NewTicker(time.Minute)
 	defer t.Stop()
-	var pruned time.Time
 	for {
+		if n, err := a.Events.Prune(ctx, a.Config.EventsRetention, 10000); err != nil && ctx.Err() == nil {
+			a.Logger.ErrorContext(ctx, "prune delivered events", "err", err)
+		} else if n > 0 {
+			a.Logger.InfoContext(ctx, "pruned delivered events", "count", n)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		// With no endpoint enabled (as this process last read, at start
-		// and every ReconcileInterval) there is nothing to deliver: a round
-		// would only read the endpoints, five times a second for nothing.
-		var full bool
-		var err error
-		if a.Store.EventsOn() {
-			_, full, err = a.Events.DeliverOnce(ctx)
-		}
-		switch {
-		case err != nil && ctx.Err() == nil:
-			outage.fail(ctx, err)
-		case err == nil:
-			outage.ok(ctx)
-		}
-		if time.Since(pruned) >= time.Minute && ctx.Err() == nil {
-			pruned = time.Now()
-			if n, err := a.Events.Prune(ctx, a.Config.EventsRetention, 10000); err != nil && ctx.Err() == nil {
-				a.Logger.ErrorContext(ctx, "prune delivered events", "err", err)
-			} else if n > 0 {
-				a.Logger.InfoContext(ctx, "pruned delivered events", "count", n)
-			}
-		}
-		next := a.Config.EventsInterval
-		if err == nil && full {
-			next = 0 // more are due
-		}
-		t.Reset(next)
 	}
 }
 

@@ -16,10 +16,11 @@ import (
 
 // TestDashboardEvents: an operator adds an endpoint (its secret shown once,
 // and the receiver verifies its signatures with it), sees its deliveries
-// failing with the receiver's answer, the dead ones, redelivers one and a
+// failing with the receiver's status (never its answer's body), the dead ones, redelivers one and a
 // range once the receiver takes them (delivered ones are deleted), and
 // disables it.
 func TestDashboardEvents(t *testing.T) {
+	const receiverSecret = "internal-service-secret: AKIA-do-not-show"
 	var (
 		mu      sync.Mutex
 		secret  string
@@ -39,7 +40,8 @@ func TestDashboardEvents(t *testing.T) {
 			return
 		}
 		if refuse.Load() {
-			http.Error(w, "the platform is busy", http.StatusServiceUnavailable)
+			// What an internal service would answer: never to be shown.
+			http.Error(w, receiverSecret, http.StatusServiceUnavailable)
 			return
 		}
 		mu.Lock()
@@ -56,6 +58,12 @@ func TestDashboardEvents(t *testing.T) {
 	res := e.post("/admin/events/endpoints", url.Values{"url": {"ftp://nowhere"}})
 	if res.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("a bad URL: %s", res.Status)
+	}
+	// Credentials in the URL: refused (the signature authenticates), and
+	// the password is not shown back.
+	res = e.post("/admin/events/endpoints", url.Values{"url": {"http://platform:hunter2pass@" + strings.TrimPrefix(rcv.URL, "http://") + "/hooks"}})
+	if body, _ := e.page(res).Html(); res.StatusCode != http.StatusUnprocessableEntity || strings.Contains(body, "hunter2pass") || !strings.Contains(body, "password") {
+		t.Fatalf("a URL with a password: %s, shown back or not said why", res.Status)
 	}
 	res = e.post("/admin/events/endpoints", url.Values{"url": {rcv.URL + "/hooks"}})
 	if res.StatusCode != http.StatusCreated {
@@ -78,10 +86,16 @@ func TestDashboardEvents(t *testing.T) {
 			t.Fatalf("buy as %d: %s", u, got)
 		}
 	}
-	dashEventually(t, 20*time.Second, "the deliveries to fail with the receiver's answer", func() bool {
+	dashEventually(t, 20*time.Second, "the deliveries to fail with the receiver's status", func() bool {
 		rows := e.page(e.get(link)).Find(`[data-testid="delivery-row"]`)
-		return rows.Length() == 2 && strings.Contains(rows.First().Find(`[data-testid="last-answer"]`).Text(), "503 the platform is busy")
+		return rows.Length() == 2 && strings.TrimSpace(rows.First().Find(`[data-testid="last-answer"]`).Text()) == "status 503"
 	})
+	// Not a byte of the receiver's answer on any page (a read-SSRF).
+	for _, page := range []string{"/admin/events", link, link + "?state=PENDING"} {
+		if body, _ := e.page(e.get(page)).Html(); strings.Contains(body, "service-secret") || strings.Contains(body, "AKIA") {
+			t.Errorf("%s shows the receiver's answer", page)
+		}
+	}
 	state := e.page(e.get("/admin/events")).Find(`[data-testid="endpoint-state"]`).Text()
 	if !strings.Contains(state, "failing") {
 		t.Errorf("endpoint state %q, want failing", state)

@@ -145,6 +145,10 @@ type Config struct {
 	// the environment (the dashboard may add others).
 	EventsWebhookURL    string `env:"SECKILL_EVENTS_WEBHOOK_URL"`
 	EventsWebhookSecret string `env:"SECKILL_EVENTS_WEBHOOK_SECRET"`
+	// EventsAllowNets are the CIDRs (comma-separated) an endpoint may
+	// reach in production although they are internal (loopback, private,
+	// link-local); see EventsPolicy.
+	EventsAllowNets string `env:"SECKILL_EVENTS_ALLOW_NETS"`
 	// EventsBatch is how many events an endpoint takes a round,
 	// EventsConcurrency how many requests are in flight per endpoint,
 	// EventsTimeout bounds one request, EventsMaxAttempts attempts before
@@ -342,8 +346,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		"must be between 100ms and 1m, not %v", c.PaymentRefundTimeout)
 	l.check("SECKILL_REFUND_CONFIRM_WAIT", c.RefundConfirmWait >= time.Second && c.RefundConfirmWait <= 24*time.Hour,
 		"must be between 1s and 24h, not %v", c.RefundConfirmWait)
-	l.check("SECKILL_EVENTS_WEBHOOK_URL", c.EventsWebhookURL == "" || isHTTPURL(c.EventsWebhookURL),
-		"must be an http or https URL, not %q", c.EventsWebhookURL)
+	l.events(c)
 	if c.EventsWebhookURL != "" && len(c.EventsWebhookSecret) < seckill.MinSecretLen {
 		l.errf("SECKILL_EVENTS_WEBHOOK_SECRET must be at least %d characters when SECKILL_EVENTS_WEBHOOK_URL is set", seckill.MinSecretLen)
 	}

@@ -7,13 +7,16 @@ package eventhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/url"
-	"strings"
+	"net/netip"
+	"syscall"
 	"time"
 
 	"seckill/internal/seckill"
@@ -30,17 +33,39 @@ const (
 // Sender posts events over HTTP; it implements seckill.EventSender.
 type Sender struct {
 	client *http.Client
+	policy seckill.EndpointPolicy
 	now    func() time.Time
 }
 
-// NewSender returns a Sender whose calls each give up after timeout.
-func NewSender(timeout time.Duration) *Sender {
+// NewSender returns a Sender whose calls each give up after timeout and
+// connect only to addresses policy takes. The check is made on the address
+// each connection dials, after the name was resolved (a name may resolve
+// inside the network later than when the endpoint was added), and no
+// proxy comes between: the address checked is the address reached.
+func NewSender(timeout time.Duration, policy seckill.EndpointPolicy) *Sender {
+	return newSender(timeout, policy, nil)
+}
+
+// newSender is NewSender resolving names with resolver (nil: the
+// system's).
+func newSender(timeout time.Duration, policy seckill.EndpointPolicy, resolver *net.Resolver) *Sender {
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Resolver: resolver,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("eventhook: dial %q: not an address", address)
+			}
+			return policy.CheckAddr(ap.Addr())
+		}}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.DialContext = dialer.DialContext
 	tr.MaxIdleConnsPerHost = 64 // a batch is sent many at a time to one host
 	return &Sender{client: &http.Client{Timeout: timeout, Transport: tr,
-		// A redirect would resend the signed body elsewhere: answer it as it is.
+		// A redirect would resend the signed body elsewhere, maybe inside:
+		// it is answered as it is (a failure), never followed.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		now: time.Now}
+		policy: policy, now: time.Now}
 }
 
 // Body is the JSON body of ev, exactly as it is signed and sent.
@@ -48,15 +73,22 @@ func Body(ev seckill.Event) ([]byte, error) {
 	return json.Marshal(ev)
 }
 
-// Send implements seckill.EventSender.
+// Send implements seckill.EventSender. Its answer is a short reason of
+// ours (seckill.AnswerStatus, seckill.AnswerTimeout, …): the receiver's
+// body is never read into it.
 func (s *Sender) Send(ctx context.Context, e seckill.Endpoint, ev seckill.Event) seckill.SendResult {
+	// Checked again at every send: an endpoint stored before the policy
+	// (or under another) is refused the same way.
+	if err := s.policy.CheckURL(e.URL); err != nil {
+		return seckill.SendResult{Answer: seckill.AnswerBadURL}
+	}
 	body, err := Body(ev)
 	if err != nil {
-		return seckill.SendResult{Answer: "encode event: " + err.Error()}
+		return seckill.SendResult{Answer: seckill.AnswerNoAnswer}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
 	if err != nil {
-		return seckill.SendResult{Answer: err.Error()}
+		return seckill.SendResult{Answer: seckill.AnswerBadURL}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "seckill-events/1")
@@ -68,20 +100,43 @@ func (s *Sender) Send(ctx context.Context, e seckill.Endpoint, ev seckill.Event)
 		return seckill.SendResult{Answer: describe(err)}
 	}
 	defer res.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(res.Body, seckill.MaxAnswerLen))
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10)) // so the connection is reused
-	return seckill.SendResult{Status: res.StatusCode, Answer: strings.ToValidUTF8(string(answer), "")}
+	return seckill.SendResult{Status: res.StatusCode, Answer: seckill.AnswerStatus(res.StatusCode)}
 }
 
-// describe says why a call got no answer, without the URL (it may carry a
-// token).
+// describe says in a few words of ours why a call got no answer: never
+// the error's text, which may carry the URL (and a token in it).
 func describe(err error) string {
-	var uerr interface{ Timeout() bool }
-	if errors.As(err, &uerr) && uerr.Timeout() {
-		return "no answer: timed out"
+	var refused *seckill.RefusedAddrError
+	var dns *net.DNSError
+	var timeout interface{ Timeout() bool }
+	var cert *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var record tls.RecordHeaderError
+	switch {
+	case errors.As(err, &refused):
+		return refused.Error()
+	case errors.As(err, &dns):
+		if dns.IsNotFound {
+			return seckill.AnswerNoHost
+		}
+		if dns.IsTimeout {
+			return seckill.AnswerTimeout
+		}
+		return seckill.AnswerDNS
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &timeout) && timeout.Timeout():
+		return seckill.AnswerTimeout
+	case errors.Is(err, context.Canceled):
+		return seckill.AnswerCancelled
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return seckill.AnswerRefused
+	case errors.Is(err, syscall.ECONNRESET):
+		return seckill.AnswerReset
+	case errors.As(err, &cert), errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &record):
+		return seckill.AnswerTLS
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return seckill.AnswerClosed
 	}
-	if uerr, ok := errors.AsType[*url.Error](err); ok {
-		return fmt.Sprintf("no answer: %v", uerr.Err)
-	}
-	return "no answer: " + err.Error()
+	return seckill.AnswerNoAnswer
 }

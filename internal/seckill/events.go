@@ -3,9 +3,13 @@ package seckill
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -79,7 +83,7 @@ type Delivery struct {
 	NextAttempt time.Time
 	LastAttempt time.Time // zero before the first
 	LastStatus  int       // the last answer's HTTP status; 0: none (refused, timed out)
-	LastAnswer  string    // the last answer's body or error, cut to MaxAnswerLen
+	LastAnswer  string    // why the last attempt failed, in our words (ShownAnswer), never the receiver's body
 	DeliveredAt time.Time // zero until delivered
 	Dead        bool      // used up its attempts; holds back the order's later events here
 }
@@ -106,6 +110,80 @@ func (d Delivery) State() DeliveryState {
 
 // MaxAnswerLen bounds what a delivery keeps of an endpoint's answer.
 const MaxAnswerLen = 500
+
+// The answers a sender records: a short reason of ours, never the
+// receiver's body (a receiver, or what an endpoint URL reaches inside the
+// network, would be read through the dashboard) nor the URL.
+const (
+	AnswerTimeout    = "timeout"
+	AnswerRefused    = "connection refused"
+	AnswerReset      = "connection reset"
+	AnswerClosed     = "connection closed"
+	AnswerNoHost     = "no such host"
+	AnswerDNS        = "name lookup failed"
+	AnswerTLS        = "TLS handshake failed"
+	AnswerCancelled  = "cancelled"
+	AnswerNoAnswer   = "no answer"
+	AnswerBadURL     = "refused: bad URL"
+	answerRefusedPre = "refused: "
+)
+
+// AnswerStatus is the answer recorded for an HTTP status.
+func AnswerStatus(status int) string { return "status " + strconv.Itoa(status) }
+
+// ShownAnswer is what a page shows of a recorded answer: the answer when it
+// is one of ours (a sender's reason above, "status N", "refused: …"),
+// else only its status ("status N", or "no answer"): rows written before
+// the answers were ours hold the receiver's body, which is never shown.
+func ShownAnswer(status int, answer string) string {
+	if ownAnswer(answer) {
+		return answer
+	}
+	if status != 0 {
+		return AnswerStatus(status)
+	}
+	if answer == "" {
+		return ""
+	}
+	return AnswerNoAnswer
+}
+
+// ShownEndpointError is what a page shows of an endpoint's last error,
+// "<event id>: <answer>": the id and ShownAnswer's part of the answer.
+func ShownEndpointError(s string) string {
+	id, rest, ok := strings.Cut(s, ": ")
+	if !ok || !strings.HasPrefix(id, "evt_") {
+		return ShownAnswer(0, s)
+	}
+	if ownAnswer(rest) {
+		return id + ": " + rest
+	}
+	// Before: "<id>: <status> <body>".
+	code, _, _ := strings.Cut(rest, " ")
+	if n, err := strconv.Atoi(code); err == nil && n > 0 {
+		return id + ": " + AnswerStatus(n)
+	}
+	return id + ": " + AnswerNoAnswer
+}
+
+func ownAnswer(s string) bool {
+	switch s {
+	case "", AnswerTimeout, AnswerRefused, AnswerReset, AnswerClosed, AnswerNoHost, AnswerDNS, AnswerTLS, AnswerCancelled, AnswerNoAnswer:
+		return true
+	}
+	if n, ok := strings.CutPrefix(s, "status "); ok {
+		_, err := strconv.Atoi(n)
+		return err == nil && len(n) == 3
+	}
+	if rest, ok := strings.CutPrefix(s, answerRefusedPre); ok {
+		addr, what, _ := strings.Cut(rest, " is ")
+		if _, err := netip.ParseAddr(addr); err == nil {
+			return InternalAddr(netip.MustParseAddr(addr)) == what
+		}
+		return s == AnswerBadURL
+	}
+	return false
+}
 
 // Endpoint is where events go.
 type Endpoint struct {
@@ -136,7 +214,7 @@ const MinSecretLen = 16
 // SendResult is what an endpoint answered one event.
 type SendResult struct {
 	Status int    // HTTP status; 0 when there was no answer
-	Answer string // the body, or what went wrong
+	Answer string // what happened, in our words: "status 500", "timeout", … (never the body)
 }
 
 // OK reports whether the endpoint took the event (any 2xx).
@@ -252,36 +330,194 @@ func Backoff(attempts int, max time.Duration) time.Duration {
 	return min(d, max)
 }
 
-// DeliverOnce runs one round for every enabled endpoint: each sends its
-// next batch of due events. It returns how many deliveries it claimed, and
-// whether some endpoint's batch was full (more may be due at once): a
-// caller that waits between rounds otherwise lets the next batch fill, so
-// that a round's fixed cost (a transaction, the claim) is shared by many
-// events during a sale.
+// DeliverOnce runs one round for every enabled endpoint, each on its own
+// goroutine (a slow endpoint does not hold the others back): each sends
+// its next batch of due events. It returns how many deliveries it claimed,
+// and whether some endpoint's batch was full (more may be due at once).
+// Run is the loop a process runs; DeliverOnce is one step of every lane.
 func (d *Deliverer) DeliverOnce(ctx context.Context) (claimed int, full bool, err error) {
 	eps, err := d.outbox.Endpoints(ctx)
 	if err != nil {
 		return 0, false, err
 	}
-	total := 0
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
 	for _, e := range eps {
-		if !e.Enabled || e.Failures > 0 && d.now().Before(e.NextAttempt) {
+		if !d.due(e) {
 			continue
 		}
-		limit := d.cfg.Batch
-		if e.Failures > 0 {
-			limit = 1 // a probe: the endpoint answered nothing well last time
-		}
-		n, err := d.outbox.DeliverDue(ctx, e, limit, d.cfg.KeepDelivered, func(ctx context.Context, due []Delivery) ([]Attempt, EndpointHealth) {
-			return d.send(ctx, e, due)
+		wg.Go(func() {
+			n, f, _, err := d.round(ctx, e)
+			mu.Lock()
+			defer mu.Unlock()
+			claimed, full = claimed+n, full || f
+			if err != nil {
+				errs = append(errs, err)
+			}
 		})
-		if err != nil {
-			return total, full, err
-		}
-		total += n
-		full = full || n == limit && limit == d.cfg.Batch
 	}
-	return total, full, nil
+	wg.Wait()
+	return claimed, full, errors.Join(errs...)
+}
+
+// due reports whether e takes a round now: enabled, and not backing off.
+func (d *Deliverer) due(e Endpoint) bool {
+	return e.Enabled && (e.Failures == 0 || !d.now().Before(e.NextAttempt))
+}
+
+// round sends e's next batch of due events (one, a probe, while e fails)
+// and returns how many it claimed, whether the batch was full, and the
+// health the round recorded (sent false when nothing was due).
+func (d *Deliverer) round(ctx context.Context, e Endpoint) (n int, full bool, h roundHealth, err error) {
+	limit := d.cfg.Batch
+	if e.Failures > 0 {
+		limit = 1 // a probe: the endpoint answered nothing well last time
+	}
+	n, err = d.outbox.DeliverDue(ctx, e, limit, d.cfg.KeepDelivered, func(ctx context.Context, due []Delivery) ([]Attempt, EndpointHealth) {
+		as, eh := d.send(ctx, e, due)
+		h = roundHealth{EndpointHealth: eh, sent: true}
+		return as, eh
+	})
+	return n, n == limit && limit == d.cfg.Batch, h, err
+}
+
+// roundHealth is what a round recorded of its endpoint's health.
+type roundHealth struct {
+	EndpointHealth
+	sent bool
+}
+
+// Run delivers the events of every enabled endpoint until ctx ends. Every
+// interval, while active says some endpoint is enabled, it reads the
+// endpoints; each enabled one gets a lane of its own, a goroutine that runs
+// its rounds one after another (at once while its last batch was full,
+// else every interval; while it fails, not before its next probe), so an
+// endpoint that hangs or answers slowly delays only its own deliveries.
+// A lane ends once its endpoint is no longer enabled. report hears every
+// round's error (nil for a round that reached Postgres), from any lane.
+// Goroutines: one per enabled endpoint, and Concurrency sends in each.
+func (d *Deliverer) Run(ctx context.Context, interval time.Duration, active func() bool, report func(error)) {
+	lanes := map[int64]*lane{}
+	var wg sync.WaitGroup
+	defer func() {
+		for _, l := range lanes {
+			close(l.stop)
+		}
+		wg.Wait()
+	}()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		t.Reset(interval)
+		var eps []Endpoint
+		if active() {
+			readAt := d.now()
+			var err error
+			if eps, err = d.outbox.Endpoints(ctx); err != nil {
+				if ctx.Err() == nil {
+					report(err)
+				}
+				continue
+			}
+			for _, e := range eps {
+				if !e.Enabled {
+					continue
+				}
+				if l := lanes[e.ID]; l != nil {
+					l.update(e, readAt)
+					continue
+				}
+				l := &lane{e: e, readAt: readAt, stop: make(chan struct{})}
+				lanes[e.ID] = l
+				wg.Go(func() { d.runLane(ctx, l, interval, report) })
+			}
+		}
+		for id, l := range lanes {
+			if !slices.ContainsFunc(eps, func(e Endpoint) bool { return e.ID == id && e.Enabled }) {
+				close(l.stop) // it finishes the round it is in
+				delete(lanes, id)
+			}
+		}
+	}
+}
+
+// lane is one endpoint's deliveries in this process: its own goroutine.
+// e is the endpoint as last read (readAt) or as the lane's own last round
+// left it, whichever is newer.
+type lane struct {
+	mu     sync.Mutex
+	e      Endpoint
+	readAt time.Time
+	stop   chan struct{}
+}
+
+// update takes e as read at readAt, unless the lane's own round recorded
+// its health after that read began (the read may not have seen it).
+func (l *lane) update(e Endpoint, readAt time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if readAt.After(l.readAt) {
+		l.e, l.readAt = e, readAt
+	}
+}
+
+func (l *lane) endpoint() Endpoint {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.e
+}
+
+// recorded notes the health a round of the lane committed, at now.
+func (l *lane) recorded(h roundHealth, now time.Time) {
+	if !h.sent {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h.OK {
+		if l.e.Failures > 0 || now.Sub(l.e.LastSuccess) >= time.Second {
+			l.e.LastSuccess = now // as recordHealth writes it
+		}
+		l.e.Failures = 0
+	} else {
+		l.e.Failures, l.e.NextAttempt, l.e.LastError = h.Failures, h.NextAttempt, h.LastError
+	}
+	l.readAt = now
+}
+
+// runLane runs l's rounds until ctx ends or l stops.
+func (d *Deliverer) runLane(ctx context.Context, l *lane, interval time.Duration, report func(error)) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		next := interval
+		if e := l.endpoint(); d.due(e) {
+			_, full, h, err := d.round(ctx, e)
+			if err == nil || ctx.Err() == nil {
+				report(err)
+			}
+			if err == nil {
+				l.recorded(h, d.now())
+				if full {
+					next = 0 // more are due
+				}
+			}
+		}
+		t.Reset(next)
+	}
 }
 
 // Prune deletes events delivered longer than retention ago, limit at a
@@ -347,16 +583,16 @@ func (d *Deliverer) send(ctx context.Context, e Endpoint, due []Delivery) ([]Att
 			failed++
 		}
 		out[i].Next = now.Add(Backoff(attempts, d.cfg.MaxBackoff))
-		h.LastError = fmt.Sprintf("%s: %d %s", due[i].ID, out[i].Result.Status, out[i].Result.Answer)
+		h.LastError = due[i].ID + ": " + ShownAnswer(out[i].Result.Status, out[i].Result.Answer)
 	}
 	if !h.OK {
 		h.Failures = e.Failures + 1
 		h.NextAttempt = now.Add(Backoff(h.Failures, d.cfg.MaxProbeBackoff))
 		if e.Failures == 0 {
-			d.logger.WarnContext(ctx, "event endpoint failing", "endpoint_id", e.ID, "url", e.URL, "err", h.LastError)
+			d.logger.WarnContext(ctx, "event endpoint failing", "endpoint_id", e.ID, "url", RedactURL(e.URL), "err", h.LastError)
 		}
 	} else if e.Failures > 0 {
-		d.logger.InfoContext(ctx, "event endpoint answers again", "endpoint_id", e.ID, "url", e.URL, "failed_rounds", e.Failures)
+		d.logger.InfoContext(ctx, "event endpoint answers again", "endpoint_id", e.ID, "url", RedactURL(e.URL), "failed_rounds", e.Failures)
 	}
 	d.observe(OutcomeDelivered, delivered)
 	d.observe(OutcomeFailed, failed)
@@ -367,15 +603,16 @@ func (d *Deliverer) send(ctx context.Context, e Endpoint, due []Delivery) ([]Att
 // EventAdmin is what the dashboard needs of the outbox.
 type EventAdmin interface {
 	// AddEndpoint adds an enabled dashboard endpoint. EINVALID for a URL
-	// that is not http(s) or a secret shorter than MinSecretLen.
+	// the EndpointPolicy refuses (not http(s), credentials in it, an
+	// internal address in production) or a secret shorter than
+	// MinSecretLen.
 	AddEndpoint(ctx context.Context, url, secret string) (Endpoint, error)
-	// SetEndpointEnabled enables or disables a dashboard endpoint;
-	// ENOTFOUND for none such (or the environment's, which only the
-	// environment changes).
+	// SetEndpointEnabled enables or disables an endpoint, the
+	// environment's too (instances with SECKILL_EVENTS_WEBHOOK_URL enable
+	// it again when they start); ENOTFOUND for none such.
 	SetEndpointEnabled(ctx context.Context, id int64, enabled bool) error
-	// DeleteEndpoint deletes a disabled dashboard endpoint with its
-	// deliveries (ECONFLICT while it is enabled, ENOTFOUND for none such
-	// or the environment's).
+	// DeleteEndpoint deletes a disabled endpoint with its deliveries
+	// (ECONFLICT while it is enabled, ENOTFOUND for none such).
 	DeleteEndpoint(ctx context.Context, id int64) error
 	// Endpoints returns every endpoint, oldest first.
 	Endpoints(ctx context.Context) ([]Endpoint, error)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -221,29 +220,35 @@ func (s *Store) Endpoints(ctx context.Context) ([]seckill.Endpoint, error) {
 	return out, nil
 }
 
-// SyncEnvEndpoint makes the environment's endpoint (SECKILL_EVENTS_WEBHOOK_URL)
-// the one Postgres holds: added or changed when rawURL is set, disabled
-// when it is not. Its backoff and outbox stay as they were.
-func (s *Store) SyncEnvEndpoint(ctx context.Context, rawURL, secret string) error {
-	var err error
-	if rawURL == "" {
-		_, err = s.db.NewRaw(`UPDATE event_endpoint SET enabled = false WHERE source = 'env' AND enabled`).Exec(ctx)
-	} else {
-		_, err = s.db.NewRaw(`INSERT INTO event_endpoint (url, secret, source) VALUES (?, ?, 'env')
-			ON CONFLICT (source) WHERE source = 'env'
-			DO UPDATE SET url = excluded.url, secret = excluded.secret, enabled = true`, rawURL, secret).Exec(ctx)
+// DeclareEnvEndpoint makes the environment's endpoint
+// (SECKILL_EVENTS_WEBHOOK_URL) the one Postgres holds: added, or its URL
+// and secret changed, and enabled. An instance without the variable
+// declares nothing: it does not stop the deliveries that the instances with
+// it declared (a rolling deploy that drops or adds the variable loses no
+// event); only an operator disables or deletes the endpoint (dashboard).
+// Its backoff and outbox stay as they were.
+func (s *Store) DeclareEnvEndpoint(ctx context.Context, rawURL, secret string) error {
+	if err := s.endpointPolicy.CheckURL(rawURL); err != nil {
+		return err
 	}
+	_, err := s.db.NewRaw(`INSERT INTO event_endpoint (url, secret, source) VALUES (?, ?, 'env')
+		ON CONFLICT (source) WHERE source = 'env'
+		DO UPDATE SET url = excluded.url, secret = excluded.secret, enabled = true`, rawURL, secret).Exec(ctx)
 	if err != nil {
-		return fmt.Errorf("store: sync the environment's event endpoint: %w", err)
+		return fmt.Errorf("store: declare the environment's event endpoint: %w", err)
 	}
+	s.SetEventsOn(true)
 	return nil
 }
 
-// validEndpoint checks a dashboard endpoint's URL and secret.
-func validEndpoint(rawURL, secret string) error {
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(rawURL) > 2048 {
-		return seckill.Invalidf("url", "the endpoint's URL must be an http:// or https:// URL of at most 2048 characters")
+// SetEndpointPolicy sets where the endpoints AddEndpoint and
+// DeclareEnvEndpoint take may point (development's, anywhere, until set).
+func (s *Store) SetEndpointPolicy(p seckill.EndpointPolicy) { s.endpointPolicy = p }
+
+// validEndpoint checks an endpoint's URL and secret.
+func (s *Store) validEndpoint(rawURL, secret string) error {
+	if err := s.endpointPolicy.CheckURL(rawURL); err != nil {
+		return err
 	}
 	if len(secret) < seckill.MinSecretLen {
 		return seckill.Invalidf("secret", "the secret must have at least %d characters", seckill.MinSecretLen)
@@ -255,7 +260,7 @@ func validEndpoint(rawURL, secret string) error {
 // The outbox's writes turn on at once in this process (RefreshEvents
 // turns them on in the others).
 func (s *Store) AddEndpoint(ctx context.Context, rawURL, secret string) (seckill.Endpoint, error) {
-	if err := validEndpoint(rawURL, secret); err != nil {
+	if err := s.validEndpoint(rawURL, secret); err != nil {
 		return seckill.Endpoint{}, err
 	}
 	var r endpointRow
@@ -269,15 +274,15 @@ func (s *Store) AddEndpoint(ctx context.Context, rawURL, secret string) (seckill
 	return r.endpoint(), nil
 }
 
-// SetEndpointEnabled enables or disables a dashboard endpoint; see
-// seckill.EventAdmin.
+// SetEndpointEnabled enables or disables an endpoint, the environment's
+// too; see seckill.EventAdmin.
 func (s *Store) SetEndpointEnabled(ctx context.Context, id int64, enabled bool) error {
-	res, err := s.db.NewRaw(`UPDATE event_endpoint SET enabled = ? WHERE id = ? AND source = 'dashboard'`, enabled, id).Exec(ctx)
+	res, err := s.db.NewRaw(`UPDATE event_endpoint SET enabled = ? WHERE id = ?`, enabled, id).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("store: set event endpoint %d: %w", id, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return seckill.Errorf(seckill.ENOTFOUND, "dashboard endpoint %d not found", id)
+		return seckill.Errorf(seckill.ENOTFOUND, "endpoint %d not found", id)
 	}
 	if enabled {
 		s.SetEventsOn(true)
@@ -291,8 +296,8 @@ func (s *Store) SetEndpointEnabled(ctx context.Context, id int64, enabled bool) 
 // one long one that holds its row lock and keeps vacuum off the table.
 var endpointDeleteChunk = 10000
 
-// DeleteEndpoint deletes a disabled dashboard endpoint and its deliveries;
-// see seckill.EventAdmin. The deliveries go endpointDeleteChunk at a
+// DeleteEndpoint deletes a disabled endpoint (a dashboard's or the
+// environment's) and its deliveries; see seckill.EventAdmin. The deliveries go endpointDeleteChunk at a
 // time, each chunk while the endpoint's row is locked and still disabled,
 // then the endpoint; enabled again halfway, it stays with what is left of
 // them (ECONFLICT). A delete cut short (its ctx ends, Postgres goes away)
@@ -303,29 +308,29 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id int64) error {
 	}
 	var enabled []bool
 	err := s.db.NewRaw(`WITH gone AS (
-			DELETE FROM event_endpoint WHERE id = ? AND source = 'dashboard' AND NOT enabled RETURNING id
+			DELETE FROM event_endpoint WHERE id = ? AND NOT enabled RETURNING id
 		)
-		SELECT enabled FROM event_endpoint WHERE id = ? AND source = 'dashboard' AND NOT EXISTS (SELECT 1 FROM gone)
+		SELECT enabled FROM event_endpoint WHERE id = ? AND NOT EXISTS (SELECT 1 FROM gone)
 		UNION ALL SELECT false FROM gone`, id, id).Scan(ctx, &enabled)
 	switch {
 	case err != nil:
 		return fmt.Errorf("store: delete event endpoint %d: %w", id, err)
 	case len(enabled) == 0:
-		return seckill.Errorf(seckill.ENOTFOUND, "dashboard endpoint %d not found", id)
+		return seckill.Errorf(seckill.ENOTFOUND, "endpoint %d not found", id)
 	case enabled[0]:
 		return seckill.Errorf(seckill.ECONFLICT, "endpoint %d is enabled: disable it first", id)
 	}
 	return nil
 }
 
-// deleteDeliveries deletes the deliveries of a disabled dashboard endpoint,
+// deleteDeliveries deletes the deliveries of a disabled endpoint,
 // endpointDeleteChunk a statement, and returns how many statements deleted
-// some; none for an endpoint that is enabled or not a dashboard's.
+// some; none for an endpoint that is enabled.
 func (s *Store) deleteDeliveries(ctx context.Context, id int64) (int, error) {
 	for chunks := 0; ; chunks++ {
 		var n int
 		err := s.db.NewRaw(`WITH e AS (
-				SELECT id FROM event_endpoint WHERE id = ? AND source = 'dashboard' AND NOT enabled FOR UPDATE
+				SELECT id FROM event_endpoint WHERE id = ? AND NOT enabled FOR UPDATE
 			), gone AS (
 				DELETE FROM order_event WHERE ctid IN (
 					SELECT ctid FROM order_event WHERE endpoint_id = (SELECT id FROM e) LIMIT ?)

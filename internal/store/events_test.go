@@ -430,16 +430,15 @@ func TestDeliverDueDeadHoldsBackAndRedelivers(t *testing.T) {
 	}
 }
 
-// TestDeleteEndpoint: only a disabled dashboard endpoint can be deleted,
-// and its deliveries go with it; the environment's endpoint belongs to the
-// environment.
+// TestDeleteEndpoint: only a disabled endpoint can be deleted, and its
+// deliveries go with it; the environment's endpoint too, by an operator.
 func TestDeleteEndpoint(t *testing.T) {
 	db, s := newStore(t)
 	ctx := t.Context()
 	v := storetest.CreateCampaign(t, db, 10)
 	keep := addEndpoint(t, s, "http://keep.example/events")
 	gone := addEndpoint(t, s, "http://gone.example/events")
-	if err := s.SyncEnvEndpoint(ctx, "http://env.example/events", "env-secret-env-secret"); err != nil {
+	if err := s.DeclareEnvEndpoint(ctx, "http://env.example/events", "env-secret-env-secret"); err != nil {
 		t.Fatal(err)
 	}
 	// Five deliveries each, deleted two a statement: three chunks.
@@ -480,8 +479,8 @@ func TestDeleteEndpoint(t *testing.T) {
 			env = e.ID
 		}
 	}
-	if err := s.DeleteEndpoint(ctx, env); seckill.ErrorCode(err) != seckill.ENOTFOUND {
-		t.Errorf("deleting the environment's endpoint: %v, want NOT_FOUND", err)
+	if err := s.DeleteEndpoint(ctx, env); seckill.ErrorCode(err) != seckill.ECONFLICT {
+		t.Errorf("deleting the environment's enabled endpoint: %v, want CONFLICT", err)
 	}
 	if err := s.DeleteEndpoint(ctx, 99999); seckill.ErrorCode(err) != seckill.ENOTFOUND {
 		t.Errorf("deleting no endpoint: %v, want NOT_FOUND", err)
@@ -510,5 +509,75 @@ func TestDeleteEndpoint(t *testing.T) {
 	eps, err = s.Endpoints(ctx)
 	if err != nil || len(eps) != 2 {
 		t.Errorf("endpoints after the delete: %+v, %v; want the kept one and the environment's", eps, err)
+	}
+}
+
+// TestEnvEndpointDeclaredNotWithdrawn: an instance that starts without
+// SECKILL_EVENTS_WEBHOOK_URL declares nothing, so the endpoint another
+// declared stays enabled and every change keeps writing its events (the
+// old start disabled it for every instance); only an operator disables or
+// deletes it, and an instance with the variable declares it again.
+func TestEnvEndpointDeclaredNotWithdrawn(t *testing.T) {
+	db, s := newStore(t)
+	ctx := t.Context()
+	v := storetest.CreateCampaign(t, db, 10)
+	if err := s.DeclareEnvEndpoint(ctx, "http://env.example/events", "env-secret-env-secret"); err != nil {
+		t.Fatal(err)
+	}
+	// Another instance, without the variable, on the same database.
+	other := store.New(db)
+	if on, err := other.RefreshEvents(ctx); err != nil || !on {
+		t.Fatalf("an instance without the variable: events on %v, %v; want on", on, err)
+	}
+	a := adm(v.ID, 1, 11)
+	a.AdmittedAt = time.Now()
+	if _, err := other.PersistOrders(ctx, []seckill.Admission{a}); err != nil {
+		t.Fatal(err)
+	}
+	if rows := outbox(t, db); len(rows) != 1 || rows[0].OrderID != a.OrderID {
+		t.Fatalf("outbox after an order made by the instance without the variable: %+v", rows)
+	}
+	eps, err := s.Endpoints(ctx)
+	if err != nil || len(eps) != 1 || !eps[0].Enabled {
+		t.Fatalf("endpoints %+v, %v", eps, err)
+	}
+	// The operator withdraws it; an instance with the variable declares
+	// it again, enabled.
+	if err := s.SetEndpointEnabled(ctx, eps[0].ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteEndpoint(ctx, eps[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := other.RefreshEvents(ctx); err != nil || on {
+		t.Fatalf("after the operator deleted it: events on %v, %v", on, err)
+	}
+	if err := other.DeclareEnvEndpoint(ctx, "http://env.example/v2", "env-secret-env-secret"); err != nil {
+		t.Fatal(err)
+	}
+	if eps, err := s.Endpoints(ctx); err != nil || len(eps) != 1 || !eps[0].Enabled || eps[0].URL != "http://env.example/v2" {
+		t.Fatalf("declared again: %+v, %v", eps, err)
+	}
+}
+
+// TestAddEndpointPolicy: AddEndpoint refuses what the endpoint policy
+// refuses (production: internal addresses, credentials), saying why.
+func TestAddEndpointPolicy(t *testing.T) {
+	_, s := newStore(t)
+	s.SetEndpointPolicy(seckill.EndpointPolicy{Restrict: true})
+	for _, u := range []string{"http://169.254.169.254/latest", "http://metadata.google.internal/", "http://[::ffff:127.0.0.1]/",
+		"http://2130706433/", "http://10.0.0.1/", "https://u:p@hooks.example.com/"} {
+		if _, err := s.AddEndpoint(t.Context(), u, "a-secret-of-sixteen-or-more"); seckill.ErrorCode(err) != seckill.EINVALID {
+			t.Errorf("AddEndpoint(%q) = %v, want INVALID_INPUT", u, err)
+		}
+		if err := s.DeclareEnvEndpoint(t.Context(), u, "a-secret-of-sixteen-or-more"); seckill.ErrorCode(err) != seckill.EINVALID {
+			t.Errorf("DeclareEnvEndpoint(%q) = %v, want INVALID_INPUT", u, err)
+		}
+	}
+	if eps, err := s.Endpoints(t.Context()); err != nil || len(eps) != 0 {
+		t.Fatalf("endpoints %+v, %v", eps, err)
+	}
+	if _, err := s.AddEndpoint(t.Context(), "https://hooks.example.com/seckill", "a-secret-of-sixteen-or-more"); err != nil {
+		t.Fatal(err)
 	}
 }

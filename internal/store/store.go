@@ -76,6 +76,8 @@ type Store struct {
 	// events: changes write their events to the outbox (events.go); off
 	// while no endpoint is enabled, so that the outbox costs nothing then.
 	events atomic.Bool
+	// endpointPolicy: where event endpoints may point (events.go).
+	endpointPolicy seckill.EndpointPolicy
 	// The statements of the batches, prepared by the first batch (prepare).
 	// Persistence's: insertOrdersSQL, insertNewOrdersSQL, selectFailuresSQL
 	// and takeStockSQL.
