@@ -36,6 +36,9 @@ func (s *Store) CloseOrder(ctx context.Context, id int64, to seckill.OrderStatus
 	if to != seckill.OrderCancelled && to != seckill.OrderExpired {
 		return seckill.CloseResult{}, fmt.Errorf("store: close order %d: bad status %q", id, to)
 	}
+	if id <= 0 {
+		return seckill.CloseResult{}, seckill.Errorf(seckill.ENOTFOUND, "order %d not found", id)
+	}
 	out, err := s.closes.Do(ctx, closeRequest{id: id, to: to, userID: userID})
 	if errors.Is(err, batch.ErrBusy) {
 		return seckill.CloseResult{}, seckill.Errorf(seckill.EUNAVAILABLE, "too many orders are being closed at once: try again")
@@ -341,6 +344,8 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 // sweep's, the expirers') are group-committed: one statement for those that
 // arrive while one runs.
 func (s *Store) UnitsReturned(ctx context.Context, orderIDs []int64) error {
+	// An id that is not positive names no order: nothing to mark.
+	orderIDs = slices.DeleteFunc(slices.Clone(orderIDs), func(id int64) bool { return id <= 0 })
 	if len(orderIDs) == 0 {
 		return nil
 	}
@@ -503,9 +508,17 @@ func (s *Store) OrderPayments(ctx context.Context, orderID int64) ([]seckill.Pay
 // the payments that pay their orders go many to a transaction; any other
 // event goes through applyPaymentEvent, alone.
 func (s *Store) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) (seckill.PaymentResult, error) {
+	// An event the statements cannot take (text Postgres cannot store, an
+	// id over payment_event's CHECK) is answered alone, before the batch.
+	if err := ev.Validate(); err != nil {
+		return seckill.PaymentResult{}, err
+	}
 	out, err := s.payments.Do(ctx, ev)
 	if errors.Is(err, batch.ErrBusy) {
 		return seckill.PaymentResult{}, seckill.Errorf(seckill.EUNAVAILABLE, "too many payment events at once: try again")
+	} else if dataException(err) {
+		// The batch was split and this event failed alone.
+		return seckill.PaymentResult{}, seckill.Errorf(seckill.EINVALID, "payment event %q cannot be stored (SQLSTATE %s)", ev.ID, sqlState(err))
 	} else if err != nil {
 		return seckill.PaymentResult{}, fmt.Errorf("store: apply payment event %q: %w", ev.ID, err)
 	}
