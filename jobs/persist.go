@@ -63,11 +63,11 @@ func (h *PersistHandler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 }
 
 // final marks err, a write's error, as not to be retried when it is an
-// admission's own (memberError): a retry would meet it again, forever. The
+// admission's own (MemberError): a retry would meet it again, forever. The
 // coalescer answered it to this task alone; every other error is retried
 // (the store is idempotent).
 func final(err error) error {
-	if memberError(err) {
+	if MemberError(err) {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	return err
