@@ -113,11 +113,16 @@ type group[T, R any] struct {
 	items []T
 	out   []R
 	err   error
-	done  chan struct{} // closed once out and err (or errs) are set
-	// With Options.Isolate: where each call's items start in items, and,
-	// once the batch was split, each call's own error (err is then nil).
-	calls []int
-	errs  []error
+	done  chan struct{} // closed once out and err (or iso.errs) are set
+	iso   *calls        // with Options.Isolate only
+}
+
+// calls are the calls of a batch a Committer with Options.Isolate may
+// split: where each call's items start in the batch's items, and, once the
+// batch was split, each call's own error (the batch's err is then nil).
+type calls struct {
+	starts []int
+	errs   []error
 }
 
 // New returns a Committer that commits with fn, bounded by opts.
@@ -185,9 +190,9 @@ func (c *Committer[T, R]) Do(ctx context.Context, items ...T) ([]R, error) {
 	if g.err != nil {
 		return nil, g.err
 	}
-	if g.errs != nil {
-		if i, _ := slices.BinarySearch(g.calls, off); g.errs[i] != nil {
-			return nil, g.errs[i]
+	if g.iso != nil && g.iso.errs != nil {
+		if i, _ := slices.BinarySearch(g.iso.starts, off); g.iso.errs[i] != nil {
+			return nil, g.iso.errs[i]
 		}
 	}
 	return g.out[off : off+len(items) : off+len(items)], nil
@@ -271,7 +276,10 @@ func (c *Committer[T, R]) addLocked(items []T) (*group[T, R], int) {
 	}
 	off := len(g.items)
 	if c.isolate != nil {
-		g.calls = append(g.calls, off)
+		if g.iso == nil {
+			g.iso = &calls{}
+		}
+		g.iso.starts = append(g.iso.starts, off)
 	}
 	g.items = append(g.items, items...)
 	c.waiting += len(items)
@@ -321,11 +329,11 @@ func (c *Committer[T, R]) takeLocked() *group[T, R] {
 func (c *Committer[T, R]) flush(ctx context.Context, g *group[T, R]) *group[T, R] {
 	g.out = make([]R, len(g.items))
 	g.err = c.commit(ctx, g.items, g.out)
-	if g.err != nil && len(g.calls) > 1 && c.isolate(g.err) {
-		// calls is set only with Isolate. A call alone keeps its error.
+	if g.err != nil && g.iso != nil && len(g.iso.starts) > 1 && c.isolate(g.err) {
+		// A call alone keeps its error.
 		clear(g.out)
-		g.errs = make([]error, len(g.calls))
-		c.split(ctx, g, 0, len(g.calls), nil)
+		g.iso.errs = make([]error, len(g.iso.starts))
+		c.split(ctx, g, 0, len(g.iso.starts), nil)
 		g.err = nil
 	}
 	close(g.done)
@@ -346,7 +354,7 @@ func (c *Committer[T, R]) flush(ctx context.Context, g *group[T, R]) *group[T, R
 // split commits the calls [lo, hi) of g, a batch that failed with a
 // member's error, in two halves, each on its own, splitting again a half
 // that fails with a member's error, until a call that fails alone keeps
-// its error in g.errs. Once a part fails with any other error (stop), it
+// its error in g.iso.errs. Once a part fails with any other error (stop), it
 // and every part not committed yet get that error without a commit. It
 // returns the stop error, if any.
 func (c *Committer[T, R]) split(ctx context.Context, g *group[T, R], lo, hi int, stop error) error {
@@ -355,13 +363,13 @@ func (c *Committer[T, R]) split(ctx context.Context, g *group[T, R], lo, hi int,
 		lo, hi := part[0], part[1]
 		if stop != nil {
 			for i := lo; i < hi; i++ {
-				g.errs[i] = stop
+				g.iso.errs[i] = stop
 			}
 			continue
 		}
-		from, to := g.calls[lo], len(g.items)
-		if hi < len(g.calls) {
-			to = g.calls[hi]
+		from, to := g.iso.starts[lo], len(g.items)
+		if hi < len(g.iso.starts) {
+			to = g.iso.starts[hi]
 		}
 		err := c.commit(ctx, g.items[from:to:to], g.out[from:to:to])
 		switch {
@@ -370,11 +378,11 @@ func (c *Committer[T, R]) split(ctx context.Context, g *group[T, R], lo, hi int,
 			clear(g.out[from:to])
 			stop = err
 			for i := lo; i < hi; i++ {
-				g.errs[i] = err
+				g.iso.errs[i] = err
 			}
 		case hi-lo == 1:
 			clear(g.out[from:to])
-			g.errs[lo] = err
+			g.iso.errs[lo] = err
 		default:
 			clear(g.out[from:to])
 			stop = c.split(ctx, g, lo, hi, nil)
