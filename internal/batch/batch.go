@@ -333,7 +333,7 @@ func (c *Committer[T, R]) flush(ctx context.Context, g *group[T, R]) *group[T, R
 		// A call alone keeps its error.
 		clear(g.out)
 		g.iso.errs = make([]error, len(g.iso.starts))
-		c.split(ctx, g, 0, len(g.iso.starts), nil)
+		c.split(ctx, g, 0, len(g.iso.starts))
 		g.err = nil
 	}
 	close(g.done)
@@ -354,10 +354,11 @@ func (c *Committer[T, R]) flush(ctx context.Context, g *group[T, R]) *group[T, R
 // split commits the calls [lo, hi) of g, a batch that failed with a
 // member's error, in two halves, each on its own, splitting again a half
 // that fails with a member's error, until a call that fails alone keeps
-// its error in g.iso.errs. Once a part fails with any other error (stop), it
-// and every part not committed yet get that error without a commit. It
-// returns the stop error, if any.
-func (c *Committer[T, R]) split(ctx context.Context, g *group[T, R], lo, hi int, stop error) error {
+// its error in g.iso.errs. Once a part fails with any other error, it and
+// every part not committed yet get that error without a commit; split
+// returns that error, if any, so that the caller's later parts get it too.
+func (c *Committer[T, R]) split(ctx context.Context, g *group[T, R], lo, hi int) error {
+	var stop error
 	mid := lo + (hi-lo)/2
 	for _, part := range [2][2]int{{lo, mid}, {mid, hi}} {
 		lo, hi := part[0], part[1]
@@ -385,7 +386,7 @@ func (c *Committer[T, R]) split(ctx context.Context, g *group[T, R], lo, hi int,
 			g.iso.errs[lo] = err
 		default:
 			clear(g.out[from:to])
-			stop = c.split(ctx, g, lo, hi, nil)
+			stop = c.split(ctx, g, lo, hi)
 		}
 	}
 	return stop
