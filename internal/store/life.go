@@ -266,6 +266,42 @@ func (s *Store) closeLocked(ctx context.Context, tx bun.Tx, cs []closing) ([]clo
 	return closed, nil
 }
 
+// closeIsolated is closeLocked for closes of which some fail for their own
+// order (memberError): it tries cs under a savepoint and, should they fail
+// so, rolls back to it and tries each half the same way. It returns the
+// orders it closed; a close that fails alone is left out, its order
+// unchanged.
+func (s *Store) closeIsolated(ctx context.Context, tx bun.Tx, cs []closing) ([]closedOrder, error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT close_part"); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	closed, err := s.closeLocked(ctx, tx, cs)
+	if err != nil && !memberError(err) {
+		return nil, err
+	}
+	if err != nil {
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT close_part"); err != nil {
+			return nil, fmt.Errorf("rollback to savepoint: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT close_part"); err != nil {
+		return nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	if err == nil || len(cs) == 1 {
+		return closed, nil
+	}
+	mid := len(cs) / 2
+	closed, err = s.closeIsolated(ctx, tx, cs[:mid])
+	if err != nil {
+		return nil, err
+	}
+	rest, err := s.closeIsolated(ctx, tx, cs[mid:])
+	if err != nil {
+		return nil, err
+	}
+	return append(closed, rest...), nil
+}
+
 // Unreturned returns up to limit closed orders whose unit admission has not
 // taken back, oldest first.
 func (s *Store) Unreturned(ctx context.Context, limit int) ([]seckill.UnitReturn, error) {
@@ -296,10 +332,27 @@ func (s *Store) Unreturned(ctx context.Context, limit int) ([]seckill.UnitReturn
 // payment, a cancel, another ExpireDue) are skipped, not waited for, so
 // concurrent callers take disjoint batches, and campaigns are locked in id
 // order, so two batches cannot deadlock on them.
+//
+// A batch that one order fails (memberError: a CHECK its campaign's stock
+// meets, a data exception) is run again, its closes split in halves under
+// savepoints until the orders that fail alone are found: those stay
+// CREATED, due, for a later sweep (and an operator: their data is
+// inconsistent), and every other order expires.
 func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, error) {
 	if err := s.prepare(ctx); err != nil {
 		return nil, fmt.Errorf("store: expire due orders: %w", err)
 	}
+	out, err := s.expireDue(ctx, limit, false)
+	if memberError(err) {
+		out, err = s.expireDue(ctx, limit, true)
+	}
+	return out, err
+}
+
+// expireDue is ExpireDue's transaction; with isolate, its closes go
+// through closeIsolated, which a successful batch does not need: savepoints
+// cost a round trip each.
+func (s *Store) expireDue(ctx context.Context, limit int, isolate bool) ([]seckill.Expired, error) {
 	var out []seckill.Expired
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = out[:0]
@@ -317,7 +370,11 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 		for i, d := range due {
 			cs[i] = closing{id: d.ID, voucherID: d.VoucherID, to: seckill.OrderExpired}
 		}
-		closed, err := s.closeLocked(ctx, tx, cs)
+		closeAll := s.closeLocked
+		if isolate {
+			closeAll = s.closeIsolated
+		}
+		closed, err := closeAll(ctx, tx, cs)
 		if err != nil {
 			return err
 		}

@@ -401,3 +401,60 @@ func TestPoisonAdmission(t *testing.T) {
 		})
 	}
 }
+
+// TestPoisonExpireDue: 100 due orders of one campaign beside a due order
+// of a campaign whose stock an operator's repair left at its initial stock
+// (its unit cannot come back: seckill_campaign_stock_initial_check), the
+// oldest, so that every sweep takes it. The 100 expire; the poison order
+// stays CREATED, and the sweep does not fail.
+func TestPoisonExpireDue(t *testing.T) {
+	db, s := newStore(t)
+	ctx := t.Context()
+	const orders = 100
+	good := storetest.CreateCampaign(t, db, orders)
+	bad := storetest.CreateCampaign(t, db, 5)
+	adms := sold(t, s, good.ID, orders)
+	poison := adm(bad.ID, 1, 1)
+	poison.AdmittedAt = time.Now()
+	if _, err := s.PersistOrders(ctx, []seckill.Admission{poison}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE seckill_campaign SET stock = initial_stock WHERE voucher_id = ?`,
+		`UPDATE voucher_order SET pay_by = now() - interval '1 hour' WHERE voucher_id = ?`,
+	} {
+		if _, err := db.NewRaw(q, bad.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.NewRaw(`UPDATE voucher_order SET pay_by = now() - interval '1 second' WHERE voucher_id = ?`, good.ID).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expired, err := s.ExpireDue(ctx, 1000)
+	if err != nil {
+		t.Fatalf("ExpireDue: %v", err)
+	}
+	if len(expired) != orders {
+		t.Errorf("%d orders expired, want %d", len(expired), orders)
+	}
+	for _, e := range expired {
+		if e.Return.OrderID == poison.OrderID {
+			t.Errorf("the poison order expired")
+		}
+	}
+	for i, a := range append(adms, poison) {
+		o, err := s.Order(ctx, a.OrderID)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case a == poison && o.Status != seckill.OrderCreated:
+			t.Errorf("the poison order is %s, want CREATED", o.Status)
+		case a != poison && o.Status != seckill.OrderExpired:
+			t.Errorf("order %d is %s, want EXPIRED", i, o.Status)
+		}
+	}
+	// The next sweep finds only the poison order, and still does not fail.
+	if expired, err := s.ExpireDue(ctx, 1000); err != nil || len(expired) != 0 {
+		t.Errorf("the next sweep: %d expired, %v; want none, no error", len(expired), err)
+	}
+}
