@@ -180,7 +180,13 @@ func NewEnqueuer(client *asynq.Client, maxBatch int, logger *slog.Logger) *Enque
 // EnqueueBacklog admissions wait already. The trace context of ctx (the
 // purchase request) travels with the admission in the task payload; see
 // tracing.go.
+//
+// An admission a task cannot carry (checkAdmission) is refused alone,
+// before it joins a batch, which it would fail for every admission in it.
 func (e *Enqueuer) EnqueuePersist(ctx context.Context, adm seckill.Admission) error {
+	if err := checkAdmission(adm); err != nil {
+		return fmt.Errorf("jobs: enqueue order %d: %w", adm.OrderID, err)
+	}
 	if adm.Trace == "" {
 		adm.Trace = obs.TraceParent(ctx)
 	}

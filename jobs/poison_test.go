@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"seckill/internal/seckill"
+	"seckill/internal/testenv"
 )
 
 // store is a BatchFunc that writes as the store does: all or nothing per
@@ -114,4 +116,67 @@ func TestPersistPoisonMember(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestEnqueuerPoisonMember: 200 admissions are enqueued at once, one with a
+// time a task's JSON cannot carry (year 10000), which would fail the
+// encoding of its whole batch. It is refused alone; the tasks carry every
+// other admission once.
+func TestEnqueuerPoisonMember(t *testing.T) {
+	srv := testenv.StartRedisServer(t)
+	client := asynq.NewClient(asynq.RedisClientOpt{Addr: srv.Addr()})
+	defer client.Close()
+	e := NewEnqueuer(client, 1000, slog.New(slog.DiscardHandler))
+	const n, poison = 200, 120
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := int64(1); i <= n; i++ {
+		wg.Go(func() {
+			<-start
+			a := adm(i)
+			if i == poison {
+				a.AdmittedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+			}
+			err := e.EnqueuePersist(context.Background(), a)
+			if i == poison {
+				if !errors.Is(err, asynq.SkipRetry) {
+					t.Errorf("the poison admission: %v, want it refused", err)
+				}
+			} else if err != nil {
+				t.Errorf("admission %d: %v", i, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	e.Close()
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr()})
+	defer insp.Close()
+	tasks, err := insp.ListPendingTasks(QueueOrders, asynq.PageSize(10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{}
+	for _, task := range tasks {
+		adms, err := parseAdmissions(task.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range adms {
+			seen[a.UserID]++
+		}
+	}
+	for i := int64(1); i <= n; i++ {
+		if want := 1 - b2i(i == poison); seen[i] != want {
+			t.Errorf("admission %d in %d tasks, want %d", i, seen[i], want)
+		}
+	}
+	t.Logf("%d tasks", len(tasks))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
