@@ -12,17 +12,17 @@
 //
 // A commit that fails fails every call in its batch, unless the error is a
 // member's: something one call's items carry that no retry fixes (in
-// Postgres a data exception, SQLSTATE class 22, such as a NUL byte or a
-// number out of range, or a constraint the statement is not meant to absorb,
-// class 23; in Redis a script's error about one member's arguments). The
+// Postgres a data exception, SQLSTATE class 22, such as a number or a time
+// out of range, or a constraint the statement is not meant to absorb, class
+// 23; in Redis a script's error about one member's arguments). The
 // owner of a Committer says which errors those are with Options.Isolate;
 // a member's error then splits the batch in halves, at the boundaries of
 // calls, and commits each half on its own, again and again, until the
 // calls that fail alone are found: only those get the error (each its own,
 // from its own commit), and every other call its results. A call whose
 // items committed in a half is answered once, from that half: a part that
-// failed was rolled back (Func's all-or-nothing), so nothing is applied
-// twice. Finding k poison calls among n costs about 2k·log2(n) more
+// failed was rolled back (Func is all or nothing, or idempotent), so
+// nothing is applied twice. Finding k poison calls among n costs about 2k·log2(n) more
 // commits; a batch that commits costs nothing more.
 //
 // Any other error (the database away, a timeout, a cancellation) fails
@@ -51,8 +51,9 @@ var ErrBusy = errors.New("batch: busy")
 // the length of items and starts zeroed. An error fails the whole batch:
 // every caller with an item in it gets that error and no results, unless
 // Options.Isolate calls it a member's (see the package doc). A Func used
-// with Isolate must be all or nothing: a batch it fails has changed nothing
-// (one transaction, rolled back), so that its parts can be committed anew.
+// with Isolate must be all or nothing (a batch it fails has changed
+// nothing: one transaction, rolled back) or idempotent, so that its parts
+// can be committed anew.
 //
 // ctx carries the values, but not the cancellation, of the call that started
 // the commit: a batch is shared, so no one caller's ending may end it. Func
