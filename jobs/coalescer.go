@@ -8,8 +8,23 @@ import (
 )
 
 // BatchFunc handles a batch of admissions; an error fails every submission
-// in it.
+// in it, unless it is an admission's own (MemberError): the batch is then
+// split until the submissions that fail alone are found (package batch),
+// and only they get it. fn is called again for the parts: it must be
+// idempotent (the store writes each order once).
 type BatchFunc func(ctx context.Context, adms []seckill.Admission) error
+
+// MemberError reports whether err, a BatchFunc's, is one admission's rather
+// than the batch's: a domain error no retry changes (EINVALID, ECONFLICT:
+// the store or Redis refused what that admission carries), where anything
+// else (EUNAVAILABLE, an internal error) is the store or Redis away.
+func MemberError(err error) bool {
+	switch seckill.ErrorCode(err) {
+	case seckill.EINVALID, seckill.ECONFLICT:
+		return true
+	}
+	return false
+}
 
 // Coalescer runs a BatchFunc over the admissions submitted to it, with at
 // most slots calls at once (group commit, package batch). Admissions
@@ -30,7 +45,7 @@ type Coalescer struct {
 // backlog admissions (at least maxSize) that wait for a call.
 func NewCoalescer(fn BatchFunc, maxSize, slots, backlog int) *Coalescer {
 	commit := func(ctx context.Context, adms []seckill.Admission, _ []struct{}) error { return fn(ctx, adms) }
-	return &Coalescer{batches: batch.New(commit, batch.Options{MaxBatch: maxSize, Flushes: slots, Backlog: backlog})}
+	return &Coalescer{batches: batch.New(commit, batch.Options{MaxBatch: maxSize, Flushes: slots, Backlog: backlog, Isolate: MemberError})}
 }
 
 // Submit adds adms to the next batch and returns without waiting for it;

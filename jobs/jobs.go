@@ -87,10 +87,17 @@ func BatchTaskID(adms []seckill.Admission) string {
 // checkAdmission rejects an admission no store could persist.
 func checkAdmission(adm seckill.Admission) error {
 	voucherID, seq := seckill.SplitOrderID(adm.OrderID)
-	if adm.OrderID <= 0 || adm.UserID <= 0 || adm.VoucherID != voucherID || seq == 0 || adm.AdmittedAt.IsZero() {
+	if adm.OrderID <= 0 || adm.UserID <= 0 || adm.VoucherID != voucherID || seq == 0 || !storableTime(adm.AdmittedAt) {
 		return fmt.Errorf("invalid admission %+v: %w", adm, asynq.SkipRetry)
 	}
 	return nil
+}
+
+// storableTime reports whether t is set and Postgres can hold it: years 1
+// to 9998 (Postgres has no year 0; pay_by adds up to a day).
+func storableTime(t time.Time) bool {
+	y := t.UTC().Year()
+	return !t.IsZero() && y >= 1 && y < 9999
 }
 
 // parseAdmission decodes and checks a single persistence payload.
@@ -102,7 +109,10 @@ func parseAdmission(payload []byte) (seckill.Admission, error) {
 	return adm, checkAdmission(adm)
 }
 
-// parseAdmissions decodes and checks a batch payload.
+// parseAdmissions decodes and checks a batch payload. It returns the
+// admissions that pass checkAdmission, and the error of those that do not
+// (SkipRetry, naming them): one bad member does not cost the others their
+// write.
 func parseAdmissions(payload []byte) ([]seckill.Admission, error) {
 	var adms []seckill.Admission
 	if err := json.Unmarshal(payload, &adms); err != nil {
@@ -111,12 +121,16 @@ func parseAdmissions(payload []byte) ([]seckill.Admission, error) {
 	if len(adms) == 0 {
 		return nil, fmt.Errorf("empty batch: %w", asynq.SkipRetry)
 	}
+	var bad []error
+	valid := adms[:0]
 	for _, adm := range adms {
 		if err := checkAdmission(adm); err != nil {
-			return nil, err
+			bad = append(bad, err)
+			continue
 		}
+		valid = append(valid, adm)
 	}
-	return adms, nil
+	return valid, errors.Join(bad...)
 }
 
 // Enqueuer implements seckill.Enqueuer with an Asynq client. Fresh
@@ -166,7 +180,13 @@ func NewEnqueuer(client *asynq.Client, maxBatch int, logger *slog.Logger) *Enque
 // EnqueueBacklog admissions wait already. The trace context of ctx (the
 // purchase request) travels with the admission in the task payload; see
 // tracing.go.
+//
+// An admission a task cannot carry (checkAdmission) is refused alone,
+// before it joins a batch, which it would fail for every admission in it.
 func (e *Enqueuer) EnqueuePersist(ctx context.Context, adm seckill.Admission) error {
+	if err := checkAdmission(adm); err != nil {
+		return fmt.Errorf("jobs: enqueue order %d: %w", adm.OrderID, err)
+	}
 	if adm.Trace == "" {
 		adm.Trace = obs.TraceParent(ctx)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -85,12 +86,51 @@ const (
 // callers (a crowd cancelling, a sale's buyers paying) are group-committed:
 // those that arrive while a message is sent go in the next one. A lone
 // event goes at once.
+//
+// An event a message cannot carry (checkStatusEvent) is EINVALID, refused
+// before it joins a message: the call's other events are sent, and it gets
+// that error beside theirs.
 func (b *Bus) Publish(ctx context.Context, evs ...seckill.StatusEvent) error {
+	var invalid []error
+	for i := range evs {
+		if err := checkStatusEvent(evs[i]); err != nil {
+			invalid = append(invalid, err)
+		}
+	}
+	if invalid != nil {
+		evs = slices.DeleteFunc(slices.Clone(evs), func(ev seckill.StatusEvent) bool { return checkStatusEvent(ev) != nil })
+	}
 	if len(evs) == 0 {
-		return nil
+		return errors.Join(invalid...)
 	}
 	_, err := b.sends.Do(ctx, evs...)
-	return err
+	if invalid == nil {
+		return err
+	}
+	return errors.Join(append(invalid, err)...)
+}
+
+// maxStatusLen bounds an event's status and reason: statuses and our
+// failure reasons are short codes, a provider's reason is at most
+// seckill.MaxReasonLen. One message carries up to busBatch events, so one
+// event's size must not decide whether the message fits.
+const maxStatusLen = seckill.MaxReasonLen
+
+// checkStatusEvent returns EINVALID when ev cannot go in a message: an
+// order id that is not positive, a time JSON cannot write (outside years 0
+// to 9999, which would fail the encoding of every event in the message),
+// a status or a reason longer than maxStatusLen.
+func checkStatusEvent(ev seckill.StatusEvent) error {
+	if ev.OrderID <= 0 {
+		return seckill.Invalidf("orderId", "status event of order %d: the order id must be positive", ev.OrderID)
+	}
+	if y := ev.At.Year(); y < 0 || y > 9999 {
+		return seckill.Invalidf("at", "status event of order %d: time %v cannot be written", ev.OrderID, ev.At)
+	}
+	if len(ev.Status) > maxStatusLen || len(ev.Reason) > maxStatusLen {
+		return seckill.Invalidf("reason", "status event of order %d: status and reason must be at most %d bytes", ev.OrderID, maxStatusLen)
+	}
+	return nil
 }
 
 // send is Publish's commit: one message for evs.

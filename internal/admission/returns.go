@@ -116,8 +116,9 @@ type returnKey struct {
 // returnUnits gives the units of rs back, one script call per campaign,
 // shard and epoch (of at most maxReturnBatch orders), all in one round
 // trip, and tells every process once per campaign that took units back. It
-// sets out[i] to rs[i]'s outcome; an error means none was tried (a
-// malformed return, or Redis's shard counts out of reach).
+// sets out[i] to rs[i]'s outcome, a malformed return's being its own
+// EINVALID (the others are still tried); an error means none was tried
+// (Redis's shard counts out of reach).
 func (a *Admitter) returnUnits(ctx context.Context, rs []seckill.UnitReturn, out []returnOutcome) error {
 	type group struct {
 		voucherID int64
@@ -128,7 +129,10 @@ func (a *Admitter) returnUnits(ctx context.Context, rs []seckill.UnitReturn, out
 	byKey := map[[3]int64]*group{}
 	for i, r := range rs {
 		k, err := a.returnCall(ctx, r)
-		if err != nil {
+		if seckill.ErrorCode(err) == seckill.EINVALID {
+			out[i] = returnOutcome{err: err}
+			continue
+		} else if err != nil {
 			return err
 		}
 		key := [3]int64{k.voucherID, int64(k.shard), k.epoch}

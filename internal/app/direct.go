@@ -19,7 +19,8 @@ import (
 // encoding the task, enqueueing it, dequeueing, leasing and
 // acknowledging it, and decoding it again. The admission is pending in Redis
 // either way, so nothing is promised on the queue's word: a batch that
-// fails or takes longer than directTimeout is handed to the queue, whose
+// fails or takes longer than directTimeout is handed to the queue (of a
+// batch that one admission's own error failed, only that one), whose
 // retries take over, and a process killed with admissions in hand leaves
 // them pending for the reconciler, as a process killed before its enqueue
 // always did. An API without workers (serve --worker=false) enqueues.
@@ -78,6 +79,13 @@ func (d *directPersist) run(ctx context.Context, persist jobs.BatchFunc, batchSi
 		tctx, cancel := context.WithTimeout(ctx, directTimeout)
 		err := persist(tctx, adms)
 		cancel()
+		if err != nil && len(adms) > 1 && jobs.MemberError(err) {
+			// One admission's own error: the coalescer splits the batch
+			// (package batch) until that one is alone, and only it goes to
+			// the queue, whose task ends with its error. The others are
+			// written again, which the store makes harmless.
+			return err
+		}
 		if err != nil {
 			for _, adm := range adms {
 				// The queue's failures are its own outage log's; the

@@ -108,3 +108,56 @@ func TestDirectPersistHandsOver(t *testing.T) {
 		t.Fatalf("only %d of 201 written directly", len(written))
 	}
 }
+
+// TestDirectPersistIsolatesPoison: 300 admissions persisted directly, one
+// of which the store refuses as that admission's own error (ECONFLICT),
+// all or nothing per batch. Only the poison one goes to the queue; every
+// other one is written, once.
+func TestDirectPersistIsolatesPoison(t *testing.T) {
+	q := &queueRecorder{}
+	d := &directPersist{queue: q}
+	ctx := context.Background()
+	const n, poison = 300, 150
+	var (
+		mu      sync.Mutex
+		written = map[int64]int{}
+	)
+	persist := func(_ context.Context, adms []seckill.Admission) error {
+		time.Sleep(time.Millisecond) // what arrives meanwhile makes a batch
+		for _, a := range adms {
+			if a.UserID == poison {
+				return seckill.Errorf(seckill.ECONFLICT, "order %d is pending for another user", a.OrderID)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, a := range adms {
+			written[a.OrderID]++
+		}
+		return nil
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { d.run(runCtx, persist, 100, 2, time.Minute); close(done) }()
+	for d.active.Load() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	for i := int64(1); i <= n; i++ {
+		adm := seckill.Admission{OrderID: seckill.OrderID(1, i), VoucherID: 1, UserID: i, AdmittedAt: time.Now()}
+		if err := d.EnqueuePersist(ctx, adm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	<-done
+	if queued := q.taken(); len(queued) != 1 || queued[0] != seckill.OrderID(1, poison) {
+		t.Errorf("queued %v, want only the poison admission", queued)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := int64(1); i <= n; i++ {
+		if got := written[seckill.OrderID(1, i)]; i != poison && got != 1 {
+			t.Errorf("admission %d written %d times, want once", i, got)
+		}
+	}
+}

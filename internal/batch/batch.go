@@ -7,12 +7,39 @@
 // no timer to wait for. What may wait is bounded: a Committer holds at most
 // Backlog items that are not being committed yet, and starts at most Flushes
 // goroutines of its own, however long its commits take.
+//
+// # One member does not fail the batch
+//
+// A commit that fails fails every call in its batch, unless the error is a
+// member's: something one call's items carry that no retry fixes (in
+// Postgres a data exception, SQLSTATE class 22, such as a number or a time
+// out of range, or a constraint the statement is not meant to absorb, class
+// 23; in Redis a script's error about one member's arguments). The
+// owner of a Committer says which errors those are with Options.Isolate;
+// a member's error then splits the batch in halves, at the boundaries of
+// calls, and commits each half on its own, again and again, until the
+// calls that fail alone are found: only those get the error (each its own,
+// from its own commit), and every other call its results. A call whose
+// items committed in a half is answered once, from that half: a part that
+// failed was rolled back (Func is all or nothing, or idempotent), so
+// nothing is applied twice. Finding k poison calls among n costs about 2k·log2(n) more
+// commits; a batch that commits costs nothing more.
+//
+// Any other error (the database away, a timeout, a cancellation) fails
+// the batch once, without splitting: a split would only multiply the load
+// on a store that cannot take it. So does an error of a part, for that part
+// and every part not committed yet.
+//
+// Owners still validate what they cheaply can before a call joins a batch
+// (ids, enumerations, sizes, text without NUL), answering a bad call with
+// its own error at once: isolation is for what only the store can tell.
 package batch
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -22,7 +49,11 @@ var ErrBusy = errors.New("batch: busy")
 
 // Func commits one batch. It sets out[i] to the result of items[i]; out has
 // the length of items and starts zeroed. An error fails the whole batch:
-// every caller with an item in it gets that error and no results.
+// every caller with an item in it gets that error and no results, unless
+// Options.Isolate calls it a member's (see the package doc). A Func used
+// with Isolate must be all or nothing (a batch it fails has changed
+// nothing: one transaction, rolled back) or idempotent, so that its parts
+// can be committed anew.
 //
 // ctx carries the values, but not the cancellation, of the call that started
 // the commit: a batch is shared, so no one caller's ending may end it. Func
@@ -50,6 +81,12 @@ type Options struct {
 	// of one or two; the slots beyond the first are then for crowds (a
 	// burst), and a lone call on an idle Committer still goes at once.
 	Crowd int
+	// Isolate, when set, reports whether a commit's error is a member's:
+	// caused by what one call's items carry, so that the batch's other
+	// calls would commit without it. Such an error splits the batch until
+	// the failing calls are alone (see the package doc). nil: every error
+	// fails the whole batch.
+	Isolate func(error) bool
 }
 
 // Committer gathers the items of concurrent calls into batches and commits
@@ -61,6 +98,7 @@ type Committer[T, R any] struct {
 	flushes  int
 	backlog  int
 	crowd    int
+	isolate  func(error) bool
 
 	mu      sync.Mutex
 	open    *group[T, R]   // takes new items; nil when none does
@@ -76,7 +114,16 @@ type group[T, R any] struct {
 	items []T
 	out   []R
 	err   error
-	done  chan struct{} // closed once out and err are set
+	done  chan struct{} // closed once out and err (or iso.errs) are set
+	iso   *calls        // with Options.Isolate only
+}
+
+// calls are the calls of a batch a Committer with Options.Isolate may
+// split: where each call's items start in the batch's items, and, once the
+// batch was split, each call's own error (the batch's err is then nil).
+type calls struct {
+	starts []int
+	errs   []error
 }
 
 // New returns a Committer that commits with fn, bounded by opts.
@@ -88,6 +135,7 @@ func New[T, R any](fn Func[T, R], opts Options) *Committer[T, R] {
 		flushes:  max(opts.Flushes, 1),
 		backlog:  max(opts.Backlog, maxBatch),
 		crowd:    min(opts.Crowd, maxBatch), // a full batch is a crowd
+		isolate:  opts.Isolate,
 	}
 }
 
@@ -142,6 +190,11 @@ func (c *Committer[T, R]) Do(ctx context.Context, items ...T) ([]R, error) {
 	}
 	if g.err != nil {
 		return nil, g.err
+	}
+	if g.iso != nil && g.iso.errs != nil {
+		if i, _ := slices.BinarySearch(g.iso.starts, off); g.iso.errs[i] != nil {
+			return nil, g.iso.errs[i]
+		}
 	}
 	return g.out[off : off+len(items) : off+len(items)], nil
 }
@@ -223,6 +276,12 @@ func (c *Committer[T, R]) addLocked(items []T) (*group[T, R], int) {
 		c.open = g
 	}
 	off := len(g.items)
+	if c.isolate != nil {
+		if g.iso == nil {
+			g.iso = &calls{}
+		}
+		g.iso.starts = append(g.iso.starts, off)
+	}
 	g.items = append(g.items, items...)
 	c.waiting += len(items)
 	return g, off
@@ -271,6 +330,13 @@ func (c *Committer[T, R]) takeLocked() *group[T, R] {
 func (c *Committer[T, R]) flush(ctx context.Context, g *group[T, R]) *group[T, R] {
 	g.out = make([]R, len(g.items))
 	g.err = c.commit(ctx, g.items, g.out)
+	if g.err != nil && g.iso != nil && len(g.iso.starts) > 1 && c.isolate(g.err) {
+		// A call alone keeps its error.
+		clear(g.out)
+		g.iso.errs = make([]error, len(g.iso.starts))
+		c.split(ctx, g, 0, len(g.iso.starts))
+		g.err = nil
+	}
 	close(g.done)
 
 	c.mu.Lock()
@@ -284,6 +350,47 @@ func (c *Committer[T, R]) flush(ctx context.Context, g *group[T, R]) *group[T, R
 		}
 	}
 	return next
+}
+
+// split commits the calls [lo, hi) of g, a batch that failed with a
+// member's error, in two halves, each on its own, splitting again a half
+// that fails with a member's error, until a call that fails alone keeps
+// its error in g.iso.errs. Once a part fails with any other error, it and
+// every part not committed yet get that error without a commit; split
+// returns that error, if any, so that the caller's later parts get it too.
+func (c *Committer[T, R]) split(ctx context.Context, g *group[T, R], lo, hi int) error {
+	var stop error
+	mid := lo + (hi-lo)/2
+	for _, part := range [2][2]int{{lo, mid}, {mid, hi}} {
+		lo, hi := part[0], part[1]
+		if stop != nil {
+			for i := lo; i < hi; i++ {
+				g.iso.errs[i] = stop
+			}
+			continue
+		}
+		from, to := g.iso.starts[lo], len(g.items)
+		if hi < len(g.iso.starts) {
+			to = g.iso.starts[hi]
+		}
+		err := c.commit(ctx, g.items[from:to:to], g.out[from:to:to])
+		switch {
+		case err == nil:
+		case !c.isolate(err):
+			clear(g.out[from:to])
+			stop = err
+			for i := lo; i < hi; i++ {
+				g.iso.errs[i] = err
+			}
+		case hi-lo == 1:
+			clear(g.out[from:to])
+			g.iso.errs[lo] = err
+		default:
+			clear(g.out[from:to])
+			stop = c.split(ctx, g, lo, hi)
+		}
+	}
+	return stop
 }
 
 // work commits g and then every batch handed to its slot. It runs in a

@@ -36,6 +36,9 @@ func (s *Store) CloseOrder(ctx context.Context, id int64, to seckill.OrderStatus
 	if to != seckill.OrderCancelled && to != seckill.OrderExpired {
 		return seckill.CloseResult{}, fmt.Errorf("store: close order %d: bad status %q", id, to)
 	}
+	if id <= 0 {
+		return seckill.CloseResult{}, seckill.Errorf(seckill.ENOTFOUND, "order %d not found", id)
+	}
 	out, err := s.closes.Do(ctx, closeRequest{id: id, to: to, userID: userID})
 	if errors.Is(err, batch.ErrBusy) {
 		return seckill.CloseResult{}, seckill.Errorf(seckill.EUNAVAILABLE, "too many orders are being closed at once: try again")
@@ -263,6 +266,42 @@ func (s *Store) closeLocked(ctx context.Context, tx bun.Tx, cs []closing) ([]clo
 	return closed, nil
 }
 
+// closeIsolated is closeLocked for closes of which some fail for their own
+// order (memberError): it tries cs under a savepoint and, should they fail
+// so, rolls back to it and tries each half the same way. It returns the
+// orders it closed; a close that fails alone is left out, its order
+// unchanged.
+func (s *Store) closeIsolated(ctx context.Context, tx bun.Tx, cs []closing) ([]closedOrder, error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT close_part"); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	closed, err := s.closeLocked(ctx, tx, cs)
+	if err != nil && !memberError(err) {
+		return nil, err
+	}
+	if err != nil {
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT close_part"); err != nil {
+			return nil, fmt.Errorf("rollback to savepoint: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT close_part"); err != nil {
+		return nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	if err == nil || len(cs) == 1 {
+		return closed, nil
+	}
+	mid := len(cs) / 2
+	closed, err = s.closeIsolated(ctx, tx, cs[:mid])
+	if err != nil {
+		return nil, err
+	}
+	rest, err := s.closeIsolated(ctx, tx, cs[mid:])
+	if err != nil {
+		return nil, err
+	}
+	return append(closed, rest...), nil
+}
+
 // Unreturned returns up to limit closed orders whose unit admission has not
 // taken back, oldest first.
 func (s *Store) Unreturned(ctx context.Context, limit int) ([]seckill.UnitReturn, error) {
@@ -293,10 +332,27 @@ func (s *Store) Unreturned(ctx context.Context, limit int) ([]seckill.UnitReturn
 // payment, a cancel, another ExpireDue) are skipped, not waited for, so
 // concurrent callers take disjoint batches, and campaigns are locked in id
 // order, so two batches cannot deadlock on them.
+//
+// A batch that one order fails (memberError: a CHECK its campaign's stock
+// meets, a data exception) is run again, its closes split in halves under
+// savepoints until the orders that fail alone are found: those stay
+// CREATED, due, for a later sweep (and an operator: their data is
+// inconsistent), and every other order expires.
 func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, error) {
 	if err := s.prepare(ctx); err != nil {
 		return nil, fmt.Errorf("store: expire due orders: %w", err)
 	}
+	out, err := s.expireDue(ctx, limit, false)
+	if memberError(err) {
+		out, err = s.expireDue(ctx, limit, true)
+	}
+	return out, err
+}
+
+// expireDue is ExpireDue's transaction; with isolate, its closes go
+// through closeIsolated, which a successful batch does not need: savepoints
+// cost a round trip each.
+func (s *Store) expireDue(ctx context.Context, limit int, isolate bool) ([]seckill.Expired, error) {
 	var out []seckill.Expired
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		out = out[:0]
@@ -314,7 +370,11 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 		for i, d := range due {
 			cs[i] = closing{id: d.ID, voucherID: d.VoucherID, to: seckill.OrderExpired}
 		}
-		closed, err := s.closeLocked(ctx, tx, cs)
+		closeAll := s.closeLocked
+		if isolate {
+			closeAll = s.closeIsolated
+		}
+		closed, err := closeAll(ctx, tx, cs)
 		if err != nil {
 			return err
 		}
@@ -341,6 +401,8 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]seckill.Expired, er
 // sweep's, the expirers') are group-committed: one statement for those that
 // arrive while one runs.
 func (s *Store) UnitsReturned(ctx context.Context, orderIDs []int64) error {
+	// An id that is not positive names no order: nothing to mark.
+	orderIDs = slices.DeleteFunc(slices.Clone(orderIDs), func(id int64) bool { return id <= 0 })
 	if len(orderIDs) == 0 {
 		return nil
 	}
@@ -503,9 +565,17 @@ func (s *Store) OrderPayments(ctx context.Context, orderID int64) ([]seckill.Pay
 // the payments that pay their orders go many to a transaction; any other
 // event goes through applyPaymentEvent, alone.
 func (s *Store) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) (seckill.PaymentResult, error) {
+	// An event the statements cannot take (text Postgres cannot store, an
+	// id over payment_event's CHECK) is answered alone, before the batch.
+	if err := ev.Validate(); err != nil {
+		return seckill.PaymentResult{}, err
+	}
 	out, err := s.payments.Do(ctx, ev)
 	if errors.Is(err, batch.ErrBusy) {
 		return seckill.PaymentResult{}, seckill.Errorf(seckill.EUNAVAILABLE, "too many payment events at once: try again")
+	} else if dataException(err) {
+		// The batch was split and this event failed alone.
+		return seckill.PaymentResult{}, seckill.Errorf(seckill.EINVALID, "payment event %q cannot be stored (SQLSTATE %s)", ev.ID, sqlState(err))
 	} else if err != nil {
 		return seckill.PaymentResult{}, fmt.Errorf("store: apply payment event %q: %w", ev.ID, err)
 	}

@@ -206,6 +206,9 @@ func (s *Store) applyPlainEvents(ctx context.Context, evs []seckill.PaymentEvent
 		clear(out)
 		return nil
 	}
+	// A data exception, which only one event's values can cause
+	// (dataException): the Committer splits the batch until that event is alone, and only
+	// its caller gets the error.
 	// Postgres away, slow, or the COMMIT's answer lost: every caller gets
 	// the error (the provider delivers again), rather than adding a
 	// transaction per event to a database that could not take one.

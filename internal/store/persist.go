@@ -28,7 +28,9 @@ const (
 	ReasonLost         = seckill.FailureLost
 	ReasonConflict     = seckill.FailureConflict
 	// ReasonInvalid is reported, not recorded, for an admission whose ids
-	// are not positive or whose order id does not carry its voucher id.
+	// are not positive, whose order id does not carry its voucher id, whose
+	// time Postgres cannot hold, or that Postgres refused alone for its
+	// values (persistSorted).
 	ReasonInvalid = seckill.FailureInvalid
 )
 
@@ -135,13 +137,7 @@ func (s *Store) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]
 		if err := s.prepare(ctx); err != nil {
 			return nil, err
 		}
-		got, err := s.persistBatch(ctx, batch, true)
-		if errors.Is(err, errTaken) {
-			got, err = s.persistBatch(ctx, batch, false)
-		}
-		if errors.Is(err, errFallback) {
-			got, err = s.persistEach(ctx, batch)
-		}
+		got, err := s.persistSorted(ctx, batch)
 		if err != nil {
 			return nil, err
 		}
@@ -156,12 +152,59 @@ func (s *Store) PersistOrders(ctx context.Context, adms []seckill.Admission) ([]
 	return out, nil
 }
 
+// persistSorted decides batch (unique, sorted by order id): in one
+// transaction when it can (persistBatch), else one per admission
+// (persistEach). A batch that a member's value failed (memberError: a
+// data exception, a CHECK) is split in halves, each decided on its own,
+// until the admission that fails alone is found: that one is decided
+// FAILED (ReasonInvalid), reported, not recorded (order_failure would
+// meet the same error), so that it neither holds back the others nor
+// comes back forever. A part that failed was rolled back, and a part
+// decided twice (persistEach commits per admission) finds its orders
+// written: each order is decided once. Any other error is the batch's.
+func (s *Store) persistSorted(ctx context.Context, batch []seckill.Admission) (map[int64]decision, error) {
+	got, err := s.persistBatch(ctx, batch, true)
+	if errors.Is(err, errTaken) {
+		got, err = s.persistBatch(ctx, batch, false)
+	}
+	if errors.Is(err, errFallback) {
+		got, err = s.persistEach(ctx, batch)
+	}
+	if err == nil || !memberError(err) {
+		return got, err
+	}
+	if len(batch) == 1 {
+		return map[int64]decision{batch[0].OrderID: failed(ReasonInvalid, time.Now())}, nil
+	}
+	mid := len(batch) / 2
+	got, err = s.persistSorted(ctx, batch[:mid])
+	if err != nil {
+		return nil, err
+	}
+	rest, err := s.persistSorted(ctx, batch[mid:])
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(got, rest)
+	return got, nil
+}
+
 // validAdmission reports whether a can be stored: the schema wants positive
-// ids, and an id must carry its voucher (its epoch decides where the unit
-// is taken from).
+// ids, an id must carry its voucher (its epoch decides where the unit is
+// taken from), and the time must be one timestamptz holds.
 func validAdmission(a seckill.Admission) bool {
 	vid, seq := seckill.SplitOrderID(a.OrderID)
-	return a.OrderID > 0 && a.UserID > 0 && a.VoucherID > 0 && vid == a.VoucherID && seq > 0
+	return a.OrderID > 0 && a.UserID > 0 && a.VoucherID > 0 && vid == a.VoucherID && seq > 0 &&
+		storableTime(a.AdmittedAt)
+}
+
+// storableTime reports whether t is a time Postgres's timestamptz holds
+// and writes back as Go reads it: years 1 to 9999 (Postgres has no year 0,
+// which Go's year 0, 1 BC, would be written as, and pay_by adds up to a
+// day).
+func storableTime(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y < 9999
 }
 
 // persistBatch decides every admission of batch (unique, sorted by order id)

@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -119,10 +121,15 @@ func New(db *bun.DB) *Store {
 		st.p.sql = st.sql
 		s.statements = append(s.statements, st.p)
 	}
-	s.closes = batch.New(s.closeOrders, batch.Options{MaxBatch: closeBatch, Flushes: closeFlushes, Backlog: closeBacklog})
+	// Each batch is one transaction, all or nothing, so a batch that one
+	// member's row or value failed (memberError) is split to answer the
+	// others (package batch).
+	s.closes = batch.New(s.closeOrders, batch.Options{MaxBatch: closeBatch, Flushes: closeFlushes, Backlog: closeBacklog, Isolate: memberError})
 	// A mark is one row's flag: batches of many, one connection.
-	s.returned = batch.New(s.markReturned, batch.Options{MaxBatch: 10 * closeBatch, Flushes: 1, Backlog: closeBacklog})
-	s.payments = batch.New(s.applyPlainEvents, batch.Options{MaxBatch: payBatch, Flushes: payFlushes, Backlog: payBacklog})
+	s.returned = batch.New(s.markReturned, batch.Options{MaxBatch: 10 * closeBatch, Flushes: 1, Backlog: closeBacklog, Isolate: memberError})
+	// A payment batch meeting a constraint sends each event alone
+	// (applyPlainEvents): only its data exceptions are split.
+	s.payments = batch.New(s.applyPlainEvents, batch.Options{MaxBatch: payBatch, Flushes: payFlushes, Backlog: payBacklog, Isolate: dataException})
 	return s
 }
 
@@ -158,6 +165,35 @@ const (
 	codeUniqueViolation     = "23505"
 	codeCheckViolation      = "23514"
 )
+
+// memberError reports whether err is a Postgres error that what one member
+// of a batch carries causes, never the database's state: a data exception
+// (SQLSTATE class 22: bytes that are not UTF-8, a NUL byte, a number or a
+// time out of range) or a CHECK violation (23514). A batch statement that
+// fails with one fails for a member, and is split to find it
+// (batch.Options.Isolate); any other error is the batch's.
+func memberError(err error) bool {
+	return dataException(err) || sqlState(err) == codeCheckViolation
+}
+
+// dataException reports whether err is a Postgres data exception (SQLSTATE
+// class 22), which only a value a statement was given can cause.
+func dataException(err error) bool {
+	return strings.HasPrefix(sqlState(err), "22")
+}
+
+// storableText returns EINVALID naming field when Postgres's text cannot
+// hold s (not UTF-8, or a NUL byte) or it has fewer than least or more than
+// most characters (a column's CHECK).
+func storableText(field, s string, least, most int) error {
+	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+		return seckill.Invalidf(field, "%s must be UTF-8 text without NUL bytes", field)
+	}
+	if n := utf8.RuneCountInString(s); n < least || n > most {
+		return seckill.Invalidf(field, "%s must be %d to %d characters", field, least, most)
+	}
+	return nil
+}
 
 // oneRow maps the error of a query that reads one row, of what (as
 // "voucher") with id: no row is ENOTFOUND, any other error is wrapped as

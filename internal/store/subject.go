@@ -32,6 +32,18 @@ func (s *Store) UserIDForSubject(ctx context.Context, issuer, subject string) (i
 	return ids[0], nil
 }
 
+// maxSubjectLen is the most characters of an issuer or a subject, as
+// auth_subject's CHECKs allow.
+const maxSubjectLen = 1024
+
+// storableSubject returns EINVALID when auth_subject cannot hold k.
+func storableSubject(k seckill.Subject) error {
+	if err := storableText("issuer", k.Issuer, 0, maxSubjectLen); err != nil {
+		return err
+	}
+	return storableText("subject", k.Subject, 1, maxSubjectLen)
+}
+
 // subjectsSQL inserts the subjects not yet known (in key order, so that
 // two processes inserting overlapping sets lock in one order) and reads
 // every one's id, in one statement. The read's snapshot predates the
@@ -53,13 +65,27 @@ const subjectsSQL = `WITH input AS (
 // auth_subject_user_id_seq (from seckill.FirstExternalUserID). It is one
 // statement for the whole batch, new subjects or known; a second reads the
 // few that another process inserted at the same moment.
+//
+// A subject Postgres cannot store (text that is not UTF-8 or holds a NUL
+// byte, longer than auth_subject's CHECKs allow) is EINVALID, found before
+// the statement; so is any data exception or CHECK the statement meets,
+// which only a member can cause. A caller batching many callers' subjects
+// isolates the EINVALID one (batch.Options.Isolate) and answers the others.
 func (s *Store) UserIDsForSubjects(ctx context.Context, subjects []seckill.Subject) ([]int64, error) {
+	for _, k := range subjects {
+		if err := storableSubject(k); err != nil {
+			return nil, err
+		}
+	}
 	issuers, subs := make([]string, len(subjects)), make([]string, len(subjects))
 	for i, k := range subjects {
 		issuers[i], subs[i] = k.Issuer, k.Subject
 	}
 	var rows []subjectRow
 	if err := s.db.NewRaw(subjectsSQL, pgdialect.Array(issuers), pgdialect.Array(subs)).Scan(ctx, &rows); err != nil {
+		if memberError(err) {
+			return nil, seckill.Errorf(seckill.EINVALID, "a subject cannot be stored (SQLSTATE %s)", sqlState(err))
+		}
 		return nil, fmt.Errorf("store: user ids for subjects: %w", err)
 	}
 	ids := make(map[seckill.Subject]int64, len(rows))
