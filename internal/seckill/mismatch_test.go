@@ -11,7 +11,7 @@ import (
 // the payment that object was opened for, with its amount and currency; a
 // refund's event to a payment without a recorded object (opened before
 // they were recorded) whatever it names; an event naming none (the built-in
-// provider's) is never a mismatch.
+// provider's) only to a payment opened without one.
 func TestEventMismatch(t *testing.T) {
 	const pay = "pay_0123456789abcdef0123456789abcdef"
 	ev := func(typ, ref string, amount int64, currency string) seckill.PaymentEvent {
@@ -35,7 +35,8 @@ func TestEventMismatch(t *testing.T) {
 		{"another's refund", ev(seckill.EventRefundFailed, "pi_2", 100, "CNY"), "pi_1", "pi_2, not pi_1"},
 		{"a refund, nothing recorded", ev(seckill.EventRefundSucceeded, "pi_2", 100, "CNY"), "", ""},
 		{"the built-in provider's", ev(seckill.EventPaymentSucceeded, "", 99, "USD"), "", ""},
-		{"the built-in provider's, a reference recorded", ev(seckill.EventPaymentSucceeded, "", 100, "CNY"), "pi_1", ""},
+		{"the built-in provider's for a payment opened at Stripe", ev(seckill.EventPaymentSucceeded, "", 100, "CNY"), "pi_1", "opened at the provider as pi_1"},
+		{"the built-in provider's refund for a payment opened at Stripe", ev(seckill.EventRefundSucceeded, "", 100, "CNY"), "pi_1", "names no provider's object"},
 	} {
 		got := tc.ev.Mismatch(tc.ref, 100, "CNY")
 		if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {

@@ -163,9 +163,12 @@ const MaxProviderRefLen = 255
 
 // Mismatch says why an event that names the provider's object
 // (ProviderRef) is not about the payment it names, whose recorded
-// reference is ref and whose amount and currency are given; "" when it is,
-// and for an event that names no object (the built-in provider's, whose
-// amount and currency are checked as before: EINVALID).
+// reference is ref and whose amount and currency are given; "" when it is.
+// An event that names no object (the built-in provider's) is "" for a
+// payment without a reference (its amount and currency are checked as
+// before: EINVALID), and a mismatch for a payment opened at a provider that
+// does name them: only that provider's events settle it, whichever other
+// webhook is reachable.
 //
 // A success or a failure is the payment's only for the object opened for
 // it (PaymentOpener's reference, recorded before the buyer's app could pay
@@ -177,6 +180,10 @@ const MaxProviderRefLen = 255
 // and changes nothing.
 func (ev PaymentEvent) Mismatch(ref string, amount int64, currency string) string {
 	if ev.ProviderRef == "" {
+		if ref != "" {
+			return fmt.Sprintf("%s names no provider's object, but payment %s was opened at the provider as %s",
+				ev.Type, ev.PaymentID, ref)
+		}
 		return ""
 	}
 	refund := ev.Type == EventRefundSucceeded || ev.Type == EventRefundFailed

@@ -98,6 +98,7 @@ func TestPaymentMismatch(t *testing.T) {
 	}
 	mismatches := 0
 	for _, r := range rows {
+		// Every event above names an object; only a mismatch records it.
 		if (r.Outcome == string(seckill.AppliedMismatch)) != (r.Mismatch != "") || (r.Mismatch != "") != (r.ProviderRef != "") {
 			t.Errorf("event row %+v", r)
 		}
@@ -107,6 +108,14 @@ func TestPaymentMismatch(t *testing.T) {
 	}
 	if want := 3*orders + 1; mismatches != want || len(rows) != 3*orders+orders/2+1 {
 		t.Errorf("%d event rows, %d mismatches; want %d, %d", len(rows), mismatches, 3*orders+orders/2+1, want)
+	}
+
+	// An event that names no provider's object (the built-in webhook's)
+	// does not settle a payment opened at the provider.
+	builtin := event("evt_builtin", seckill.EventPaymentSucceeded, pays[3], "")
+	if res, err := s.ApplyPaymentEvent(ctx, builtin); err != nil || res.Outcome != seckill.AppliedMismatch ||
+		res.Payment.Status != seckill.PaymentPending || res.Order.Status != seckill.OrderCreated {
+		t.Errorf("the built-in webhook's success for a payment opened at the provider: %+v, %v; want a mismatch", res, err)
 	}
 
 	// A payment owed back takes the refund of its own object only.
