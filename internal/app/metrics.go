@@ -28,6 +28,7 @@ type Metrics struct {
 	Overloaded       prometheus.Counter
 	OrdersClosed     *prometheus.CounterVec
 	PaymentEvents    *prometheus.CounterVec
+	PaymentMismatch  *prometheus.CounterVec
 	EventDeliveries  *prometheus.CounterVec
 
 	http        *requestMetrics
@@ -83,14 +84,17 @@ func NewMetrics() *Metrics {
 			Name: "seckill_orders_closed_total", Help: "Orders that left CREATED, by the status they took: PAID, CANCELLED or EXPIRED (the unit goes back on sale).",
 		}, []string{"status"}),
 		PaymentEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_payment_events_total", Help: "Payment provider events, by result: paid, failed, refund_needed (a success for an order that cannot take it: owed back), refunded, refund_failed (the provider refused a refund), duplicate, other (changed nothing), rejected (unknown payment, wrong amount or currency).",
+			Name: "seckill_payment_events_total", Help: "Payment provider events, by result: paid, failed, refund_needed (a success for an order that cannot take it: owed back), refunded, refund_failed (the provider refused a refund), mismatch (not the payment's: recorded, not applied), duplicate, other (changed nothing), rejected (unknown payment, wrong amount or currency).",
 		}, []string{"result"}),
+		PaymentMismatch: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_payment_mismatch_total", Help: "Signed payment provider events, by type, that named a provider's object other than the one opened for their payment (Stripe: another PaymentIntent), or another amount or currency: recorded in payment_event (outcome mismatch), not applied, no money moved.",
+		}, []string{"type"}),
 		EventDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_event_deliveries_total", Help: "Attempts to deliver an order event to an endpoint, by outcome: delivered (2xx), failed (tried again later), dead (its last attempt failed).",
 		}, []string{"outcome"}),
 	}
 	m.Registry.MustRegister(m.EventDeliveries, m.Purchases, m.Funnel, m.PurchaseDuration, m.OrdersPersisted, m.OrdersFailed, m.BatchSize,
-		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Unreplicated, m.Overloaded, m.OrdersClosed, m.PaymentEvents,
+		m.PersistDuration, m.PersistLag, m.Reconciled, m.Rewarmed, m.Unreplicated, m.Overloaded, m.OrdersClosed, m.PaymentEvents, m.PaymentMismatch,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		buildInfo())
 	// Exported at 0 from the start, so that rates and alerts see them.
@@ -105,6 +109,9 @@ func NewMetrics() *Metrics {
 	}
 	for _, r := range paymentResults {
 		m.PaymentEvents.WithLabelValues(r)
+	}
+	for _, typ := range []string{seckill.EventPaymentSucceeded, seckill.EventPaymentFailed, seckill.EventRefundSucceeded, seckill.EventRefundFailed} {
+		m.PaymentMismatch.WithLabelValues(typ)
 	}
 	for _, o := range []seckill.DeliveryOutcome{seckill.OutcomeDelivered, seckill.OutcomeFailed, seckill.OutcomeDead} {
 		m.EventDeliveries.WithLabelValues(string(o))
@@ -275,7 +282,8 @@ const (
 )
 
 var paymentResults = []string{string(seckill.AppliedPaid), string(seckill.AppliedFailed), string(seckill.AppliedOwed),
-	string(seckill.AppliedRefunded), string(seckill.AppliedRefundFailed), paymentDuplicate, paymentOther, paymentRejected}
+	string(seckill.AppliedRefunded), string(seckill.AppliedRefundFailed), string(seckill.AppliedMismatch), paymentDuplicate,
+	paymentOther, paymentRejected}
 
 // lifeMetrics counts what happens to orders after CREATED: closes
 // (cancellations and expiries), payments and provider events.
@@ -313,6 +321,9 @@ func (l *lifeMetrics) ApplyPaymentEvent(ctx context.Context, ev seckill.PaymentE
 	case res.Duplicate:
 		result = paymentDuplicate
 	case res.Outcome == seckill.AppliedIgnored:
+	case res.Outcome == seckill.AppliedMismatch:
+		result = string(res.Outcome)
+		l.m.PaymentMismatch.WithLabelValues(ev.Type).Inc()
 	default:
 		result = string(res.Outcome)
 		if res.Paid() {

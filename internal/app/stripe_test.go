@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 
+	"seckill/internal/payhook"
 	"seckill/internal/seckill"
 	"seckill/internal/stripepay"
 	"seckill/internal/testenv"
@@ -83,10 +85,23 @@ func stripeEventJSON(id, typ string, object map[string]any) []byte {
 	return b
 }
 
-func succeededIntent(paymentID string, amount int64, currency string) map[string]any {
-	return map[string]any{"id": "pi_test", "object": "payment_intent", "amount": amount, "amount_received": amount,
+// succeededIntent is a succeeded PaymentIntent pi carrying our payment's id
+// in its metadata.
+func succeededIntent(pi, paymentID string, amount int64, currency string) map[string]any {
+	return map[string]any{"id": pi, "object": "payment_intent", "amount": amount, "amount_received": amount,
 		"currency": strings.ToLower(currency), "status": "succeeded",
 		"metadata": map[string]string{stripepay.MetaPaymentID: paymentID}}
+}
+
+// providerRef is the PaymentIntent createPayment recorded for a payment
+// (stripe-mock answers its fixture's id).
+func (e *testEnv) providerRef(paymentID string) string {
+	e.t.Helper()
+	var ref string
+	if err := e.app.DB.NewRaw(`SELECT provider_ref FROM payment WHERE id = ?`, paymentID).Scan(e.ctx, &ref); err != nil || !strings.HasPrefix(ref, "pi_") {
+		e.t.Fatalf("the payment's provider_ref %q (%v), want the PaymentIntent's id", ref, err)
+	}
+	return ref
 }
 
 // TestStripePurchasePaid: a buyer's payment is opened as a PaymentIntent
@@ -113,7 +128,7 @@ func TestStripePurchasePaid(t *testing.T) {
 		}
 	}
 
-	body := stripeEventJSON("evt_paid_1", "payment_intent.succeeded", succeededIntent(p.ID, 100, "CNY"))
+	body := stripeEventJSON("evt_paid_1", "payment_intent.succeeded", succeededIntent(e.providerRef(p.ID), p.ID, 100, "CNY"))
 	now := time.Now()
 	for _, tc := range []struct {
 		name   string
@@ -162,7 +177,8 @@ func TestStripeRefund(t *testing.T) {
 	if _, err := e.app.Life.CancelOrder(asUser(e.ctx, 31, false), id); err != nil {
 		t.Fatal(err)
 	}
-	body := stripeEventJSON("evt_late_1", "payment_intent.succeeded", succeededIntent(p.ID, 100, "CNY"))
+	ref := e.providerRef(p.ID)
+	body := stripeEventJSON("evt_late_1", "payment_intent.succeeded", succeededIntent(ref, p.ID, 100, "CNY"))
 	if status, answer := e.postStripe(body, stripeWhsec, time.Now()); status != 200 || !strings.Contains(answer, string(seckill.PaymentRefundNeeded)) {
 		t.Fatalf("late success: %d %s", status, answer)
 	}
@@ -178,10 +194,6 @@ func TestStripeRefund(t *testing.T) {
 	}
 	// The PaymentIntent createPayment opened is recorded with the payment
 	// and named by the refund: no search.
-	var ref string
-	if err := e.app.DB.NewRaw(`SELECT provider_ref FROM payment WHERE id = ?`, p.ID).Scan(e.ctx, &ref); err != nil || !strings.HasPrefix(ref, "pi_") {
-		t.Fatalf("the payment's provider_ref %q (%v), want the PaymentIntent's id", ref, err)
-	}
 	if r.Form.Get("payment_intent") != ref {
 		t.Errorf("refund of %q, want the recorded %q", r.Form.Get("payment_intent"), ref)
 	}
@@ -189,12 +201,76 @@ func TestStripeRefund(t *testing.T) {
 		t.Errorf("search requests %+v, want none", s)
 	}
 	rf := map[string]any{"id": "re_1", "object": "refund", "amount": 100, "currency": "cny", "status": "succeeded",
-		"metadata": map[string]string{stripepay.MetaPaymentID: p.ID}}
+		"payment_intent": ref, "metadata": map[string]string{stripepay.MetaPaymentID: p.ID}}
 	ev := stripeEventJSON("evt_refund_1", "refund.updated", rf)
 	if status, answer := e.postStripe(ev, stripeWhsec, time.Now()); status != 200 || !strings.Contains(answer, string(seckill.PaymentRefunded)) {
 		t.Fatalf("refund event: %d %s", status, answer)
 	}
 	if st := e.paymentStatus(p.ID); st != seckill.PaymentRefunded {
 		t.Errorf("payment %s", st)
+	}
+}
+
+// TestStripeForeignPaymentIntent: a correctly signed payment_intent.succeeded
+// that carries our payment's id in its metadata but is not the
+// PaymentIntent createPayment opened for it (or is for another amount)
+// leaves the order unpaid and sends no refund: it is answered 2xx
+// (recorded, so that Stripe stops), written to payment_event as a
+// mismatch with the PaymentIntent it named, and counted in
+// seckill_payment_mismatch_total. The PaymentIntent opened for the payment
+// pays the order.
+func TestStripeForeignPaymentIntent(t *testing.T) {
+	e, v, mock := newStripeEnv(t, 2)
+	id := e.buyCreated(v, 51)
+	p := e.createPaymentAPI(id, 51)
+	ref := e.providerRef(p.ID)
+	mismatches := func() float64 {
+		return testutil.ToFloat64(e.app.Metrics.PaymentMismatch.WithLabelValues(seckill.EventPaymentSucceeded))
+	}
+	foreign := stripeEventJSON("evt_foreign_1", "payment_intent.succeeded", succeededIntent("pi_foreign", p.ID, 100, "CNY"))
+	underpaid := stripeEventJSON("evt_underpaid_1", "payment_intent.succeeded", succeededIntent(ref, p.ID, 1, "CNY"))
+	for i, body := range [][]byte{foreign, foreign, underpaid} { // the foreign one redelivered
+		if status, answer := e.postStripe(body, stripeWhsec, time.Now()); status != http.StatusOK || !strings.Contains(answer, `"mismatch"`) {
+			t.Fatalf("call %d: %d %s, want 200 mismatch", i+1, status, answer)
+		}
+	}
+	if st := e.status(id); st != seckill.OrderCreated {
+		t.Fatalf("after a foreign PaymentIntent's success the order is %s, want CREATED", st)
+	}
+	if st := e.paymentStatus(p.ID); st != seckill.PaymentPending {
+		t.Fatalf("payment %s, want PENDING", st)
+	}
+	if n := e.count(`SELECT count(*) FROM payment_event WHERE outcome = 'mismatch' AND payment_id = ? AND mismatch IS NOT NULL
+		AND ((id = 'evt_foreign_1' AND provider_ref = 'pi_foreign') OR (id = 'evt_underpaid_1' AND provider_ref = ?))`, p.ID, ref); n != 2 {
+		t.Errorf("%d mismatches recorded, want 2", n)
+	}
+	if got := mismatches(); got != 2 {
+		t.Errorf("seckill_payment_mismatch_total{type=\"payment.succeeded\"} = %v, want 2 (the redelivery not counted)", got)
+	}
+	if r := mock.Requests("/v1/refunds"); len(r) != 0 {
+		t.Errorf("refund requests %+v, want none", r)
+	}
+
+	// Nor does the built-in webhook's event, signed with its secret, pay a
+	// payment opened at Stripe (where that webhook is still served).
+	builtin, _ := json.Marshal(seckill.PaymentEvent{ID: "evt_builtin_1", Type: seckill.EventPaymentSucceeded, PaymentID: p.ID,
+		Amount: 100, Currency: "CNY"})
+	status, answer := e.postWebhook(http.MethodPost, payhook.Sign([]byte(e.app.Config.PaymentWebhookSecret), time.Now(), builtin), builtin)
+	if status == http.StatusOK && !strings.Contains(answer, `"mismatch"`) {
+		t.Errorf("the built-in webhook's success: %d %s, want a mismatch or a refusal", status, answer)
+	}
+	if st := e.status(id); st != seckill.OrderCreated {
+		t.Fatalf("after the built-in webhook's success the order is %s, want CREATED", st)
+	}
+
+	ours := stripeEventJSON("evt_ours_1", "payment_intent.succeeded", succeededIntent(ref, p.ID, 100, "CNY"))
+	if status, answer := e.postStripe(ours, stripeWhsec, time.Now()); status != http.StatusOK || !strings.Contains(answer, `"applied"`) {
+		t.Fatalf("our PaymentIntent's success: %d %s", status, answer)
+	}
+	if st := e.status(id); st != seckill.OrderPaid {
+		t.Fatalf("order %s, want PAID", st)
+	}
+	if got := mismatches(); got != 2 && got != 3 { // 3: the built-in webhook's was taken and set aside
+		t.Errorf("seckill_payment_mismatch_total = %v after our success, want 2 or 3", got)
 	}
 }

@@ -41,7 +41,7 @@ func NewHandler(service Service, secret string, logger *slog.Logger) *Handler {
 
 // answer is the body of every response.
 type answer struct {
-	Status string `json:"status"`           // applied, duplicate, refused
+	Status string `json:"status"`           // applied, duplicate, mismatch, refused
 	Result string `json:"result,omitempty"` // the payment's status after an applied event
 	Error  string `json:"error,omitempty"`
 }
@@ -108,7 +108,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := answer{Status: "applied", Result: string(res.Payment.Status)}
-	if res.Duplicate {
+	switch {
+	case res.Outcome == seckill.AppliedMismatch:
+		// A payment another provider opened: recorded, alerted, nothing
+		// changed.
+		a.Status = "mismatch"
+	case res.Duplicate:
 		a.Status = "duplicate"
 	}
 	write(w, http.StatusOK, a)

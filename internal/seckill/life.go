@@ -147,10 +147,14 @@ type OrderLife interface {
 	//   - payment.failed fails a PENDING payment, nothing else;
 	//   - refund.succeeded makes a payment owed back REFUNDED;
 	//     refund.failed makes one REFUND_NEEDED or REFUNDING REFUND_FAILED;
-	//     either changes nothing for a payment not owed back.
+	//     either changes nothing for a payment not owed back;
+	//   - an event that names a provider's object which is not the
+	//     payment's (PaymentEvent.Mismatch) changes nothing: it is recorded
+	//     under its event id, with why, as AppliedMismatch.
 	// ENOTFOUND for an unknown payment, EINVALID when the amount or the
-	// currency differ from the payment's, ECONFLICT for an event id applied
-	// to another payment; nothing is recorded then.
+	// currency of an event that names no provider's object differ from the
+	// payment's, ECONFLICT for an event id applied to another payment;
+	// nothing is recorded then.
 	ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (PaymentResult, error)
 	// OrderPayments returns an order's payments, oldest first (none for an
 	// order it does not hold).

@@ -114,6 +114,12 @@ type PaymentEvent struct {
 	// Reason is the provider's word on a failure (payment.failed,
 	// refund.failed), shown to operators; optional.
 	Reason string `json:"reason,omitempty"`
+	// ProviderRef is the provider's own object the event is about
+	// (Stripe's PaymentIntent), set by a provider that opens its payments
+	// (PaymentOpener): the event then applies only to the payment that
+	// object was opened for (Mismatch). Empty for the built-in provider,
+	// whose webhook cannot set it.
+	ProviderRef string `json:"-"`
 }
 
 // Limits of a provider event's fields.
@@ -145,7 +151,53 @@ func (ev PaymentEvent) Validate() error {
 	if len(ev.Reason) > MaxReasonLen {
 		return Invalidf("reason", "reason must be at most %d bytes", MaxReasonLen)
 	}
+	if len(ev.ProviderRef) > MaxProviderRefLen || !printableASCII(ev.ProviderRef) {
+		return Invalidf("provider_ref", "the provider's reference must be at most %d printable ASCII characters", MaxProviderRefLen)
+	}
 	return checkText("reason", ev.Reason, false)
+}
+
+// MaxProviderRefLen bounds a provider's reference to a payment (the
+// payment.provider_ref column's).
+const MaxProviderRefLen = 255
+
+// Mismatch says why an event that names the provider's object
+// (ProviderRef) is not about the payment it names, whose recorded
+// reference is ref and whose amount and currency are given; "" when it is.
+// An event that names no object (the built-in provider's) is "" for a
+// payment without a reference (its amount and currency are checked as
+// before: EINVALID), and a mismatch for a payment opened at a provider that
+// does name them: only that provider's events settle it, whichever other
+// webhook is reachable.
+//
+// A success or a failure is the payment's only for the object opened for
+// it (PaymentOpener's reference, recorded before the buyer's app could pay
+// it): an object opened by anyone else with our payment's id in its
+// metadata never pays our order, nor is a refund sent to it. A refund's
+// event must name the recorded object too, when there is one (a payment
+// opened before references were recorded has none; its refund found the
+// object by its metadata). A mismatching event is recorded and alerted,
+// and changes nothing.
+func (ev PaymentEvent) Mismatch(ref string, amount int64, currency string) string {
+	if ev.ProviderRef == "" {
+		if ref != "" {
+			return fmt.Sprintf("%s names no provider's object, but payment %s was opened at the provider as %s",
+				ev.Type, ev.PaymentID, ref)
+		}
+		return ""
+	}
+	refund := ev.Type == EventRefundSucceeded || ev.Type == EventRefundFailed
+	switch {
+	case ref == "" && !refund:
+		return fmt.Sprintf("%s names %s, but no reference to the provider was recorded for payment %s",
+			ev.Type, ev.ProviderRef, ev.PaymentID)
+	case ref != "" && ev.ProviderRef != ref:
+		return fmt.Sprintf("%s names %s, not %s, the one opened for payment %s", ev.Type, ev.ProviderRef, ref, ev.PaymentID)
+	case ev.Amount != amount || ev.Currency != currency:
+		return fmt.Sprintf("%s of %s is for %s, not %s, payment %s's amount", ev.Type, ev.ProviderRef,
+			FormatAmount(ev.Amount, ev.Currency), FormatAmount(amount, currency), ev.PaymentID)
+	}
+	return ""
 }
 
 // validEventID reports whether id is 1 to MaxEventIDLen printable ASCII
@@ -153,10 +205,13 @@ func (ev PaymentEvent) Validate() error {
 // U+FFFD standing for bytes that were not UTF-8 included) could make two
 // different ids one.
 func validEventID(id string) bool {
-	if id == "" || len(id) > MaxEventIDLen {
-		return false
-	}
-	for _, c := range []byte(id) {
+	return id != "" && len(id) <= MaxEventIDLen && printableASCII(id)
+}
+
+// printableASCII reports whether s has only printable ASCII characters,
+// space excluded.
+func printableASCII(s string) bool {
+	for _, c := range []byte(s) {
 		if c < '!' || c > '~' {
 			return false
 		}
@@ -192,6 +247,11 @@ const (
 	// second success of a payment settled already, a failure after a
 	// success, a refund's confirmation for a payment not owed back).
 	AppliedIgnored EventOutcome = "ignored"
+	// AppliedMismatch: the event names a provider's object other than the
+	// one opened for the payment, or another amount or currency
+	// (PaymentEvent.Mismatch): recorded with why, alerted, and nothing
+	// changed; no money moves for it.
+	AppliedMismatch EventOutcome = "mismatch"
 )
 
 // PaymentResult is what applying a payment event did.
@@ -200,6 +260,9 @@ type PaymentResult struct {
 	Outcome   EventOutcome // what the event did when it was applied
 	Payment   Payment      // the payment as it stands afterwards
 	Order     *Order       // its order as it stands afterwards
+	// Mismatch says why the event was not the payment's, when the Outcome
+	// is AppliedMismatch.
+	Mismatch string
 }
 
 // Paid reports whether this call's event moved the order to PAID.
@@ -305,6 +368,14 @@ func (l *Life) ApplyPaymentEvent(ctx context.Context, ev PaymentEvent) (PaymentR
 			"payment_id", res.Payment.ID, "order_id", res.Payment.OrderID, "order_status", res.Order.Status,
 			"amount", FormatAmount(res.Payment.Amount, res.Payment.Currency))
 		l.refunds.Owed(ctx, res.Payment.ID)
+	case AppliedMismatch:
+		// Nothing moved, and the provider is answered 2xx (it would
+		// deliver the event again for days): someone must look at the
+		// provider's object, which took money nobody asked for, or names
+		// one of our payments it is not.
+		l.logger.ErrorContext(ctx, "a payment event does not match its payment: recorded, not applied; an operator must act",
+			"event_id", ev.ID, "event_type", ev.Type, "payment_id", res.Payment.ID, "order_id", res.Payment.OrderID,
+			"provider_ref", ev.ProviderRef, "mismatch", res.Mismatch)
 	case AppliedRefundFailed:
 		l.logger.ErrorContext(ctx, "the provider refused a refund; an operator must act",
 			"payment_id", res.Payment.ID, "order_id", res.Payment.OrderID, "reason", ev.Reason,

@@ -432,6 +432,9 @@ type paymentRow struct {
 	Amount   int64  `bun:"amount,notnull"`
 	Currency string `bun:"currency,notnull"`
 	Status   string `bun:"status,nullzero,notnull,default:'PENDING'"`
+	// ProviderRef is the provider's object opened for the payment (Stripe's
+	// PaymentIntent), empty for none (NULL).
+	ProviderRef string `bun:"provider_ref,nullzero"`
 	timestamps
 }
 
@@ -606,7 +609,8 @@ func (s *Store) applyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) 
 		if err := tx.NewSelect().Model(&p).Where("p.id = ?", ev.PaymentID).For("UPDATE").Scan(ctx); err != nil {
 			return fmt.Errorf("lock payment: %w", err)
 		}
-		if ev.Amount != p.Amount || ev.Currency != p.Currency {
+		mismatch := ev.Mismatch(p.ProviderRef, p.Amount, p.Currency)
+		if mismatch == "" && (ev.Amount != p.Amount || ev.Currency != p.Currency) {
 			return seckill.Invalidf("amount", "payment %s is for %s, not %s", p.ID,
 				seckill.FormatAmount(p.Amount, p.Currency), seckill.FormatAmount(ev.Amount, ev.Currency))
 		}
@@ -623,13 +627,21 @@ func (s *Store) applyPaymentEvent(ctx context.Context, ev seckill.PaymentEvent) 
 			}
 			res.Duplicate, res.Outcome = true, seckill.EventOutcome(seen[0].Outcome)
 		} else {
-			outcome, err := s.applyEvent(ctx, tx, ev, o, &p)
-			if err != nil {
-				return err
+			// A mismatch changes nothing: its row is the record.
+			outcome := seckill.AppliedMismatch
+			if mismatch == "" {
+				if outcome, err = s.applyEvent(ctx, tx, ev, o, &p); err != nil {
+					return err
+				}
 			}
-			res.Outcome = outcome
-			_, err = tx.NewRaw(`INSERT INTO payment_event (id, payment_id, type, outcome) VALUES (?, ?, ?, ?)`,
-				ev.ID, p.ID, ev.Type, string(outcome)).Exec(ctx)
+			res.Outcome, res.Mismatch = outcome, mismatch
+			var named, why string // what a mismatch named, and why it is not the payment's
+			if mismatch != "" {
+				named, why = ev.ProviderRef, refundReason("", mismatch) // cut to the column's length
+			}
+			_, err = tx.NewRaw(`INSERT INTO payment_event (id, payment_id, type, outcome, provider_ref, mismatch)
+				VALUES (?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''))`,
+				ev.ID, p.ID, ev.Type, string(outcome), named, why).Exec(ctx)
 			if sqlState(err) == codeUniqueViolation {
 				return seckill.Errorf(seckill.ECONFLICT, "event %s was applied to another payment", ev.ID)
 			} else if err != nil {

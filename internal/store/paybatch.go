@@ -26,7 +26,8 @@ import (
 // a payment not confirmed yet (PENDING, FAILED, CANCELLED) for an order
 // awaiting payment (CREATED), which pays it; a payment.failed of a PENDING
 // payment, which fails it. Anything else (a duplicate, a refund, an order
-// closed or paid already, a mismatch, an unknown payment) is left to
+// closed or paid already, a mismatch of amount, currency or the provider's
+// object (seckill.PaymentEvent.Mismatch), an unknown payment) is left to
 // applyPaymentEvent, alone, after the batch: it answers and records it as
 // before. So does every event of a batch that a constraint, a deadlock or a
 // serialization failure rolled back. Any other failure (Postgres away or
@@ -54,7 +55,7 @@ type payOutcome struct {
 const (
 	payOwnersSQL       = `SELECT id, order_id FROM payment WHERE id = ANY($1::text[])`
 	payLockOrdersSQL   = `SELECT id, status, pay_by FROM voucher_order WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`
-	payLockPaymentsSQL = `SELECT id, order_id, amount, currency, status, created_at, updated_at FROM payment
+	payLockPaymentsSQL = `SELECT id, order_id, amount, currency, status, provider_ref, created_at, updated_at FROM payment
 		WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`
 	payAppliedSQL      = `SELECT id FROM payment_event WHERE id = ANY($1::text[])`
 	payFailSQL         = `UPDATE payment SET status = 'FAILED', updated_at = now() WHERE id = ANY($1::text[])`
@@ -145,7 +146,8 @@ func (s *Store) applyPlainEvents(ctx context.Context, evs []seckill.PaymentEvent
 		var payIDs, failIDs, eventIDs, eventPays, types, outcomes []string
 		for i, ev := range evs {
 			p := payment[ev.PaymentID]
-			if p == nil || done[ev.ID] || taken[p.OrderID] || ev.Amount != p.Amount || ev.Currency != p.Currency {
+			if p == nil || done[ev.ID] || taken[p.OrderID] || ev.Amount != p.Amount || ev.Currency != p.Currency ||
+				ev.Mismatch(p.ProviderRef, p.Amount, p.Currency) != "" {
 				continue
 			}
 			var outcome seckill.EventOutcome

@@ -7,9 +7,10 @@
 //     Refunds API under our refund's idempotency key
 //     (seckill.PaymentProvider);
 //   - Handler serves POST /webhooks/stripe: it verifies Stripe's signature
-//     with stripe-go and maps payment_intent.succeeded,
+//     (webhook.go) and maps payment_intent.succeeded,
 //     payment_intent.payment_failed and the refund events to our payment
-//     events, which the domain applies once per event id.
+//     events, naming the PaymentIntent, which the domain applies once per
+//     event id, and only to the payment that PaymentIntent was opened for.
 //
 // Amounts are converted between our minor units and Stripe's (money.go).
 package stripepay
