@@ -71,7 +71,11 @@ func newSubjects(store SubjectStore, size int) (*subjects, error) {
 		copy(out, ids)
 		return nil
 	}
-	s.batch = batch.New(lookup, batch.Options{MaxBatch: subjectBatch, Flushes: subjectFlushes, Backlog: subjectBacklog})
+	// The store refuses a subject it cannot hold with INVALID_INPUT (a
+	// second line behind checkSubject): that one caller is answered, the
+	// rest of its batch looked up without it.
+	s.batch = batch.New(lookup, batch.Options{MaxBatch: subjectBatch, Flushes: subjectFlushes, Backlog: subjectBacklog,
+		Isolate: func(err error) bool { return seckill.ErrorCode(err) == seckill.EINVALID }})
 	return s, nil
 }
 
