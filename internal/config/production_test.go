@@ -238,6 +238,11 @@ func TestPublishedSecretsListed(t *testing.T) {
 		if strings.HasSuffix(name, "_test.go") || strings.HasSuffix(name, "_templ.go") {
 			return nil
 		}
+		// The configuration doc's generator keys its notes by variable:
+		// its strings describe a setting, they are no value of one.
+		if filepath.ToSlash(path) == "../../scripts/configdoc/main.go" {
+			return nil
+		}
 		if !slices.Contains(texts, filepath.Ext(name)) && base != "Makefile" && base != "Dockerfile" && !strings.Contains(filepath.ToSlash(path), "/scripts/") {
 			return nil
 		}
