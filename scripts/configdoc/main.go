@@ -87,10 +87,10 @@ var sections = []struct {
 // notes say what the struct cannot: a default that depends on another
 // setting, a caveat an operator must know. Keyed by variable.
 var notes = map[string]string{
-	"SECKILL_ENV":                   "`dev` allows the development secrets, text logs and the playground; `make` sets it.",
-	"SECKILL_HTTP_ADDR":             "The listen address of the API, the dashboard, health and (unless `SECKILL_METRICS_ADDR`) metrics.",
+	"SECKILL_ENV":                   "`dev` allows the development secrets, text logs and the playground; `make` sets it. `prod` refuses an unsafe configuration ([what start refuses](operations.md#before-production-what-start-refuses)).",
+	"SECKILL_HTTP_ADDR":             "The listen address of the API, the dashboard, health and, in development without `SECKILL_METRICS_ADDR`, metrics.",
 	"SECKILL_DATABASE_URL":          "Postgres, the source of truth.",
-	"SECKILL_JWT_SECRET":            "The HS256 signing key of our tokens and the key the challenge and waiting-room tokens derive from. Required in production.",
+	"SECKILL_JWT_SECRET":            "The HS256 signing key of our tokens and the key the challenge and waiting-room tokens derive from. Required in production, and not a secret published in seckill's source.",
 	"SECKILL_JWT_ISSUER":            "The `iss` claim of our tokens.",
 	"SECKILL_LOG_FORMAT":            "Structured logs (slog).",
 	"SECKILL_LOG_LEVEL":             "The Redis client's own lines (a pool that cannot dial) come at `WARN` with `component=go-redis`, one of a kind every 10 s at most, the ones held back counted in `repeated`.",
@@ -107,6 +107,8 @@ var notes = map[string]string{
 	"SECKILL_ADDRESS_RATE":          "Generous on purpose: one address is often many people ([api.md](api.md#client-address)).",
 	"SECKILL_USER_RATE":             "0: no limit ([api.md](api.md#challenges-and-limits)).",
 	"SECKILL_AUTH_AUDIENCE":         "Required with an identity provider.",
+	"SECKILL_AUTH_JWKS_URL":         "Production needs `SECKILL_AUTH_ISSUER` beside it, and both over https:// (http:// only on a loopback host).",
+	"SECKILL_AUTH_HS256":            "Production needs it set explicitly beside an identity provider ([what start refuses](operations.md#before-production-what-start-refuses)).",
 	"SECKILL_AUTH_ADMIN_CLAIM":      "The claim may be a string or an array of strings; `a.b` for `b` inside `a`: `roles:seckill-admin`, `realm_access.roles:seckill-admin`, `groups:ops`. Unset, no provider token is an admin's.",
 	"SECKILL_AUTH_CLIENT_SECRET":    "The dashboard's client secret at the provider.",
 	"SECKILL_AUTH_REDIRECT_URL":     "Required with a client id.",
@@ -114,7 +116,8 @@ var notes = map[string]string{
 	"STRIPE_API_KEY":                "A restricted key needs PaymentIntents and Refunds write, PaymentIntents read.",
 	"STRIPE_WEBHOOK_SECRET":         "The secret of the endpoint `https://<host>/webhooks/stripe`.",
 	"SECKILL_PAYMENT_REFUND_URL":    "`make run` points it at its development provider (`seckill payments provider`).",
-	"SECKILL_EVENTS_WEBHOOK_URL":    "With no endpoint enabled (here or on the dashboard), no event is written.",
+	"SECKILL_EVENTS_WEBHOOK_URL":    "An http or https URL without user or password; in production not an internal address unless `SECKILL_EVENTS_ALLOW_NETS` lists it ([events.md](events.md#where-an-endpoint-may-point)). An instance without it leaves the endpoint as it is; only an operator removes it. With no endpoint enabled (here or on the dashboard), no event is written.",
+	"SECKILL_EVENTS_ALLOW_NETS":     "Such as `10.20.0.0/16,fd12::/64`: each written as its network, IPv4 ranges as IPv4. Empty: in production no endpoint reaches an internal address ([events.md](events.md#where-an-endpoint-may-point)); development checks none.",
 	"SECKILL_EVENTS_WEBHOOK_SECRET": "At least 16 characters when the URL is set.",
 	"SECKILL_MAX_IN_FLIGHT":         "HTTP requests served at once; beyond it a request is answered 503 at once.",
 	"SECKILL_ALLOWED_ORIGINS":       "Comma-separated origin patterns allowed to open WebSockets; none: the same origin only.",
@@ -123,7 +126,7 @@ var notes = map[string]string{
 	"SECKILL_ADMIN_USER":            "Development: create (or reset) this dashboard operator at start. `make run` sets `admin` with a password made once per checkout (`.run/admin-password`).",
 	"SECKILL_ADMIN_PASSWORD":        "Its password (at least 12 characters).",
 	"SECKILL_TRUSTED_PROXIES":       "Comma-separated addresses and CIDR prefixes, such as `10.0.0.0/8, 192.0.2.7`; none: the TCP peer is the client.",
-	"SECKILL_METRICS_ADDR":          "In `worker` too; such as `10.0.0.5:9090`.",
+	"SECKILL_METRICS_ADDR":          "Required in production to serve /metrics at all: production never serves it on `SECKILL_HTTP_ADDR`. In `worker` too; such as `10.0.0.5:9090`.",
 	"SECKILL_PPROF_ADDR":            "Serves `net/http/pprof`, such as `127.0.0.1:6060`.",
 	"OTEL_SERVICE_NAME":             "`service.name` of the traces.",
 }
