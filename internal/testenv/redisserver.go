@@ -83,7 +83,7 @@ func StartReplica(tb testing.TB, master *RedisServer, args ...string) *RedisServ
 	r := StartRedisServer(tb, append([]string{"--replicaof", "127.0.0.1", master.Port}, args...)...)
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr()})
 	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		info, _ := rdb.Info(context.Background(), "replication").Result()
 		if strings.Contains(info, "master_link_status:up") {
@@ -120,7 +120,7 @@ func (r *RedisServer) Start() {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
 	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for rdb.Ping(context.Background()).Err() != nil {
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(r.Dir, "redis.log"))
