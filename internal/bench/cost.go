@@ -25,6 +25,7 @@ const cpuEvery = 250 * time.Millisecond
 // cpuProbe measures the CPU time of a run's local processes over a window:
 // the server, Redis, Postgres (the run's database) and the bench itself.
 type cpuProbe struct {
+	groups  []cpu.Group // the processes found, sampled from start on
 	sampler *cpu.Sampler
 	missing map[string]string // process name -> why it is not measured
 	window  *cpuWindow        // set by stop
@@ -50,6 +51,14 @@ func redisAddrs(redisURL string) []string {
 // startCPU finds t's processes and starts sampling them. What it cannot
 // find is reported as missing, never an error: the run goes on.
 func startCPU(ctx context.Context, t cpuTarget) *cpuProbe {
+	return findCPU(ctx, t).start()
+}
+
+// findCPU finds t's processes without sampling them yet. The search reads
+// every process's sockets, which takes seconds on a crowded machine: a run
+// with a deadline (a waiting room opens at a set time) searches before it
+// sets one and starts the window when its load starts.
+func findCPU(ctx context.Context, t cpuTarget) *cpuProbe {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	p := &cpuProbe{missing: map[string]string{}}
@@ -95,8 +104,13 @@ func startCPU(ctx context.Context, t cpuTarget) *cpuProbe {
 			Counts: cpu.PostgresDatabase(db), Reaped: cpu.ReapedOther})
 	}
 
-	groups = append(groups, cpu.Group{Name: report.ProcBench, PIDs: []int{self}, Reaped: cpu.ReapedIgnored})
-	p.sampler = cpu.Start(cpu.Host, groups, cpuEvery)
+	p.groups = append(groups, cpu.Group{Name: report.ProcBench, PIDs: []int{self}, Reaped: cpu.ReapedIgnored})
+	return p
+}
+
+// start begins the probe's window.
+func (p *cpuProbe) start() *cpuProbe {
+	p.sampler = cpu.Start(cpu.Host, p.groups, cpuEvery)
 	return p
 }
 

@@ -66,6 +66,7 @@ type seckillRun struct {
 
 // runSeckill measures the server t and verifies what it persisted.
 func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Report, error) {
+	probe := findCPU(ctx, t.cpuTarget())
 	s, err := r.prepare(ctx, t)
 	if err != nil {
 		return nil, err
@@ -96,7 +97,7 @@ func (r *runner) runSeckill(ctx context.Context, t seckillTarget) (*report.Repor
 		r.onAccept = pay.accepted
 		defer func() { r.onAccept = nil }()
 	}
-	probe := startCPU(ctx, t.cpuTarget())
+	probe.start()
 	defer probe.stop()
 	rec := r.load(ctx, t.label, t.url, load.PurchaseBody(s.voucherID))
 	if t.afterLoad != nil {
